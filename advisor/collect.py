@@ -1,0 +1,382 @@
+"""Collect raw facts about block devices from udev (pyudev), sysfs and a few tools.
+
+This module is the only part of discovery that touches the live system. It produces a
+:class:`RawSystem`, plain data that :mod:`advisor.discovery` turns into an
+:class:`~advisor.devices.Inventory` without further I/O. ``cachewise scan --save-raw FILE``
+writes a RawSystem as JSON; the unit tests replay snapshots captured that way in the lab.
+
+udev is optional: without libudev or without a running udev daemon, sysfs still lists every
+device (pyudev reads it), and blkid fills in signatures; what cannot be read is recorded
+with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from advisor.runner import CommandError, CommandRunner, ToolMissing
+
+RAW_SCHEMA = "cachewise.raw/1"
+
+SYS_BLOCK = Path("/sys/class/block")
+UDEV_RUN = Path("/run/udev")
+
+# sysfs files read for every block device, relative to its sysfs directory.
+ATTRS = (
+    "size",
+    "ro",
+    "removable",
+    "partition",
+    "queue/rotational",
+    "queue/logical_block_size",
+    "queue/physical_block_size",
+    "queue/discard_max_bytes",
+    "device/model",
+    "device/vendor",
+    "device/serial",
+    "device/wwid",
+    "serial",
+    "wwid",
+    "dm/name",
+    "dm/uuid",
+    "md/level",
+    "loop/backing_file",
+)
+# Files in the bcache/ directory of a backing, cache or bcacheN device.
+BCACHE_ATTRS = ("state", "cache_mode", "dirty_data", "backing_dev_uuid", "backing_dev_name", "label")
+BCACHE_LINKS = ("set", "cache", "dev")
+
+
+@dataclass
+class RawBlock:
+    name: str
+    devtype: str
+    devnum: str
+    devnode: str
+    sys_path: str
+    parent: str | None
+    properties: dict[str, str]
+    links: list[str]
+    attrs: dict[str, str]
+    holders: list[str]
+    slaves: list[str]
+    bcache: dict[str, str] | None = None
+    udev_initialized: bool = False
+
+
+@dataclass
+class RawMount:
+    devnum: str | None
+    device: str
+    mountpoint: str
+    fstype: str
+
+
+@dataclass
+class RawSystem:
+    """Everything discovery needs, as collected. JSON round-trips through to_json/from_json."""
+
+    taken_at: str
+    hostname: str
+    root: bool
+    udev: str
+    blocks: list[RawBlock]
+    mounts: list[RawMount] = field(default_factory=list)
+    swaps: list[str] = field(default_factory=list)
+    blkid: dict[str, dict[str, str]] = field(default_factory=dict)
+    pvs: list[dict[str, str]] | None = None
+    lvs: list[dict[str, str]] | None = None
+    unread: list[dict[str, str]] = field(default_factory=list)
+    versions: dict[str, str] = field(default_factory=dict)
+    schema: str = RAW_SCHEMA
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RawSystem:
+        if data.get("schema") != RAW_SCHEMA:
+            raise ValueError(f"not a cachewise raw snapshot (schema {data.get('schema')!r}, expected {RAW_SCHEMA})")
+        fields = dict(data)
+        fields["blocks"] = [RawBlock(**b) for b in data["blocks"]]
+        fields["mounts"] = [RawMount(**m) for m in data.get("mounts", [])]
+        return cls(**fields)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> RawSystem:
+        with open(path, encoding="utf-8") as fh:
+            return cls.from_json(json.load(fh))
+
+
+def _read(path: Path) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if path.name.startswith("vpd_pg80"):
+        # SCSI VPD page 0x80: 4-byte header, then the unit serial number.
+        data = data[4:]
+    return data.replace(b"\0", b"").decode("utf-8", "replace").strip()
+
+
+def _listdir(path: Path) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def _read_block(sys_path: Path) -> tuple[dict[str, str], dict[str, str] | None, list[str], list[str]]:
+    attrs: dict[str, str] = {}
+    for name in (*ATTRS, "device/vpd_pg80"):
+        value = _read(sys_path / name)
+        if value is not None:
+            attrs[name] = value
+    bcache: dict[str, str] | None = None
+    bdir = sys_path / "bcache"
+    if bdir.is_dir():
+        bcache = {}
+        for name in BCACHE_ATTRS:
+            value = _read(bdir / name)
+            if value is not None:
+                bcache[name] = value
+        for name in BCACHE_LINKS:
+            target = bdir / name
+            if target.is_symlink():
+                bcache[name] = os.path.basename(os.readlink(target))
+    return attrs, bcache, _listdir(sys_path / "holders"), _listdir(sys_path / "slaves")
+
+
+def udev_state() -> str:
+    if (UDEV_RUN / "control").exists():
+        return "running"
+    if (UDEV_RUN / "data").is_dir():
+        return "database-only"
+    return "absent"
+
+
+def _blocks_from_pyudev() -> list[RawBlock]:
+    import pyudev  # libudev is loaded here; ImportError/OSError mean it is missing
+
+    context = pyudev.Context()
+    blocks = []
+    for dev in context.list_devices(subsystem="block"):
+        sys_path = Path(dev.sys_path)
+        attrs, bcache, holders, slaves = _read_block(sys_path)
+        parent = dev.find_parent("block")
+        props = {str(k): str(v) for k, v in dev.properties.items()}
+        blocks.append(
+            RawBlock(
+                name=dev.sys_name,
+                devtype=dev.device_type or "",
+                devnum=f"{os.major(dev.device_number)}:{os.minor(dev.device_number)}",
+                devnode=dev.device_node or f"/dev/{dev.sys_name}",
+                sys_path=str(sys_path),
+                parent=parent.sys_name if parent is not None else None,
+                properties=props,
+                links=sorted(str(link) for link in dev.device_links),
+                attrs=attrs,
+                holders=holders,
+                slaves=slaves,
+                bcache=bcache,
+                udev_initialized=bool(dev.is_initialized),
+            )
+        )
+    return blocks
+
+
+def _parse_udev_db(path: Path) -> tuple[dict[str, str], list[str]]:
+    props: dict[str, str] = {}
+    links: list[str] = []
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return props, links
+    for line in text.splitlines():
+        if line.startswith("E:") and "=" in line:
+            key, _, value = line[2:].partition("=")
+            props[key] = value
+        elif line.startswith("S:"):
+            links.append("/dev/" + line[2:])
+    return props, sorted(links)
+
+
+def _blocks_from_sysfs() -> list[RawBlock]:
+    """The same facts read without libudev: sysfs, plus udev's database files if present."""
+    blocks = []
+    for name in _listdir(SYS_BLOCK):
+        sys_path = (SYS_BLOCK / name).resolve()
+        uevent: dict[str, str] = {}
+        for line in (_read(sys_path / "uevent") or "").splitlines():
+            key, _, value = line.partition("=")
+            uevent[key] = value
+        devnum = _read(sys_path / "dev") or ""
+        db_props, links = _parse_udev_db(UDEV_RUN / "data" / f"b{devnum}")
+        props = {**uevent, **db_props}
+        attrs, bcache, holders, slaves = _read_block(sys_path)
+        devtype = uevent.get("DEVTYPE", "")
+        parent = sys_path.parent.name if devtype == "partition" else None
+        blocks.append(
+            RawBlock(
+                name=name,
+                devtype=devtype,
+                devnum=devnum,
+                devnode="/dev/" + uevent.get("DEVNAME", name),
+                sys_path=str(sys_path),
+                parent=parent,
+                properties=props,
+                links=links,
+                attrs=attrs,
+                holders=holders,
+                slaves=slaves,
+                bcache=bcache,
+                udev_initialized=bool(db_props),
+            )
+        )
+    return blocks
+
+
+def _devnum_of(path: str) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    return f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+
+
+def _mounts() -> list[RawMount]:
+    import psutil
+
+    mounts = []
+    for part in psutil.disk_partitions(all=True):
+        if not part.device.startswith("/"):
+            continue
+        mounts.append(RawMount(_devnum_of(part.device), part.device, part.mountpoint, part.fstype))
+    return mounts
+
+
+def _swaps() -> list[str]:
+    out = []
+    try:
+        lines = Path("/proc/swaps").read_text().splitlines()[1:]
+    except OSError:
+        return out
+    for line in lines:
+        fields = line.split()
+        if fields and fields[1:2] == ["partition"]:
+            devnum = _devnum_of(fields[0])
+            if devnum:
+                out.append(devnum)
+    return out
+
+
+def parse_blkid_export(text: str) -> dict[str, str]:
+    """Parse ``blkid -p -o export`` output (KEY=value lines, shell-escaped values)."""
+    result: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            result[key.strip()] = value.replace("\\ ", " ").strip()
+    return result
+
+
+def _needs_signature_probe(block: RawBlock) -> bool:
+    props = block.properties
+    if props.get("ID_FS_TYPE") or props.get("ID_PART_TABLE_TYPE"):
+        return False
+    if block.udev_initialized and "ID_FS_TYPE" in props:
+        return False
+    return block.attrs.get("size", "0") not in ("0", "")
+
+
+def _lvm_report(runner: CommandRunner, argv: list[str], key: str) -> list[dict[str, str]]:
+    # lvm2 before 2.03.17 has no json_std; plain json has the same shape for these reports.
+    result = runner.run([*argv, "--reportformat", "json", "--units", "b", "--nosuffix"], timeout=30)
+    data = json.loads(result.stdout)
+    rows: list[dict[str, str]] = []
+    for report in data.get("report", []):
+        rows.extend(report.get(key, []))
+    return rows
+
+
+PVS_ARGV = ["pvs", "-o", "pv_name,vg_name,pv_uuid,pv_size,dev_size"]
+LVS_ARGV = ["lvs", "-a", "-o", "lv_name,vg_name,lv_uuid,lv_attr,lv_size,segtype,lv_dm_path,devices,pool_lv,origin,lv_role"]
+
+
+def collect(runner: CommandRunner | None = None) -> RawSystem:
+    """Read the live system. Never writes anything; safe as any user."""
+    runner = runner or CommandRunner()
+    root = os.geteuid() == 0
+    unread: list[dict[str, str]] = []
+    state = udev_state()
+    try:
+        blocks = _blocks_from_pyudev()
+    except (ImportError, OSError) as exc:
+        state = "no-libudev"
+        unread.append({"fact": "udev properties", "reason": f"libudev could not be loaded ({exc}); read sysfs directly"})
+        blocks = _blocks_from_sysfs()
+
+    blkid: dict[str, dict[str, str]] = {}
+    probe = [b for b in blocks if _needs_signature_probe(b)]
+    if probe and runner.which("blkid") is None:
+        unread.append({"fact": "signatures", "reason": "blkid is not installed (util-linux) and udev has no data"})
+        probe = []
+    for block in probe:
+        if not os.access(block.devnode, os.R_OK):
+            unread.append(
+                {"fact": f"signature of {block.name}", "reason": f"udev has no data and {block.devnode} is readable only by root"}
+            )
+            continue
+        try:
+            res = runner.run(["blkid", "-p", "-o", "export", block.devnode], check=False, timeout=15)
+        except CommandError as exc:
+            unread.append({"fact": f"signature of {block.name}", "reason": str(exc)})
+            continue
+        # Exit 2 with no error text: no signature found, which is an answer, not an error.
+        if res.returncode == 0 or (res.returncode == 2 and not res.stderr.strip()):
+            blkid[block.name] = parse_blkid_export(res.stdout)
+        else:
+            unread.append({"fact": f"signature of {block.name}", "reason": res.stderr.strip() or f"blkid exit {res.returncode}"})
+
+    pvs = lvs = None
+    has_lvm = any(
+        b.attrs.get("dm/uuid", "").startswith("LVM-")
+        or b.properties.get("ID_FS_TYPE") == "LVM2_member"
+        or blkid.get(b.name, {}).get("TYPE") == "LVM2_member"
+        for b in blocks
+    )
+    if has_lvm:
+        if not root:
+            unread.append({"fact": "LVM reports", "reason": "pvs and lvs need root; VG and LV names come from device-mapper names instead"})
+        else:
+            try:
+                pvs = _lvm_report(runner, PVS_ARGV, "pv")
+                lvs = _lvm_report(runner, LVS_ARGV, "lv")
+            except ToolMissing as exc:
+                unread.append({"fact": "LVM reports", "reason": str(exc)})
+            except (CommandError, ValueError) as exc:
+                unread.append({"fact": "LVM reports", "reason": f"pvs/lvs failed: {exc}"})
+
+    return RawSystem(
+        taken_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        hostname=socket.gethostname(),
+        root=root,
+        udev=state,
+        blocks=blocks,
+        mounts=_mounts(),
+        swaps=_swaps(),
+        blkid=blkid,
+        pvs=pvs,
+        lvs=lvs,
+        unread=unread,
+        versions={"kernel": os.uname().release},
+    )

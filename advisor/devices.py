@@ -1,0 +1,193 @@
+"""What discovery reports: block devices with stable identity, role and why they are in use.
+
+The JSON form of :class:`Inventory` is the `cachewise scan --json` schema, documented in
+docs/scan-json.md. Bump :data:`SCAN_SCHEMA` when a field changes meaning or disappears;
+adding a field is backwards compatible and does not bump it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+SCAN_SCHEMA = "cachewise.scan/1"
+
+Kind = Literal["disk", "partition", "lvm", "dm", "bcache", "md", "loop", "virtual"]
+State = Literal["free", "has-data", "in-use"]
+
+
+@dataclass(frozen=True)
+class LvmInfo:
+    """LVM membership: a physical volume of a VG, or a logical volume in a VG."""
+
+    role: Literal["pv", "lv"]
+    vg: str | None
+    lv: str | None = None
+    segtype: str | None = None
+    uuid: str | None = None
+
+
+@dataclass(frozen=True)
+class BcacheInfo:
+    """bcache role. ``backing`` and ``cache`` are the underlying devices, ``bcache`` the bcacheN."""
+
+    role: Literal["backing", "cache", "bcache", "unregistered"]
+    cache_set_uuid: str | None = None
+    dev_uuid: str | None = None
+    state: str | None = None
+    cache_mode: str | None = None
+    dirty_data: str | None = None
+    bcache_device: str | None = None
+    backing_device: str | None = None
+
+
+@dataclass(frozen=True)
+class MdInfo:
+    role: Literal["array", "member"]
+    array: str | None = None
+    level: str | None = None
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A fact discovery could not read, and why (no udev, not root, tool missing ...)."""
+
+    fact: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    kind: Kind
+    devnode: str
+    devnum: str
+    identity: str | None
+    stable_path: str | None
+    links: tuple[str, ...] = ()
+    serial: str | None = None
+    wwn: str | None = None
+    model: str | None = None
+    vendor: str | None = None
+    transport: str | None = None
+    size_bytes: int = 0
+    logical_sector_size: int | None = None
+    physical_sector_size: int | None = None
+    rotational: bool | None = None
+    discard: bool | None = None
+    removable: bool = False
+    read_only: bool = False
+    parent: str | None = None
+    partitions: tuple[str, ...] = ()
+    holders: tuple[str, ...] = ()
+    slaves: tuple[str, ...] = ()
+    mountpoints: tuple[str, ...] = ()
+    swap: bool = False
+    fs_type: str | None = None
+    fs_uuid: str | None = None
+    fs_label: str | None = None
+    partition_table: str | None = None
+    dm_name: str | None = None
+    loop_file: str | None = None
+    lvm: LvmInfo | None = None
+    bcache: BcacheInfo | None = None
+    md: MdInfo | None = None
+    hidden: bool = False
+    state: State = "free"
+    in_use_reason: str = ""
+    unreadable: tuple[Unread, ...] = ()
+
+    @property
+    def display_path(self) -> str:
+        return self.stable_path or self.devnode
+
+    @property
+    def role(self) -> str:
+        """A short word or two for tables: 'LVM PV', 'bcache backing', 'ext4' ..."""
+        if self.lvm is not None:
+            return "LVM PV" if self.lvm.role == "pv" else f"LV {self.lvm.vg}/{self.lvm.lv}"
+        if self.bcache is not None:
+            return {
+                "backing": "bcache backing",
+                "cache": "bcache cache",
+                "bcache": "bcache device",
+                "unregistered": "bcache (unregistered)",
+            }[self.bcache.role]
+        if self.md is not None:
+            return f"RAID {self.md.level or ''}".strip() if self.md.role == "array" else "RAID member"
+        if self.swap:
+            return "swap"
+        if self.fs_type:
+            return self.fs_type
+        if self.partition_table:
+            return f"{self.partition_table} table"
+        return ""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["role"] = self.role
+        return data
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """One discovery pass over the machine."""
+
+    taken_at: str
+    hostname: str
+    udev: Literal["running", "database-only", "absent", "no-libudev"]
+    root: bool
+    devices: tuple[Device, ...]
+    notes: tuple[str, ...] = ()
+    schema: str = field(default=SCAN_SCHEMA)
+
+    def by_name(self, name: str) -> Device | None:
+        for dev in self.devices:
+            if dev.name == name:
+                return dev
+        return None
+
+    def visible(self, show_all: bool = False) -> tuple[Device, ...]:
+        return self.devices if show_all else tuple(d for d in self.devices if not d.hidden)
+
+    def to_json(self, show_all: bool = False) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "taken_at": self.taken_at,
+            "hostname": self.hostname,
+            "udev": self.udev,
+            "root": self.root,
+            "notes": list(self.notes),
+            "devices": [d.to_json() for d in self.visible(show_all)],
+        }
+
+    def tree(self, show_all: bool = False) -> list[tuple[int, Device]]:
+        """Devices grouped by disk: each disk, its partitions, and what is stacked on them.
+
+        A stacked device (LV, bcacheN, md array) that spans several disks is listed under the
+        first of them only.
+        """
+        shown = {d.name: d for d in self.visible(show_all)}
+        out: list[tuple[int, Device]] = []
+        seen: set[str] = set()
+
+        def visit(dev: Device, depth: int) -> None:
+            if dev.name in seen:
+                return
+            seen.add(dev.name)
+            out.append((depth, dev))
+            for child in (*dev.partitions, *dev.holders):
+                if child in shown:
+                    visit(shown[child], depth + 1)
+
+        roots = [d for d in shown.values() if d.parent is None and not (set(d.slaves) & shown.keys())]
+        for dev in sorted(roots, key=_natural_key):
+            visit(dev, 0)
+        for dev in sorted(shown.values(), key=_natural_key):
+            visit(dev, 0)
+        return out
+
+
+def _natural_key(dev: Device) -> tuple[int, str]:
+    order = {"disk": 0, "md": 1, "bcache": 2, "lvm": 3, "dm": 4, "loop": 5, "virtual": 6, "partition": 7}
+    return (order.get(dev.kind, 9), dev.name)

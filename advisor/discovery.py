@@ -1,0 +1,470 @@
+"""Turn raw udev/sysfs facts into an Inventory: identity, transport, roles, in-use reasons.
+
+Pure functions over :class:`~advisor.collect.RawSystem`; :func:`discover` is the one entry
+point that also collects. Identity never rests on kernel names (sdX, dm-N and bcacheN change
+between boots): it is the WWN or serial for disks, the device-mapper UUID for LVs, the
+backing-device UUID for bcache, the backing file for loop devices.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from advisor.collect import RawBlock, RawSystem, collect
+from advisor.devices import BcacheInfo, Device, Inventory, Kind, LvmInfo, MdInfo, State, Unread
+from advisor.runner import CommandRunner
+
+
+def discover(runner: CommandRunner | None = None) -> Inventory:
+    return build_inventory(collect(runner))
+
+
+def _kind(block: RawBlock) -> Kind:
+    name = block.name
+    if block.devtype == "partition":
+        return "partition"
+    if name.startswith("loop"):
+        return "loop"
+    if name.startswith(("zram", "ram", "nbd")) or name.startswith("sr"):
+        return "virtual"
+    if "dm/name" in block.attrs or name.startswith("dm-"):
+        return "lvm" if block.attrs.get("dm/uuid", "").startswith("LVM-") else "dm"
+    if name.startswith("bcache"):
+        return "bcache"
+    if name.startswith("md") and "md/level" in block.attrs:
+        return "md"
+    return "disk"
+
+
+def _transport(sys_path: str) -> str | None:
+    p = sys_path
+    if "/devices/virtual/" in p:
+        return None
+    checks = (
+        (r"/nvme/", "nvme"),
+        (r"/usb\d+/", "usb"),
+        (r"/end_device-|/sas_", "sas"),
+        (r"/session\d+/", "iscsi"),
+        (r"/ata\d+/", "sata"),
+        (r"/mmc_host/|/mmc\d+", "mmc"),
+        (r"/host\d+/", "scsi"),
+        (r"/virtio\d+/block/", "virtio"),
+    )
+    for pattern, name in checks:
+        if re.search(pattern, p):
+            return name
+    return None
+
+
+def _unescape_udev(value: str) -> str:
+    return re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), value).strip()
+
+
+def _serial(block: RawBlock) -> str | None:
+    for key in ("device/vpd_pg80", "device/serial", "serial"):
+        value = block.attrs.get(key, "").strip()
+        if value:
+            return value
+    props = block.properties
+    return props.get("ID_SERIAL_SHORT") or props.get("ID_SCSI_SERIAL") or None
+
+
+def _wwn(block: RawBlock) -> str | None:
+    for key in ("device/wwid", "wwid"):
+        value = block.attrs.get(key, "").strip()
+        if value.startswith("naa."):
+            return "0x" + value[4:].lower()
+        if value.startswith("eui."):
+            return value.lower()
+    props = block.properties
+    return props.get("ID_WWN_WITH_EXTENSION") or props.get("ID_WWN") or None
+
+
+def _model_vendor(block: RawBlock) -> tuple[str | None, str | None]:
+    props = block.properties
+    model = block.attrs.get("device/model") or (
+        _unescape_udev(props["ID_MODEL_ENC"]) if "ID_MODEL_ENC" in props else props.get("ID_MODEL")
+    )
+    vendor = block.attrs.get("device/vendor") or (
+        _unescape_udev(props["ID_VENDOR_ENC"]) if "ID_VENDOR_ENC" in props else props.get("ID_VENDOR")
+    )
+    if vendor and vendor.startswith("0x"):
+        vendor = None  # virtio reports its PCI vendor id here, not a name
+    return (model or None), (vendor or None)
+
+
+def _by_id_rank(link: str) -> tuple[int, int, str]:
+    base = link.rsplit("/", 1)[-1]
+    if base.startswith("wwn-"):
+        rank = 1
+    elif base.startswith(("nvme-eui.", "nvme-nvme.", "dm-name-", "dm-uuid-", "lvm-pv-uuid-", "md-uuid-", "md-name-")):
+        rank = 2
+    else:
+        rank = 0
+    return rank, len(base), base
+
+
+def _stable_path(block: RawBlock, kind: Kind, lvm: LvmInfo | None) -> str | None:
+    if kind == "lvm" and lvm is not None and lvm.vg and lvm.lv:
+        return f"/dev/{lvm.vg}/{lvm.lv}"
+    if kind == "dm" and block.attrs.get("dm/name"):
+        return f"/dev/mapper/{block.attrs['dm/name']}"
+    by_uuid_bcache = [link for link in block.links if link.startswith("/dev/bcache/by-uuid/")]
+    if by_uuid_bcache:
+        return by_uuid_bcache[0]
+    by_id = sorted((link for link in block.links if link.startswith("/dev/disk/by-id/")), key=_by_id_rank)
+    if by_id:
+        return by_id[0]
+    by_path = sorted(link for link in block.links if link.startswith("/dev/disk/by-path/"))
+    if by_path:
+        return by_path[0]
+    return None
+
+
+def _split_dm_lvm_name(name: str) -> tuple[str, str] | None:
+    """Split a device-mapper name of an LV into VG and LV (lvm escapes '-' as '--')."""
+    match = re.fullmatch(r"((?:[^-]|--)+)-((?:[^-]|--)+)", name)
+    if not match:
+        return None
+    return match.group(1).replace("--", "-"), match.group(2).replace("--", "-")
+
+
+def _signature(block: RawBlock, raw: RawSystem) -> tuple[str | None, str | None, str | None, str | None]:
+    props = block.properties
+    fs_type = props.get("ID_FS_TYPE") or None
+    fs_uuid = props.get("ID_FS_UUID") or None
+    label = _unescape_udev(props["ID_FS_LABEL_ENC"]) if "ID_FS_LABEL_ENC" in props else props.get("ID_FS_LABEL")
+    ptable = props.get("ID_PART_TABLE_TYPE") or None
+    probed = raw.blkid.get(block.name)
+    if probed is not None:
+        fs_type = fs_type or probed.get("TYPE")
+        fs_uuid = fs_uuid or probed.get("UUID")
+        label = label or probed.get("LABEL")
+        ptable = ptable or probed.get("PTTYPE")
+    return fs_type, fs_uuid, (label or None), ptable
+
+
+def _bcache(block: RawBlock, kind: Kind, fs_type: str | None, fs_uuid: str | None) -> BcacheInfo | None:
+    info = block.bcache
+    if info is not None:
+        if kind == "bcache":
+            return BcacheInfo(
+                role="bcache",
+                cache_set_uuid=info.get("cache"),
+                dev_uuid=info.get("backing_dev_uuid") or block.properties.get("BCACHE_CACHED_UUID"),
+                state=info.get("state"),
+                cache_mode=_selected(info.get("cache_mode")),
+                dirty_data=info.get("dirty_data"),
+                backing_device=info.get("backing_dev_name") or (block.slaves[0] if block.slaves else None),
+            )
+        if "set" in info:
+            return BcacheInfo(role="cache", cache_set_uuid=info["set"], dev_uuid=fs_uuid)
+        return BcacheInfo(
+            role="backing",
+            cache_set_uuid=info.get("cache"),
+            dev_uuid=info.get("backing_dev_uuid") or fs_uuid,
+            state=info.get("state"),
+            cache_mode=_selected(info.get("cache_mode")),
+            dirty_data=info.get("dirty_data"),
+            bcache_device=info.get("dev"),
+        )
+    if fs_type == "bcache":
+        return BcacheInfo(role="unregistered", dev_uuid=fs_uuid)
+    return None
+
+
+def _selected(choices: str | None) -> str | None:
+    """'[writethrough] writeback writearound none' -> 'writethrough'."""
+    if not choices:
+        return None
+    match = re.search(r"\[([^\]]+)\]", choices)
+    return match.group(1) if match else choices
+
+
+def _size(block: RawBlock) -> int:
+    try:
+        return int(block.attrs.get("size", "0")) * 512
+    except ValueError:
+        return 0
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _identity(kind: Kind, block: RawBlock, serial: str | None, wwn: str | None, parent_identity: str | None,
+              bcache: BcacheInfo | None, md_uuid: str | None) -> str | None:
+    if kind == "disk":
+        if wwn:
+            return f"wwn:{wwn}"
+        if serial:
+            return f"serial:{serial}"
+        return None
+    if kind == "partition":
+        number = block.attrs.get("partition") or block.properties.get("PARTN")
+        if parent_identity and number:
+            return f"{parent_identity}/part{number}"
+        partuuid = block.properties.get("ID_PART_ENTRY_UUID")
+        return f"partuuid:{partuuid}" if partuuid else None
+    if kind in ("lvm", "dm"):
+        uuid = block.attrs.get("dm/uuid")
+        if uuid:
+            return f"dm-uuid:{uuid}"
+        name = block.attrs.get("dm/name")
+        return f"dm-name:{name}" if name else None
+    if kind == "bcache":
+        return f"bcache:{bcache.dev_uuid}" if bcache and bcache.dev_uuid else None
+    if kind == "md":
+        return f"md-uuid:{md_uuid}" if md_uuid else None
+    if kind == "loop":
+        backing = block.attrs.get("loop/backing_file")
+        return f"loop-file:{backing}" if backing else None
+    return None
+
+
+def build_inventory(raw: RawSystem) -> Inventory:
+    blocks = {b.name: b for b in raw.blocks}
+    children: dict[str, list[str]] = {}
+    for b in raw.blocks:
+        if b.parent:
+            children.setdefault(b.parent, []).append(b.name)
+    mounts: dict[str, list[str]] = {}
+    for m in raw.mounts:
+        if m.devnum:
+            mounts.setdefault(m.devnum, []).append(m.mountpoint)
+    swaps = set(raw.swaps)
+    pv_vg = {row.get("pv_name", ""): row.get("vg_name") or None for row in raw.pvs or []}
+    lv_rows = {(row.get("vg_name"), row.get("lv_name")): row for row in raw.lvs or []}
+
+    # Parents first so a partition can build on its disk's identity.
+    order = sorted(raw.blocks, key=lambda b: (b.parent is not None, b.name))
+    identities: dict[str, str | None] = {}
+    devices: dict[str, Device] = {}
+    for block in order:
+        kind = _kind(block)
+        fs_type, fs_uuid, fs_label, ptable = _signature(block, raw)
+        serial = _serial(block) if kind == "disk" else None
+        wwn = _wwn(block) if kind == "disk" else None
+        model, vendor = _model_vendor(block) if kind == "disk" else (None, None)
+        parent_block = blocks.get(block.parent) if block.parent else None
+        if kind == "partition" and parent_block is not None:
+            transport = _transport(parent_block.sys_path)
+        else:
+            transport = _transport(block.sys_path)
+
+        lvm: LvmInfo | None = None
+        if kind == "lvm":
+            vg = block.properties.get("DM_VG_NAME")
+            lv = block.properties.get("DM_LV_NAME")
+            if not (vg and lv):
+                split = _split_dm_lvm_name(block.attrs.get("dm/name", ""))
+                vg, lv = split if split else (None, None)
+            row = lv_rows.get((vg, lv), {})
+            lvm = LvmInfo(role="lv", vg=vg, lv=lv, segtype=row.get("segtype") or None, uuid=row.get("lv_uuid") or None)
+        elif fs_type == "LVM2_member":
+            vg = pv_vg.get(block.devnode)
+            if vg is None:
+                # Without pvs, the VG shows in the names of the LVs this PV holds.
+                for holder in block.holders:
+                    split = _split_dm_lvm_name(blocks[holder].attrs.get("dm/name", "")) if holder in blocks else None
+                    if split and blocks[holder].attrs.get("dm/uuid", "").startswith("LVM-"):
+                        vg = split[0]
+                        break
+            lvm = LvmInfo(role="pv", vg=vg, uuid=fs_uuid)
+
+        bcache = _bcache(block, kind, fs_type, fs_uuid)
+        md: MdInfo | None = None
+        md_uuid = block.properties.get("MD_UUID")
+        if kind == "md":
+            md = MdInfo(role="array", array=block.name, level=block.attrs.get("md/level"))
+        elif fs_type == "linux_raid_member":
+            array = next((h for h in block.holders if h.startswith("md")), None)
+            md = MdInfo(role="member", array=array)
+
+        parent_identity = identities.get(block.parent) if block.parent else None
+        identity = _identity(kind, block, serial, wwn, parent_identity, bcache, md_uuid)
+        identities[block.name] = identity
+
+        unreadable: list[Unread] = []
+        if kind in ("disk", "partition", "bcache") and not block.links and raw.udev != "running":
+            unreadable.append(Unread("by-id path", f"udev is {_udev_words(raw.udev)}, so there are no /dev/disk/by-id links"))
+        if kind == "disk" and identity is None and _size(block) > 0:
+            unreadable.append(Unread("serial and WWN", "the device reports neither; its identity falls back to its kernel name"))
+        for item in raw.unread:
+            if item["fact"].endswith(f" of {block.name}"):
+                unreadable.append(Unread(item["fact"].rsplit(" of ", 1)[0], item["reason"]))
+
+        devices[block.name] = Device(
+            name=block.name,
+            kind=kind,
+            devnode=block.devnode,
+            devnum=block.devnum,
+            identity=identity,
+            stable_path=_stable_path(block, kind, lvm),
+            links=tuple(block.links),
+            serial=serial,
+            wwn=wwn,
+            model=model,
+            vendor=vendor,
+            transport=transport,
+            size_bytes=_size(block),
+            logical_sector_size=_int(block.attrs.get("queue/logical_block_size")),
+            physical_sector_size=_int(block.attrs.get("queue/physical_block_size")),
+            rotational=_bool(block.attrs.get("queue/rotational")),
+            discard=(_int(block.attrs.get("queue/discard_max_bytes")) or 0) > 0 if "queue/discard_max_bytes" in block.attrs else None,
+            removable=block.attrs.get("removable") == "1",
+            read_only=block.attrs.get("ro") == "1",
+            parent=block.parent,
+            partitions=tuple(sorted(children.get(block.name, []))),
+            holders=tuple(block.holders),
+            slaves=tuple(block.slaves),
+            mountpoints=tuple(sorted(mounts.get(block.devnum, []))),
+            swap=block.devnum in swaps,
+            fs_type=fs_type,
+            fs_uuid=fs_uuid,
+            fs_label=fs_label,
+            partition_table=ptable,
+            dm_name=block.attrs.get("dm/name"),
+            loop_file=block.attrs.get("loop/backing_file"),
+            lvm=lvm,
+            bcache=bcache,
+            md=md,
+            unreadable=tuple(unreadable),
+        )
+
+    devices = _settle_states(devices)
+    notes = _notes(raw)
+    ordered = tuple(devices[b.name] for b in sorted(raw.blocks, key=lambda b: b.name))
+    return Inventory(
+        taken_at=raw.taken_at,
+        hostname=raw.hostname,
+        udev=raw.udev,  # type: ignore[arg-type]
+        root=raw.root,
+        devices=ordered,
+        notes=notes,
+    )
+
+
+def _bool(value: str | None) -> bool | None:
+    return None if value is None else value.strip() == "1"
+
+
+def _udev_words(state: str) -> str:
+    return {
+        "running": "running",
+        "database-only": "not running (its database is stale)",
+        "absent": "not running",
+        "no-libudev": "not available (no libudev)",
+    }.get(state, state)
+
+
+def _notes(raw: RawSystem) -> tuple[str, ...]:
+    notes = []
+    if raw.udev != "running":
+        notes.append(
+            f"udev is {_udev_words(raw.udev)}: identities come from serial numbers and WWNs read in sysfs, "
+            "and signatures from blkid."
+        )
+    if not raw.root:
+        notes.append("Not running as root: file-system signatures udev does not know and LVM reports could not be read.")
+    for item in raw.unread:
+        if " of " not in item["fact"]:
+            notes.append(f"{item['fact']}: {item['reason']}")
+    return tuple(notes)
+
+
+def _describe(dev: Device, devices: dict[str, Device]) -> list[str]:
+    """Reasons a device itself is active (not counting its partitions)."""
+    reasons = []
+    if dev.mountpoints:
+        reasons.append("mounted at " + ", ".join(dev.mountpoints))
+    if dev.swap:
+        reasons.append("active swap")
+    if dev.lvm is not None and dev.lvm.role == "pv":
+        reasons.append(f"LVM physical volume of VG {dev.lvm.vg}" if dev.lvm.vg else "LVM physical volume in no VG")
+    if dev.bcache is not None:
+        b = dev.bcache
+        if b.role == "backing":
+            cached = f", cached by set {b.cache_set_uuid}" if b.cache_set_uuid else ", no cache attached"
+            reasons.append(f"bcache backing device of {b.bcache_device or 'a bcache device'}{cached}")
+        elif b.role == "cache":
+            reasons.append(f"bcache cache device of set {b.cache_set_uuid}")
+        elif b.role == "unregistered":
+            reasons.append("holds a bcache superblock that is not registered")
+    if dev.md is not None and dev.md.role == "member":
+        reasons.append(f"member of RAID {dev.md.array}" if dev.md.array else "RAID member superblock")
+    explained = {dev.bcache.bcache_device} if dev.bcache and dev.bcache.bcache_device else set()
+    others = [h for h in dev.holders if h not in explained and not (dev.lvm and dev.lvm.role == "pv")
+              and not (dev.md and dev.md.array == h)]
+    if others:
+        reasons.append("held by " + ", ".join(_label(devices.get(h), h) for h in others))
+    return reasons
+
+
+def _label(dev: Device | None, name: str) -> str:
+    if dev is None:
+        return name
+    if dev.lvm is not None and dev.lvm.role == "lv":
+        return f"{name} (LV {dev.lvm.vg}/{dev.lvm.lv})"
+    if dev.dm_name:
+        return f"{name} ({dev.dm_name})"
+    return name
+
+
+def _settle_states(devices: dict[str, Device]) -> dict[str, Device]:
+    hidden: set[str] = set()
+    for name, dev in devices.items():
+        if dev.kind in ("loop", "virtual") or dev.size_bytes == 0:
+            hidden.add(name)
+    # Anything built only on hidden devices is hidden too (a partition of a loop, an LV on loops).
+    changed = True
+    while changed:
+        changed = False
+        for name, dev in devices.items():
+            if name in hidden:
+                continue
+            below = [dev.parent] if dev.parent else list(dev.slaves)
+            if below and all(b in hidden for b in below):
+                hidden.add(name)
+                changed = True
+
+    out: dict[str, Device] = {}
+    for name, dev in devices.items():
+        state, reason = _state(dev, devices)
+        out[name] = replace(dev, hidden=name in hidden, state=state, in_use_reason=reason)
+    return out
+
+
+def _state(dev: Device, devices: dict[str, Device]) -> tuple[State, str]:
+    own = _describe(dev, devices)
+    parts = [devices[p] for p in dev.partitions if p in devices]
+    busy_parts = []
+    for part in parts:
+        reasons = _describe(part, devices)
+        if reasons:
+            busy_parts.append(f"{part.name} is {reasons[0]}" if reasons[0].startswith("mounted") else f"{part.name}: {reasons[0]}")
+    if dev.kind == "bcache" and dev.bcache is not None and not own:
+        own = [f"bcache device over {dev.bcache.backing_device}"] if dev.bcache.backing_device else []
+        if not dev.fs_type:
+            return "has-data", "has data: " + (own[0] if own else "a bcache device") + ", no file system yet"
+    if own or busy_parts:
+        return "in-use", "in use because " + "; ".join(own + busy_parts)
+    if parts:
+        table = f"a {dev.partition_table} partition table" if dev.partition_table else "a partition table"
+        return "has-data", f"has data: {table} with {len(parts)} partition{'s' if len(parts) != 1 else ''}"
+    if dev.fs_type:
+        label = f" labelled {dev.fs_label!r}" if dev.fs_label else ""
+        return "has-data", f"has data: holds a {dev.fs_type} signature{label}, not mounted"
+    if dev.partition_table:
+        return "has-data", f"has data: an empty {dev.partition_table} partition table"
+    if dev.lvm is not None and dev.lvm.role == "lv":
+        return "has-data", f"has data: LV {dev.lvm.vg}/{dev.lvm.lv} with no file system signature"
+    if dev.size_bytes == 0:
+        return "free", "empty: no medium or no backing file"
+    if any(u.fact == "signature" for u in dev.unreadable):
+        return "free", "looks free, but its signature could not be read (run as root to be sure)"
+    return "free", "free: no partition table, file system or other signature; not mounted or held"

@@ -1,0 +1,167 @@
+"""The history database: an embedded SQLite file with ordered schema migrations.
+
+Lives under ``$XDG_STATE_HOME/cachewise`` (``~/.local/state/cachewise``) for users and
+``/var/lib/cachewise`` for root; ``--state-dir`` or ``CACHEWISE_STATE_DIR`` override both.
+Discovery snapshots are recorded here; later steps add probes, traces, plans and warm-up
+samples as new migrations. ``PRAGMA user_version`` holds the schema version.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.devices import Inventory
+
+STATE_ENV = "CACHEWISE_STATE_DIR"
+DB_NAME = "history.sqlite3"
+
+# Append only: never edit a migration that has shipped; add a new one.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: discovery snapshots, and each device identity seen over time.
+    """
+    CREATE TABLE snapshots (
+        id INTEGER PRIMARY KEY,
+        taken_at TEXT NOT NULL,
+        hostname TEXT NOT NULL,
+        udev TEXT NOT NULL,
+        root INTEGER NOT NULL,
+        device_count INTEGER NOT NULL,
+        inventory_json TEXT NOT NULL
+    );
+    CREATE TABLE devices_seen (
+        identity TEXT PRIMARY KEY,
+        first_seen TEXT NOT NULL,
+        last_seen TEXT NOT NULL,
+        last_name TEXT NOT NULL,
+        last_path TEXT,
+        size_bytes INTEGER NOT NULL,
+        kind TEXT NOT NULL
+    );
+    CREATE INDEX snapshots_taken_at ON snapshots(taken_at);
+    """,
+)
+
+
+class HistoryError(Exception):
+    """The history database cannot be used; the message says why and what to do."""
+
+
+def default_state_dir() -> Path:
+    override = os.environ.get(STATE_ENV)
+    if override:
+        return Path(override)
+    if os.geteuid() == 0:
+        return Path("/var/lib/cachewise")
+    xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(xdg) / "cachewise"
+
+
+@dataclass(frozen=True)
+class SnapshotRow:
+    id: int
+    taken_at: str
+    hostname: str
+    udev: str
+    device_count: int
+
+
+class History:
+    """A connection to the history database, migrated to the current schema on open."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise HistoryError(
+                f"cannot open the history database {path} ({exc}); nothing was recorded. "
+                f"Choose a writable place with --state-dir or {STATE_ENV}."
+            ) from exc
+        self._db.execute("PRAGMA foreign_keys = ON")
+        try:
+            self.migrate()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise HistoryError(
+                f"{path} is not a usable cachewise history database ({exc}); nothing was changed. "
+                "Move it aside to start a new history."
+            ) from exc
+
+    @classmethod
+    def open_default(cls, state_dir: Path | None = None) -> History:
+        return cls((state_dir or default_state_dir()) / DB_NAME)
+
+    @property
+    def version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self) -> None:
+        current = self.version
+        if current > len(MIGRATIONS):
+            raise HistoryError(
+                f"{self.path} has schema version {current}, newer than this cachewise knows "
+                f"({len(MIGRATIONS)}); nothing was changed. Upgrade cachewise or use another --state-dir."
+            )
+        for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
+            # One transaction per migration: a crash leaves the previous version intact.
+            self._db.executescript(f"BEGIN; {script}; PRAGMA user_version = {number}; COMMIT;")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> History:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._db:
+            yield self._db
+
+    def record_inventory(self, inv: Inventory) -> int:
+        data = inv.to_json(show_all=True)
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO snapshots (taken_at, hostname, udev, root, device_count, inventory_json)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (inv.taken_at, inv.hostname, inv.udev, int(inv.root), len(inv.devices), json.dumps(data)),
+            )
+            for dev in inv.devices:
+                if dev.identity is None:
+                    continue
+                db.execute(
+                    "INSERT INTO devices_seen (identity, first_seen, last_seen, last_name, last_path, size_bytes, kind)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT(identity) DO UPDATE SET last_seen=excluded.last_seen,"
+                    " last_name=excluded.last_name, last_path=excluded.last_path,"
+                    " size_bytes=excluded.size_bytes, kind=excluded.kind",
+                    (dev.identity, inv.taken_at, inv.taken_at, dev.name, dev.stable_path, dev.size_bytes, dev.kind),
+                )
+            return int(cur.lastrowid or 0)
+
+    def snapshots(self, limit: int = 20) -> list[SnapshotRow]:
+        rows = self._db.execute(
+            "SELECT id, taken_at, hostname, udev, device_count FROM snapshots ORDER BY id DESC LIMIT ?", (limit,)
+        ).fetchall()
+        return [SnapshotRow(*row) for row in rows]
+
+    def snapshot_json(self, snapshot_id: int) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT inventory_json FROM snapshots WHERE id = ?", (snapshot_id,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def device_seen(self, identity: str) -> dict[str, Any] | None:
+        cur = self._db.execute("SELECT * FROM devices_seen WHERE identity = ?", (identity,))
+        row = cur.fetchone()
+        if row is None:
+            return None
+        return dict(zip([c[0] for c in cur.description], row, strict=True))

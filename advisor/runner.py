@@ -1,0 +1,206 @@
+"""The one place that starts external processes.
+
+Every command cachewise runs goes through :class:`CommandRunner`: argv lists only (never a
+shell string), ``LC_ALL=C`` so output parses the same everywhere, stdin closed, a timeout
+always, and every run logged with its argv, exit code and stderr. Failures surface as typed
+errors whose messages are sentences a user can act on. Modelled on blivet's
+``util._run_program``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+log = logging.getLogger("cachewise.runner")
+
+DEFAULT_TIMEOUT = 60.0
+
+# Which Debian package provides each tool, so a missing-tool error can say what to install.
+TOOL_PACKAGES: dict[str, str] = {
+    "blkid": "util-linux",
+    "lsblk": "util-linux",
+    "lvs": "lvm2",
+    "pvs": "lvm2",
+    "vgs": "lvm2",
+    "lvm": "lvm2",
+    "lvconvert": "lvm2",
+    "dmsetup": "dmsetup",
+    "make-bcache": "bcache-tools",
+    "bcache-super-show": "bcache-tools",
+    "fio": "fio",
+    "smartctl": "smartmontools",
+    "blktrace": "blktrace",
+    "udevadm": "udev",
+}
+
+
+class CommandError(Exception):
+    """A command could not be run or did not succeed."""
+
+    def __init__(self, argv: Sequence[str], message: str) -> None:
+        super().__init__(message)
+        self.argv = list(argv)
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+
+class ToolMissing(CommandError):
+    """The program is not installed (not on PATH)."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        tool = argv[0]
+        package = TOOL_PACKAGES.get(os.path.basename(tool))
+        hint = f"install the {package} package (apt-get install {package})" if package else f"install {tool}"
+        super().__init__(argv, f"{tool} is not installed, so `{shlex.join(argv)}` could not run; {hint}.")
+        self.tool = tool
+        self.package = package
+
+
+class PermissionDenied(CommandError):
+    """The command failed because it needs more privileges than we have."""
+
+    def __init__(self, argv: Sequence[str], stderr: str) -> None:
+        detail = stderr.strip().splitlines()[-1] if stderr.strip() else "permission denied"
+        super().__init__(argv, f"`{shlex.join(argv)}` was refused ({detail}); run cachewise as root (sudo).")
+        self.stderr = stderr
+
+
+class TimedOut(CommandError):
+    """The command did not finish within its timeout and was killed."""
+
+    def __init__(self, argv: Sequence[str], timeout: float) -> None:
+        super().__init__(argv, f"`{shlex.join(argv)}` did not finish within {timeout:g} s and was stopped.")
+        self.timeout = timeout
+
+
+class CommandFailed(CommandError):
+    """The command ran and exited non-zero."""
+
+    def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
+        tail = " ".join(stderr.strip().splitlines()[-3:]) or "no error output"
+        super().__init__(argv, f"`{shlex.join(argv)}` failed with exit code {returncode}: {tail}")
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+    duration: float
+
+
+_PERMISSION_MARKERS = (
+    "permission denied",
+    "operation not permitted",
+    "must be root",
+    "only root",
+    "are you root",
+    "requires root",
+)
+
+
+def _looks_like_permission_error(stderr: str) -> bool:
+    low = stderr.lower()
+    return any(m in low for m in _PERMISSION_MARKERS)
+
+
+@dataclass
+class CommandRunner:
+    """Runs programs. Construct one per process and hand it to everything that runs tools."""
+
+    default_timeout: float = DEFAULT_TIMEOUT
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    history: list[CommandResult] = field(default_factory=list)
+    keep_history: int = 200
+
+    def which(self, tool: str) -> str | None:
+        """Full path of ``tool`` on PATH (with the sbin directories root tools live in)."""
+        return shutil.which(tool, path=self._path())
+
+    def _path(self) -> str:
+        path = os.environ.get("PATH", "/usr/bin:/bin")
+        parts = path.split(os.pathsep)
+        for extra in ("/usr/sbin", "/sbin", "/usr/local/sbin"):
+            if extra not in parts:
+                parts.append(extra)
+        return os.pathsep.join(parts)
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({"LC_ALL": "C", "LANG": "C", "PATH": self._path()})
+        # lvm2 warns on stderr about every inherited descriptor; we close them anyway.
+        env["LVM_SUPPRESS_FD_WARNINGS"] = "1"
+        env.update(self.extra_env)
+        return env
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float | None = None,
+        check: bool = True,
+    ) -> CommandResult:
+        """Run ``argv`` and return its result; raise a :class:`CommandError` subclass on failure.
+
+        With ``check=False`` a non-zero exit is returned rather than raised (a missing tool,
+        a timeout and a permission problem still raise).
+        """
+        if isinstance(argv, str):
+            raise TypeError("commands are argv lists, never shell strings")
+        argv = [str(a) for a in argv]
+        if not argv:
+            raise ValueError("empty command")
+        limit = self.default_timeout if timeout is None else timeout
+        exe = argv[0] if os.sep in argv[0] else self.which(argv[0])
+        if exe is None or not os.path.exists(exe):
+            log.info("run %s: tool missing", shlex.join(argv))
+            raise ToolMissing(argv)
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(  # noqa: S603 - argv list, never a shell
+                [exe, *argv[1:]],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=limit,
+                env=self.env(),
+                close_fds=True,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as exc:
+            log.warning("run %s: timed out after %gs", shlex.join(argv), limit)
+            raise TimedOut(argv, limit) from exc
+        except PermissionError as exc:
+            raise PermissionDenied(argv, str(exc)) from exc
+        result = CommandResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+        self._record(result)
+        if proc.returncode != 0:
+            if _looks_like_permission_error(proc.stderr) and os.geteuid() != 0:
+                raise PermissionDenied(argv, proc.stderr)
+            if check:
+                raise CommandFailed(argv, proc.returncode, proc.stderr)
+        return result
+
+    def _record(self, result: CommandResult) -> None:
+        log.info(
+            "run %s -> exit %d in %.2fs%s",
+            shlex.join(result.argv),
+            result.returncode,
+            result.duration,
+            f"; stderr: {result.stderr.strip()[:500]}" if result.stderr.strip() else "",
+        )
+        self.history.append(result)
+        del self.history[: -self.keep_history]

@@ -1,0 +1,3 @@
+from cachewise.cli import main
+
+raise SystemExit(main())

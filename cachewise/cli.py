@@ -1,0 +1,139 @@
+"""The `cachewise` command: the TUI with no arguments, headless subcommands otherwise.
+
+Every subcommand takes ``--json`` so cachewise can be scripted across many hosts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from advisor.collect import RawSystem, collect
+from advisor.discovery import build_inventory
+from advisor.history import STATE_ENV, History, HistoryError, default_state_dir
+from advisor.runner import CommandRunner
+from cachewise import __version__
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cachewise",
+        description="Advice and guided recipes for SSD caches (lvmcache, bcache) in front of hard disks. "
+        "With no subcommand, opens the terminal UI.",
+    )
+    parser.add_argument("--version", action="version", version=f"cachewise {__version__}")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help=f"where the history database lives (default: ${STATE_ENV}, else "
+        "$XDG_STATE_HOME/cachewise, or /var/lib/cachewise for root)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every command run to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    scan = sub.add_parser("scan", help="list disks, partitions, LVM, bcache and other block devices",
+                          description="Discover block devices with their stable identity, transport, size and what uses them.")
+    scan.add_argument("--json", action="store_true", help="print JSON (schema cachewise.scan/1, see docs/scan-json.md)")
+    scan.add_argument("--all", action="store_true", help="include loop, zram and empty devices")
+    scan.add_argument("--no-record", action="store_true", help="do not record this scan in the history database")
+    scan.add_argument("--save-raw", type=Path, metavar="FILE", help="also write the raw udev/sysfs facts to FILE (for bug reports and test fixtures)")
+    scan.add_argument("--from-raw", type=Path, metavar="FILE", help="build the report from a raw snapshot saved with --save-raw instead of this machine")
+
+    hist = sub.add_parser("history", help="list recorded discovery snapshots",
+                          description="List the discovery snapshots recorded in the history database.")
+    hist.add_argument("--json", action="store_true", help="print JSON")
+    hist.add_argument("--limit", type=int, default=20, help="how many snapshots (default 20)")
+
+    sub.add_parser("tui", help="open the terminal UI (the default)", description="Open the terminal UI.")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        if args.command == "scan":
+            return cmd_scan(args)
+        if args.command == "history":
+            return cmd_history(args)
+        return cmd_tui(args)
+    except KeyboardInterrupt:
+        print("cachewise: interrupted; nothing was changed.", file=sys.stderr)
+        return 130
+
+
+def _error(message: str) -> int:
+    print(f"cachewise: {message}", file=sys.stderr)
+    return 1
+
+
+def cmd_scan(args: argparse.Namespace) -> int:
+    if args.from_raw:
+        try:
+            raw = RawSystem.load(args.from_raw)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            return _error(f"cannot read the raw snapshot {args.from_raw}: {exc}. Nothing was changed.")
+    else:
+        raw = collect(CommandRunner())
+    if args.save_raw:
+        args.save_raw.write_text(json.dumps(raw.to_json(), indent=1, sort_keys=True) + "\n")
+    inv = build_inventory(raw)
+    if not args.no_record and not args.from_raw:
+        try:
+            with History.open_default(args.state_dir) as hist:
+                hist.record_inventory(inv)
+        except HistoryError as exc:
+            print(f"cachewise: warning: {exc}", file=sys.stderr)
+    if args.json:
+        json.dump(inv.to_json(show_all=args.all), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+
+    from cachewise.render import devices_table
+
+    console = Console()
+    console.print(devices_table(inv, show_all=args.all))
+    for note in inv.notes:
+        console.print(f"[yellow]note:[/] {note}", highlight=False)
+    hidden = len(inv.devices) - len(inv.visible(False))
+    if hidden and not args.all:
+        console.print(f"[dim]{hidden} loop, zram or empty devices hidden; --all shows them.[/]")
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    try:
+        with History.open_default(args.state_dir) as hist:
+            rows = hist.snapshots(args.limit)
+            path = hist.path
+    except HistoryError as exc:
+        return _error(str(exc))
+    if args.json:
+        json.dump({"database": str(path), "snapshots": [r.__dict__ for r in rows]}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    print(f"history database: {path}")
+    for r in rows:
+        print(f"#{r.id}  {r.taken_at}  {r.hostname}  {r.device_count} devices  udev {r.udev}")
+    if not rows:
+        print("no snapshots yet; `cachewise scan` records one.")
+    return 0
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    if not sys.stdout.isatty():
+        return _error("the terminal UI needs a terminal; use a subcommand such as `cachewise scan --json` in scripts.")
+    from screens.app import CachewiseApp, LiveDiscovery
+
+    state_dir = args.state_dir or default_state_dir()
+    app = CachewiseApp(discovery=LiveDiscovery(CommandRunner()), state_dir=state_dir)
+    app.run()
+    return 0

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The one test command (README "Test"; .ci/run calls exactly this). Installs what the tests
+# need, then runs every tier: lint, types, import contract, unit, TUI, and the lab tier.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. packaging/common.sh
+
+mapfile -t wanted < <(grep -vE '^\s*(#|$)' packaging/lab-packages.txt)
+missing=()
+for pkg in "${wanted[@]}"; do
+  dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "test.sh: installing the lab's Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  elif [ "${CACHEWISE_SKIP_LAB:-0}" = 1 ]; then
+    echo "test.sh: lab packages missing (${missing[*]}); CACHEWISE_SKIP_LAB=1, so the lab tier will be skipped."
+  else
+    echo "test.sh: the lab tier needs these Debian packages: ${missing[*]}." >&2
+    echo "Run this command as root to install them, or: sudo apt-get install ${missing[*]}" >&2
+    echo "(CACHEWISE_SKIP_LAB=1 runs the other tiers only.)" >&2
+    exit 1
+  fi
+fi
+
+venv_python
+.venv/bin/python -m pip install -q -e '.[test,lab]'
+export PATH="$(pwd)/.venv/bin:$PATH"
+
+echo "== ruff"
+ruff check advisor recipes screens cachewise tests bench
+echo "== mypy"
+mypy advisor recipes cachewise screens
+echo "== import contract (advisor/ and recipes/ never import the UI)"
+lint-imports
+echo "== pytest: unit, TUI and lab tiers"
+pytest tests/unit tests/tui tests/lab "$@"

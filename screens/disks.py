@@ -1,0 +1,234 @@
+"""The Disks screen: every block device grouped by disk, with a detail pane for the selection."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Static
+from textual.worker import Worker, WorkerState
+
+from advisor.devices import Device, Inventory
+from advisor.history import History, HistoryError
+
+if TYPE_CHECKING:
+    from screens.app import CachewiseApp
+
+STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
+
+
+def human_size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def device_details(dev: Device) -> Table:
+    """The facts of one device as a two-column grid."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+
+    def row(label: str, value: object) -> None:
+        if value not in (None, "", (), False):
+            grid.add_row(label, value if isinstance(value, Text) else str(value))
+
+    row("Device", f"{dev.name} ({dev.kind})")
+    row("Path", dev.stable_path or f"{dev.devnode} (no stable path)")
+    row("Identity", dev.identity or "none: no serial, WWN or UUID")
+    row("Model", " ".join(x for x in (dev.vendor, dev.model) if x))
+    row("Serial", dev.serial)
+    row("WWN", dev.wwn)
+    row("Transport", dev.transport)
+    row("Size", f"{human_size(dev.size_bytes)} ({dev.size_bytes:,} bytes)")
+    if dev.logical_sector_size:
+        row("Sectors", f"{dev.logical_sector_size} B logical, {dev.physical_sector_size} B physical")
+    row("Rotational", {True: "yes (kernel flag)", False: "no (kernel flag)", None: "unknown"}[dev.rotational])
+    row("Discard", {True: "supported", False: "not supported", None: ""}[dev.discard])
+    row("Signature", " ".join(x for x in (dev.fs_type, dev.fs_uuid) if x) or (f"{dev.partition_table} partition table" if dev.partition_table else ""))
+    row("Label", dev.fs_label)
+    row("Mounted at", ", ".join(dev.mountpoints))
+    if dev.lvm is not None:
+        row("LVM", f"PV of VG {dev.lvm.vg}" if dev.lvm.role == "pv" else f"LV {dev.lvm.vg}/{dev.lvm.lv} {dev.lvm.segtype or ''}".strip())
+    if dev.bcache is not None:
+        b = dev.bcache
+        parts = [b.role]
+        if b.cache_set_uuid:
+            parts.append(f"set {b.cache_set_uuid}")
+        if b.cache_mode:
+            parts.append(b.cache_mode)
+        if b.state:
+            parts.append(f"state {b.state}")
+        if b.dirty_data:
+            parts.append(f"dirty {b.dirty_data}")
+        row("bcache", ", ".join(parts))
+    if dev.md is not None:
+        row("RAID", f"{dev.md.role} {dev.md.array or ''} {dev.md.level or ''}".strip())
+    row("Loop file", dev.loop_file)
+    row("Partitions", ", ".join(dev.partitions))
+    row("Holders", ", ".join(dev.holders))
+    row("Built on", ", ".join(dev.slaves))
+    row("State", Text(dev.in_use_reason, style=STATE_STYLE[dev.state]))
+    for item in dev.unreadable:
+        row("Not read", f"{item.fact}: {item.reason}")
+    return grid
+
+
+class DevicesChanged(Message):
+    """A block device appeared or disappeared (from the hot-plug watcher's thread)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__()
+        self.reason = reason
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, DevicesChanged)
+
+
+class DisksScreen(Screen[None]):
+    BINDINGS = [
+        Binding("r", "rescan", "Rescan"),
+        Binding("a", "toggle_all", "Show all"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, watch_hotplug: bool = True) -> None:
+        super().__init__()
+        self.inventory: Inventory | None = None
+        self.show_all = False
+        self.watch_hotplug = watch_hotplug
+        self._recorded = False
+        self._watcher: object | None = None
+
+    @property
+    def cw_app(self) -> CachewiseApp:
+        return self.app  # type: ignore[return-value]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal():
+            yield DataTable(id="devices", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="detail-pane"):
+                yield Static("Scanning block devices…", id="detail")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#devices", DataTable)
+        table.add_columns("Device", "Size", "Bus", "Rot", "Role", "State")
+        table.focus()
+        self.scan()
+        if self.watch_hotplug:
+            self.watch_devices()
+
+    def on_unmount(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()  # type: ignore[attr-defined]
+
+    def action_rescan(self) -> None:
+        self.scan()
+
+    def action_toggle_all(self) -> None:
+        self.show_all = not self.show_all
+        self.notify("Showing loop, zram and empty devices" if self.show_all else "Hiding loop, zram and empty devices")
+        self._fill()
+
+    @work(thread=True, exclusive=True, group="scan", description="discover block devices", exit_on_error=False)
+    def scan(self) -> Inventory:
+        started = time.monotonic()
+        inv = self.cw_app.discovery.scan()
+        self.app.call_from_thread(self._show, inv, time.monotonic() - started)
+        if not self._recorded and self.cw_app.state_dir is not None:
+            self._recorded = True
+            try:
+                with History.open_default(self.cw_app.state_dir) as hist:
+                    hist.record_inventory(inv)
+            except HistoryError as exc:
+                self.app.call_from_thread(self.notify, str(exc), severity="warning")
+        return inv
+
+    @work(thread=True, group="hotplug", description="watch for disks being added or removed", exit_on_error=False)
+    def watch_devices(self) -> None:
+        from advisor.hotplug import HotplugWatcher
+
+        watcher = HotplugWatcher(lambda reason: self.post_message(DevicesChanged(reason)))
+        self._watcher = watcher
+        watcher.run()
+
+    @on(DevicesChanged)
+    def _devices_changed(self, message: DevicesChanged) -> None:
+        self.query_one("#status", Static).update(f"Change seen: {message.reason}; rescanning…")
+        self.scan()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "scan" and event.state == WorkerState.ERROR:
+            self.query_one("#detail", Static).update(
+                Text(f"Discovery failed: {event.worker.error}. Nothing was changed; press r to try again.", style="red")
+            )
+
+    def _show(self, inv: Inventory, seconds: float) -> None:
+        self.inventory = inv
+        self._fill()
+        hidden = len(inv.devices) - len(inv.visible(False))
+        notes = "  ".join(inv.notes)
+        extra = f"; {hidden} hidden (a: show all)" if hidden and not self.show_all else ""
+        self.query_one("#status", Static).update(
+            f"{len(inv.visible(self.show_all))} devices{extra}; scanned in {seconds:.1f} s. {notes}"
+        )
+
+    def _fill(self) -> None:
+        if self.inventory is None:
+            return
+        table = self.query_one("#devices", DataTable)
+        selected = self.selected_name
+        with self.app.batch_update():
+            table.clear()
+            for depth, dev in self.inventory.tree(self.show_all):
+                name = ("  " * depth) + ("└ " if depth else "") + dev.name
+                table.add_row(
+                    name,
+                    human_size(dev.size_bytes),
+                    dev.transport or "",
+                    {True: "yes", False: "no", None: "?"}[dev.rotational],
+                    dev.role,
+                    Text(dev.state, style=STATE_STYLE[dev.state]),
+                    key=dev.name,
+                )
+            if selected is not None and selected in table.rows:
+                table.move_cursor(row=table.get_row_index(selected))
+        self._update_detail()
+
+    @property
+    def selected_name(self) -> str | None:
+        table = self.query_one("#devices", DataTable)
+        if table.row_count == 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except Exception:  # noqa: BLE001 - an empty or refilled table has no cursor row
+            return None
+        return str(key.value) if key.value is not None else None
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self, _event: DataTable.RowHighlighted) -> None:
+        self._update_detail()
+
+    def _update_detail(self) -> None:
+        detail = self.query_one("#detail", Static)
+        name = self.selected_name
+        dev = self.inventory.by_name(name) if self.inventory and name else None
+        if dev is None:
+            detail.update("No block devices found." if self.inventory else "Scanning block devices…")
+        else:
+            detail.update(device_details(dev))

@@ -1,0 +1,78 @@
+"""Guest side of the hot-plug check: run the real TUI headless with live discovery, remove a
+SCSI disk through sysfs, bring it back with a host rescan, and time how long the Disks
+screen takes to show each change. Writes the timings as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def find_by_serial(serial: str) -> str | None:
+    for d in glob.glob("/sys/block/sd*"):
+        vpd = Path(d, "device/vpd_pg80")
+        if vpd.exists() and vpd.read_bytes()[4:].replace(b"\0", b"").strip().decode() == serial:
+            return os.path.basename(d)
+    return None
+
+
+async def wait_for(predicate, limit: float) -> float | None:
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        if predicate():
+            return time.monotonic() - start
+        await asyncio.sleep(0.05)
+    return None
+
+
+async def main(serial: str, out: str) -> None:
+    from advisor.runner import CommandRunner
+    from screens.app import CachewiseApp, LiveDiscovery
+    from screens.disks import DisksScreen
+
+    name = find_by_serial(serial)
+    assert name, f"no disk with serial {serial}"
+    host = Path(f"/sys/block/{name}/device").resolve().parts
+    scsi_host = next(p for p in host if p.startswith("host"))
+    app = CachewiseApp(discovery=LiveDiscovery(CommandRunner()), state_dir=None)
+    result: dict[str, object] = {"disk": name, "scsi_host": scsi_host}
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, DisksScreen)
+
+        def shown() -> set[str]:
+            return {d.name for d in screen.inventory.devices} if screen.inventory else set()
+
+        def in_table(dev: str) -> bool:
+            from textual.widgets import DataTable
+            return dev in screen.query_one("#devices", DataTable).rows
+
+        result["initial_seconds"] = await wait_for(lambda: in_table(name), 10)
+        result["watcher"] = type(screen._watcher).__name__ if screen._watcher else None
+        if screen._watcher is not None:
+            result["watch_source"] = screen._watcher.source
+        Path(f"/sys/block/{name}/device/delete").write_text("1")
+        result["removed_seconds"] = await wait_for(lambda: not in_table(name), 5)
+        Path(f"/sys/class/scsi_host/{scsi_host}/scan").write_text("- - -")
+        back = None
+
+        def reappeared() -> bool:
+            nonlocal back
+            back = find_by_serial(serial)
+            return back is not None and in_table(back)
+
+        result["added_seconds"] = await wait_for(reappeared, 5)
+        result["readded_as"] = back
+        await pilot.press("q")
+    Path(out).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.environ.get("CW_REPO", "."))
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

@@ -1,0 +1,167 @@
+"""The storage lab: boot the real Debian kernel under qemu (TCG) with emulated disks.
+
+Facts behind the choices are in ../shared/LAB.md and docs/lab.md: KVM hangs here, so the
+guest runs under software emulation; the host's root file system is the guest's (read-only,
+via virtme-ng), so cachewise and its virtualenv run in the guest unchanged; everything the
+guest produces is written under the shared work directory and read after it exits.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GUEST_DIR = Path(__file__).parent / "guest"
+REPO = Path(__file__).resolve().parents[2]
+PACKAGES_FILE = REPO / "packaging" / "lab-packages.txt"
+
+
+@dataclass(frozen=True)
+class LabDisk:
+    """One emulated disk. ``bus`` is scsi (virtio-scsi), sata (AHCI) or nvme."""
+
+    name: str
+    serial: str
+    size: str = "1G"
+    bus: str = "scsi"
+    rotation_rate: int | None = None
+    iops_limit: int | None = None
+    wwn: str | None = None
+    model: str | None = None
+
+
+# The lab's standard disks (shared/LAB.md): a 150-IOPS rotational HDD, a SATA SSD, an NVMe.
+HDD = LabDisk("hdd", "HDD0001", "2G", "scsi", rotation_rate=7200, iops_limit=150, wwn="0x5000c500a1b2c3d4")
+SATA_SSD = LabDisk("ssd", "SSD0001", "1G", "sata", rotation_rate=1, model="LabSSD")
+NVME = LabDisk("nvme", "NVME0001", "1G", "nvme")
+
+
+def find_kernel() -> str | None:
+    kernels = sorted(glob.glob("/boot/vmlinuz-*-amd64"))
+    return kernels[-1] if kernels else None
+
+
+def vng_path() -> str | None:
+    found = shutil.which("vng")
+    if found:
+        return found
+    candidate = Path(sys.executable).parent / "vng"
+    return str(candidate) if candidate.exists() else None
+
+
+def missing_prerequisites() -> list[str]:
+    """What the lab needs that this machine lacks, as sentences."""
+    missing = []
+    if vng_path() is None:
+        missing.append("virtme-ng (pip install 'cachewise[lab]')")
+    if shutil.which("qemu-system-x86_64") is None:
+        missing.append("qemu-system-x86 (Debian package)")
+    if find_kernel() is None:
+        missing.append("linux-image-amd64 (Debian package; a kernel in /boot with dm-cache and bcache modules)")
+    if not (Path("/bin/busybox").exists() or Path("/usr/bin/busybox").exists()):
+        missing.append("busybox-static (Debian package; virtme-ng's init needs it)")
+    for tool in ("lvm", "make-bcache", "sfdisk", "mkfs.ext4", "fio"):
+        if shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None:
+            missing.append(f"{tool} (see packaging/lab-packages.txt)")
+    return missing
+
+
+@dataclass
+class GuestRun:
+    returncode: int
+    seconds: float
+    out: Path
+    console: str
+
+    def read(self, name: str) -> str:
+        return (self.out / name).read_text()
+
+
+@dataclass
+class Lab:
+    disks: list[LabDisk]
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="cachewise-lab-")))
+    memory: str = "2G"
+    cpus: int = 2
+
+    def __post_init__(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "out").mkdir(exist_ok=True)
+
+    def image(self, disk: LabDisk) -> Path:
+        return self.workdir / f"{disk.name}.img"
+
+    def create_images(self) -> None:
+        for disk in self.disks:
+            path = self.image(disk)
+            if not path.exists():
+                subprocess.run(["truncate", "-s", disk.size, str(path)], check=True)
+
+    def qemu_opts(self) -> list[str]:
+        opts = ["-device", "virtio-scsi-pci,id=scsi1"]
+        if any(d.bus == "sata" for d in self.disks):
+            opts += ["-device", "ahci,id=ahci"]
+        sata_port = 0
+        for disk in self.disks:
+            drive = f"file={self.image(disk)},if=none,id={disk.name},format=raw,cache=none,aio=threads"
+            if disk.iops_limit:
+                drive += f",throttling.iops-total={disk.iops_limit}"
+            opts += ["-drive", drive]
+            props = [f"drive={disk.name}", f"serial={disk.serial}"]
+            if disk.rotation_rate is not None and disk.bus != "nvme":
+                props.append(f"rotation_rate={disk.rotation_rate}")
+            if disk.wwn and disk.bus != "nvme":
+                props.append(f"wwn={disk.wwn}")
+            if disk.model and disk.bus == "sata":
+                props.append(f"model={disk.model}")
+            if disk.bus == "scsi":
+                opts += ["-device", ",".join(["scsi-hd", "bus=scsi1.0", *props])]
+            elif disk.bus == "sata":
+                opts += ["-device", ",".join(["ide-hd", f"bus=ahci.{sata_port}", *props])]
+                sata_port += 1
+            elif disk.bus == "nvme":
+                opts += ["-device", ",".join(["nvme", *props])]
+            else:
+                raise ValueError(f"unknown bus {disk.bus}")
+        return opts
+
+    def run(self, script: str, env: dict[str, str] | None = None, timeout: float = 600) -> GuestRun:
+        """Boot the guest, run ``script`` (a file in tests/vm/guest) as root, return its outputs."""
+        kernel = find_kernel()
+        vng = vng_path()
+        if kernel is None or vng is None:
+            raise RuntimeError("lab prerequisites missing: " + "; ".join(missing_prerequisites()))
+        self.create_images()
+        guest_env = {
+            "LAB_OUT": str(self.workdir / "out"),
+            "LAB_WORK": str(self.workdir),
+            "LAB_GUEST": str(GUEST_DIR),
+            "CW_PY": sys.executable,
+            "CW_REPO": str(REPO),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **(env or {}),
+        }
+        env_file = self.workdir / "env.sh"
+        env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in guest_env.items()))
+        command = f"bash {shlex.quote(str(GUEST_DIR / 'run.sh'))} {shlex.quote(str(env_file))} {shlex.quote(script)}"
+        argv = [
+            vng, "--disable-kvm", "--run", kernel, "--memory", self.memory, "--cpus", str(self.cpus),
+            "--rwdir", str(self.workdir), "--qemu-opts=" + " ".join(self.qemu_opts()), "--exec", command,
+        ]
+        path = os.environ.get("PATH", "")
+        env_vars = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{path}"}
+        start = time.monotonic()
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env_vars, check=False)
+        seconds = time.monotonic() - start
+        (self.workdir / "console.log").write_text(proc.stdout + proc.stderr)
+        rc_file = self.workdir / "out" / "rc"
+        rc = int(rc_file.read_text().strip()) if rc_file.exists() else (proc.returncode or 255)
+        return GuestRun(rc, seconds, self.workdir / "out", proc.stdout + proc.stderr)
