@@ -265,7 +265,7 @@ def _mounts() -> list[RawMount]:
 
 
 def _swaps() -> list[str]:
-    out = []
+    out: list[str] = []
     try:
         lines = Path("/proc/swaps").read_text().splitlines()[1:]
     except OSError:
@@ -312,9 +312,17 @@ PVS_ARGV = ["pvs", "-o", "pv_name,vg_name,pv_uuid,pv_size,dev_size"]
 LVS_ARGV = ["lvs", "-a", "-o", "lv_name,vg_name,lv_uuid,lv_attr,lv_size,segtype,lv_dm_path,devices,pool_lv,origin,lv_role"]
 
 
-def collect(runner: CommandRunner | None = None) -> RawSystem:
-    """Read the live system. Never writes anything; safe as any user."""
+def collect(runner: CommandRunner | None = None, *, tools: bool = True, reuse: RawSystem | None = None) -> RawSystem:
+    """Read the live system. Never writes anything; safe as any user.
+
+    With ``tools=False`` no external program runs (blkid, pvs, lvs take seconds on slow
+    machines): their answers are taken from ``reuse``, an earlier snapshot, for the devices
+    that are still there. The TUI uses this to show a hot-plugged disk at once, then follows
+    with a full scan.
+    """
     runner = runner or CommandRunner()
+    if not tools:
+        return _quick_collect(reuse)
     root = os.geteuid() == 0
     unread: list[dict[str, str]] = []
     state = udev_state()
@@ -377,6 +385,35 @@ def collect(runner: CommandRunner | None = None) -> RawSystem:
         blkid=blkid,
         pvs=pvs,
         lvs=lvs,
+        unread=unread,
+        versions={"kernel": os.uname().release},
+    )
+
+
+def _quick_collect(reuse: RawSystem | None) -> RawSystem:
+    state = udev_state()
+    try:
+        blocks = _blocks_from_pyudev()
+    except (ImportError, OSError):
+        state = "no-libudev"
+        blocks = _blocks_from_sysfs()
+    previous = {(b.name, b.devnum, b.attrs.get("size")): b.name for b in (reuse.blocks if reuse else [])}
+    present = {(b.name, b.devnum, b.attrs.get("size")) for b in blocks}
+    kept = {previous[key] for key in present if key in previous}
+    names = {b.name for b in blocks}
+    blkid = {name: sig for name, sig in (reuse.blkid if reuse else {}).items() if name in kept}
+    unread = [u for u in (reuse.unread if reuse else []) if " of " not in u["fact"] or u["fact"].rsplit(" of ", 1)[1] in names]
+    return RawSystem(
+        taken_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        hostname=socket.gethostname(),
+        root=os.geteuid() == 0,
+        udev=state,
+        blocks=blocks,
+        mounts=_mounts(),
+        swaps=_swaps(),
+        blkid=blkid,
+        pvs=reuse.pvs if reuse else None,
+        lvs=reuse.lvs if reuse else None,
         unread=unread,
         versions={"kernel": os.uname().release},
     )

@@ -7,7 +7,7 @@ adding a field is backwards compatible and does not bump it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 SCAN_SCHEMA = "cachewise.scan/1"
@@ -147,6 +147,18 @@ class Inventory:
                 return dev
         return None
 
+    def without(self, names: set[str]) -> Inventory:
+        """This inventory minus the named devices and everything on them (a hot-unplug)."""
+        gone = set(names)
+        changed = True
+        while changed:
+            changed = False
+            for dev in self.devices:
+                if dev.name not in gone and (dev.parent in gone or (dev.slaves and set(dev.slaves) <= gone)):
+                    gone.add(dev.name)
+                    changed = True
+        return replace(self, devices=tuple(d for d in self.devices if d.name not in gone))
+
     def visible(self, show_all: bool = False) -> tuple[Device, ...]:
         return self.devices if show_all else tuple(d for d in self.devices if not d.hidden)
 
@@ -176,7 +188,11 @@ class Inventory:
                 return
             seen.add(dev.name)
             out.append((depth, dev))
-            for child in (*dev.partitions, *dev.holders):
+            holders = dev.holders
+            if dev.bcache is not None and dev.bcache.role == "cache":
+                # bcacheN lists its cache device among its slaves; show it under the backing one.
+                holders = tuple(h for h in holders if not h.startswith("bcache"))
+            for child in (*dev.partitions, *holders):
                 if child in shown:
                     visit(shown[child], depth + 1)
 

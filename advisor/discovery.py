@@ -78,7 +78,10 @@ def _wwn(block: RawBlock) -> str | None:
         if value.startswith("eui."):
             return value.lower()
     props = block.properties
-    return props.get("ID_WWN_WITH_EXTENSION") or props.get("ID_WWN") or None
+    value = props.get("ID_WWN_WITH_EXTENSION") or props.get("ID_WWN") or ""
+    # NVMe namespaces without an EUI-64 or NGUID get a made-up "nvme.<vendor>-<serial>-..."
+    # id and ATA disks a "t10." one; neither is a WWN, and the serial identifies them better.
+    return value.lower() if value.lower().startswith(("0x", "eui.", "naa.")) else None
 
 
 def _model_vendor(block: RawBlock) -> tuple[str | None, str | None]:
@@ -98,7 +101,7 @@ def _by_id_rank(link: str) -> tuple[int, int, str]:
     base = link.rsplit("/", 1)[-1]
     if base.startswith("wwn-"):
         rank = 1
-    elif base.startswith(("nvme-eui.", "nvme-nvme.", "dm-name-", "dm-uuid-", "lvm-pv-uuid-", "md-uuid-", "md-name-")):
+    elif base.startswith(("nvme-eui.", "nvme-nvme.", "scsi-3", "dm-name-", "dm-uuid-", "lvm-pv-uuid-", "md-uuid-", "md-name-")):
         rank = 2
     else:
         rank = 0
@@ -136,12 +139,15 @@ def _signature(block: RawBlock, raw: RawSystem) -> tuple[str | None, str | None,
     fs_uuid = props.get("ID_FS_UUID") or None
     label = _unescape_udev(props["ID_FS_LABEL_ENC"]) if "ID_FS_LABEL_ENC" in props else props.get("ID_FS_LABEL")
     ptable = props.get("ID_PART_TABLE_TYPE") or None
+    if block.devtype == "partition":
+        ptable = None  # udev and blkid report the parent disk's table on each partition
     probed = raw.blkid.get(block.name)
     if probed is not None:
         fs_type = fs_type or probed.get("TYPE")
         fs_uuid = fs_uuid or probed.get("UUID")
         label = label or probed.get("LABEL")
-        ptable = ptable or probed.get("PTTYPE")
+        if block.devtype != "partition":
+            ptable = ptable or probed.get("PTTYPE")
     return fs_type, fs_uuid, (label or None), ptable
 
 
@@ -251,10 +257,9 @@ def build_inventory(raw: RawSystem) -> Inventory:
         wwn = _wwn(block) if kind == "disk" else None
         model, vendor = _model_vendor(block) if kind == "disk" else (None, None)
         parent_block = blocks.get(block.parent) if block.parent else None
-        if kind == "partition" and parent_block is not None:
-            transport = _transport(parent_block.sys_path)
-        else:
-            transport = _transport(block.sys_path)
+        # Partitions have no queue/ directory: the disk's transport and queue facts apply.
+        queue = parent_block.attrs if kind == "partition" and parent_block is not None else block.attrs
+        transport = _transport(parent_block.sys_path if kind == "partition" and parent_block else block.sys_path)
 
         lvm: LvmInfo | None = None
         if kind == "lvm":
@@ -312,10 +317,10 @@ def build_inventory(raw: RawSystem) -> Inventory:
             vendor=vendor,
             transport=transport,
             size_bytes=_size(block),
-            logical_sector_size=_int(block.attrs.get("queue/logical_block_size")),
-            physical_sector_size=_int(block.attrs.get("queue/physical_block_size")),
-            rotational=_bool(block.attrs.get("queue/rotational")),
-            discard=(_int(block.attrs.get("queue/discard_max_bytes")) or 0) > 0 if "queue/discard_max_bytes" in block.attrs else None,
+            logical_sector_size=_int(queue.get("queue/logical_block_size")),
+            physical_sector_size=_int(queue.get("queue/physical_block_size")),
+            rotational=_bool(queue.get("queue/rotational")),
+            discard=(_int(queue.get("queue/discard_max_bytes")) or 0) > 0 if "queue/discard_max_bytes" in queue else None,
             removable=block.attrs.get("removable") == "1",
             read_only=block.attrs.get("ro") == "1",
             parent=block.parent,
@@ -398,6 +403,9 @@ def _describe(dev: Device, devices: dict[str, Device]) -> list[str]:
     if dev.md is not None and dev.md.role == "member":
         reasons.append(f"member of RAID {dev.md.array}" if dev.md.array else "RAID member superblock")
     explained = {dev.bcache.bcache_device} if dev.bcache and dev.bcache.bcache_device else set()
+    if dev.bcache is not None and dev.bcache.role == "cache":
+        # A cache device lists every bcacheN of its set as a holder.
+        explained |= {h for h in dev.holders if h.startswith("bcache")}
     others = [h for h in dev.holders if h not in explained and not (dev.lvm and dev.lvm.role == "pv")
               and not (dev.md and dev.md.array == h)]
     if others:
@@ -467,4 +475,4 @@ def _state(dev: Device, devices: dict[str, Device]) -> tuple[State, str]:
         return "free", "empty: no medium or no backing file"
     if any(u.fact == "signature" for u in dev.unreadable):
         return "free", "looks free, but its signature could not be read (run as root to be sure)"
-    return "free", "free: no partition table, file system or other signature; not mounted or held"
+    return "free", "free: no signature, not mounted, nothing holds it"

@@ -1,22 +1,28 @@
 """Notice block devices appearing and disappearing, for the TUI's live Disks screen.
 
-udev events come through a pyudev netlink monitor (from udevd when it runs, else straight
-from the kernel). Netlink is not always there (network namespaces, containers), so the
-watcher also compares the list of /sys/class/block entries once a second; either source
-reports a change within about a second.
+Three sources, whichever speaks first:
+- the kernel's own uevents (netlink, no udev needed): a new disk is in sysfs when its event
+  arrives, long before udev has run its rules on a slow machine;
+- udev's events, when udevd runs: they say the by-id links and properties are ready;
+- a once-a-second comparison of /sys/class/block, for places where netlink is not delivered
+  (network namespaces, containers).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import select
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from advisor.collect import SYS_BLOCK, udev_state
 
 log = logging.getLogger("cachewise.hotplug")
+
+Changes = list[tuple[str, str]]
 
 
 def sysfs_listing(root: Path = SYS_BLOCK) -> frozenset[str]:
@@ -26,33 +32,41 @@ def sysfs_listing(root: Path = SYS_BLOCK) -> frozenset[str]:
         return frozenset()
 
 
-class HotplugWatcher:
-    """Calls ``on_change(reason)`` from a background thread whenever block devices change."""
+def _open_monitors() -> list[Any]:
+    monitors: list[Any] = []
+    try:
+        import pyudev
 
-    def __init__(self, on_change: Callable[[str], None], interval: float = 1.0) -> None:
-        self._on_change = on_change
-        self._interval = interval
-        self._stop = threading.Event()
-        self._monitor = self._open_monitor()
-
-    @staticmethod
-    def _open_monitor() -> object | None:
+        context = pyudev.Context()
+    except Exception as exc:  # noqa: BLE001 - no libudev: poll sysfs only
+        log.info("no libudev (%s); polling /sys/class/block", exc)
+        return monitors
+    sources = ["kernel", "udev"] if udev_state() == "running" else ["kernel"]
+    for source in sources:
         try:
-            import pyudev
-
-            context = pyudev.Context()
-            source = "udev" if udev_state() == "running" else "kernel"
             monitor = pyudev.Monitor.from_netlink(context, source=source)
             monitor.filter_by("block")
             monitor.start()
-            return monitor
-        except Exception as exc:  # noqa: BLE001 - any failure means: poll sysfs only
-            log.info("no netlink monitor (%s); polling /sys/class/block", exc)
-            return None
+            monitors.append(monitor)
+        except Exception as exc:  # noqa: BLE001 - this source is unavailable here
+            log.info("no %s netlink monitor (%s)", source, exc)
+    return monitors
+
+
+class HotplugWatcher:
+    """Calls ``on_change(changes)`` from a background thread whenever block devices change;
+    ``changes`` is a list of (action, kernel name) pairs such as ("remove", "sdb")."""
+
+    def __init__(self, on_change: Callable[[Changes], None], interval: float = 1.0) -> None:
+        self._on_change = on_change
+        self._interval = interval
+        self._stop = threading.Event()
+        self._monitors = _open_monitors()
 
     @property
     def source(self) -> str:
-        return "netlink + sysfs" if self._monitor is not None else "sysfs"
+        names = [m.started and ("udev" if i else "kernel") for i, m in enumerate(self._monitors)]
+        return " + ".join([*(str(n) for n in names), "sysfs"])
 
     def stop(self) -> None:
         self._stop.set()
@@ -61,16 +75,18 @@ class HotplugWatcher:
         """Block until :meth:`stop`; meant for a thread worker."""
         last = sysfs_listing()
         while not self._stop.is_set():
-            if self._monitor is not None:
-                device = self._monitor.poll(timeout=self._interval)  # type: ignore[attr-defined]
-                if device is not None:
-                    self._on_change(f"{device.action} {device.sys_name}")
-                    last = sysfs_listing()
-                    continue
+            changes: Changes = []
+            if self._monitors:
+                ready, _, _ = select.select(self._monitors, [], [], self._interval)
+                for monitor in ready:
+                    while (device := monitor.poll(timeout=0)) is not None:
+                        changes.append((str(device.action), str(device.sys_name)))
             else:
                 self._stop.wait(self._interval)
             now = sysfs_listing()
-            if now != last:
-                added, removed = sorted(now - last), sorted(last - now)
-                last = now
-                self._on_change(" ".join([*(f"add {n}" for n in added), *(f"remove {n}" for n in removed)]))
+            if not changes and now != last:
+                changes = [*(("add", n) for n in sorted(now - last)), *(("remove", n) for n in sorted(last - now))]
+            last = now
+            if changes:
+                log.info("block devices changed: %s", changes)
+                self._on_change(changes)

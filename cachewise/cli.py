@@ -47,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     hist.add_argument("--json", action="store_true", help="print JSON")
     hist.add_argument("--limit", type=int, default=20, help="how many snapshots (default 20)")
 
-    sub.add_parser("tui", help="open the terminal UI (the default)", description="Open the terminal UI.")
+    tui = sub.add_parser("tui", help="open the terminal UI (the default)", description="Open the terminal UI.")
+    tui.add_argument("--from-raw", type=Path, metavar="FILE", help="show a raw snapshot saved with `scan --save-raw` instead of this machine")
     return parser
 
 
@@ -131,9 +132,18 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_tui(args: argparse.Namespace) -> int:
     if not sys.stdout.isatty():
         return _error("the terminal UI needs a terminal; use a subcommand such as `cachewise scan --json` in scripts.")
-    from screens.app import CachewiseApp, LiveDiscovery
+    from screens.app import CachewiseApp, DiscoveryBackend, LiveDiscovery, ReplayDiscovery
 
-    state_dir = args.state_dir or default_state_dir()
-    app = CachewiseApp(discovery=LiveDiscovery(CommandRunner()), state_dir=state_dir)
+    discovery: DiscoveryBackend
+    from_raw = getattr(args, "from_raw", None)
+    if from_raw:
+        try:
+            discovery = ReplayDiscovery(RawSystem.load(from_raw))
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            return _error(f"cannot read the raw snapshot {from_raw}: {exc}. Nothing was changed.")
+        app = CachewiseApp(discovery=discovery, state_dir=None, watch_hotplug=False)
+    else:
+        discovery = LiveDiscovery(CommandRunner())
+        app = CachewiseApp(discovery=discovery, state_dir=args.state_dir or default_state_dir())
     app.run()
     return 0

@@ -13,7 +13,7 @@ STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
 def human_size(n: int) -> str:
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
+        if value < 1023.95 or unit == "PiB":
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"
@@ -24,25 +24,26 @@ def rotational_word(dev: Device) -> str:
 
 
 def devices_table(inv: Inventory, show_all: bool = False) -> Table:
-    table = Table(title=f"Block devices on {inv.hostname}", title_justify="left", expand=False)
-    table.add_column("Device", no_wrap=True)
-    table.add_column("Kind")
-    table.add_column("Size", justify="right")
-    table.add_column("Bus")
-    table.add_column("Rot")
-    table.add_column("Identity")
-    table.add_column("Role")
-    table.add_column("State")
+    """Devices grouped by disk; under each name its stable path (or identity) in dim."""
+    table = Table(title=f"Block devices on {inv.hostname}", title_justify="left")
+    table.add_column("Device / stable path", overflow="fold", ratio=3)
+    table.add_column("Size", justify="right", no_wrap=True)
+    table.add_column("Bus", no_wrap=True)
+    table.add_column("Rot", no_wrap=True)
+    table.add_column("Role", ratio=1)
+    table.add_column("State", ratio=3)
     for depth, dev in inv.tree(show_all):
-        name = Text(("  " * depth) + ("└ " if depth else "") + dev.name)
+        indent = "  " * depth
+        cell = Text(indent + ("└ " if depth else "") + dev.name, style="bold")
+        where = dev.stable_path or dev.identity
+        if where:
+            cell.append("\n" + indent + ("  " if depth else "") + where, style="dim")
         table.add_row(
-            name,
-            dev.kind,
+            cell,
             human_size(dev.size_bytes),
             dev.transport or "",
             rotational_word(dev),
-            dev.stable_path or dev.identity or "",
-            dev.role,
+            dev.role or dev.kind,
             Text(dev.in_use_reason, style=STATE_STYLE[dev.state]),
         )
     return table

@@ -7,14 +7,17 @@ from typing import Protocol
 
 from textual.app import App
 
+from advisor.collect import RawSystem, collect
 from advisor.devices import Inventory
-from advisor.discovery import discover
+from advisor.discovery import build_inventory
 from advisor.runner import CommandRunner
 from screens.disks import DisksScreen
 
 
 class DiscoveryBackend(Protocol):
-    def scan(self) -> Inventory: ...
+    def scan(self, quick: bool = False) -> Inventory:
+        """Discover devices; ``quick`` runs no external tools and may reuse earlier answers."""
+        ...
 
 
 class LiveDiscovery:
@@ -22,9 +25,24 @@ class LiveDiscovery:
 
     def __init__(self, runner: CommandRunner) -> None:
         self.runner = runner
+        self._last: RawSystem | None = None
 
-    def scan(self) -> Inventory:
-        return discover(self.runner)
+    def scan(self, quick: bool = False) -> Inventory:
+        raw = collect(self.runner, tools=not quick, reuse=self._last)
+        if not quick:
+            self._last = raw
+        return build_inventory(raw)
+
+
+class ReplayDiscovery:
+    """Discovery replayed from a raw snapshot (``cachewise scan --save-raw``), for bug
+    reports, demos and tests: the screen shows exactly what that machine showed."""
+
+    def __init__(self, raw: RawSystem) -> None:
+        self.raw = raw
+
+    def scan(self, quick: bool = False) -> Inventory:
+        return build_inventory(self.raw)
 
 
 class CachewiseApp(App[None]):

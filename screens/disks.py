@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
 def human_size(n: int) -> str:
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
+        if value < 1023.95 or unit == "PiB":
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"
@@ -63,7 +64,7 @@ def device_details(dev: Device) -> Table:
         row("LVM", f"PV of VG {dev.lvm.vg}" if dev.lvm.role == "pv" else f"LV {dev.lvm.vg}/{dev.lvm.lv} {dev.lvm.segtype or ''}".strip())
     if dev.bcache is not None:
         b = dev.bcache
-        parts = [b.role]
+        parts: list[str] = [b.role]
         if b.cache_set_uuid:
             parts.append(f"set {b.cache_set_uuid}")
         if b.cache_mode:
@@ -86,14 +87,15 @@ def device_details(dev: Device) -> Table:
 
 
 class DevicesChanged(Message):
-    """A block device appeared or disappeared (from the hot-plug watcher's thread)."""
+    """Block devices appeared or disappeared (from the hot-plug watcher's thread)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, changes: list[tuple[str, str]]) -> None:
         super().__init__()
-        self.reason = reason
+        self.changes = changes
 
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, DevicesChanged)
+    @property
+    def reason(self) -> str:
+        return ", ".join(f"{action} {name}" for action, name in self.changes)
 
 
 class DisksScreen(Screen[None]):
@@ -110,6 +112,11 @@ class DisksScreen(Screen[None]):
         self.watch_hotplug = watch_hotplug
         self._recorded = False
         self._watcher: object | None = None
+        self._scan_lock = threading.Lock()
+        self._scan_pending = False
+        self._quick_pending = False
+        self._scanning = False
+        self._generation = 0
 
     @property
     def cw_app(self) -> CachewiseApp:
@@ -144,35 +151,84 @@ class DisksScreen(Screen[None]):
         self.notify("Showing loop, zram and empty devices" if self.show_all else "Hiding loop, zram and empty devices")
         self._fill()
 
-    @work(thread=True, exclusive=True, group="scan", description="discover block devices", exit_on_error=False)
-    def scan(self) -> Inventory:
+    def scan(self, quick_first: bool = False) -> None:
+        """Ask for a rescan. Each request starts a new generation; results of a scan that
+        began before the latest change are dropped, and requests arriving while a full scan
+        runs are folded into one more pass."""
+        with self._scan_lock:
+            self._generation += 1
+            generation = self._generation
+            self._scan_pending = True
+            start_full = not self._scanning
+            self._scanning = True
+        if quick_first:
+            # Show a hot-plugged change at once from sysfs and udev alone, alongside any
+            # full scan in flight; blkid and the LVM reports (seconds on a slow machine)
+            # follow in the full pass.
+            self._quick_scan(generation)
+        if start_full:
+            self._scan_loop()
+
+    @work(thread=True, group="quick-scan", exclusive=True, description="show a device change", exit_on_error=False)
+    def _quick_scan(self, generation: int) -> None:
         started = time.monotonic()
-        inv = self.cw_app.discovery.scan()
-        self.app.call_from_thread(self._show, inv, time.monotonic() - started)
-        if not self._recorded and self.cw_app.state_dir is not None:
-            self._recorded = True
-            try:
-                with History.open_default(self.cw_app.state_dir) as hist:
-                    hist.record_inventory(inv)
-            except HistoryError as exc:
-                self.app.call_from_thread(self.notify, str(exc), severity="warning")
-        return inv
+        inv = self.cw_app.discovery.scan(quick=True)
+        if generation == self._generation:
+            self.app.call_from_thread(self._show, inv, time.monotonic() - started)
+
+    @work(thread=True, group="scan", description="discover block devices", exit_on_error=False)
+    def _scan_loop(self) -> None:
+        try:
+            while True:
+                with self._scan_lock:
+                    if not self._scan_pending:
+                        self._scanning = False
+                        return
+                    self._scan_pending = False
+                    generation = self._generation
+                started = time.monotonic()
+                inv = self.cw_app.discovery.scan()
+                if generation == self._generation:
+                    self.app.call_from_thread(self._show, inv, time.monotonic() - started)
+                    self._record(inv)
+        except BaseException:
+            with self._scan_lock:
+                self._scanning = False
+            raise
+
+    def _record(self, inv: Inventory) -> None:
+        if self._recorded or self.cw_app.state_dir is None:
+            return
+        self._recorded = True
+        try:
+            with History.open_default(self.cw_app.state_dir) as hist:
+                hist.record_inventory(inv)
+        except HistoryError as exc:
+            self.app.call_from_thread(self.notify, str(exc), severity="warning")
 
     @work(thread=True, group="hotplug", description="watch for disks being added or removed", exit_on_error=False)
     def watch_devices(self) -> None:
         from advisor.hotplug import HotplugWatcher
 
-        watcher = HotplugWatcher(lambda reason: self.post_message(DevicesChanged(reason)))
+        def changed(changes: list[tuple[str, str]]) -> None:
+            self.post_message(DevicesChanged(changes))
+
+        watcher = HotplugWatcher(changed)
         self._watcher = watcher
         watcher.run()
 
     @on(DevicesChanged)
     def _devices_changed(self, message: DevicesChanged) -> None:
+        removed = {name for action, name in message.changes if action == "remove"}
+        if removed and self.inventory is not None:
+            # A removal needs no scan to be shown: drop the device and what sits on it now.
+            self.inventory = self.inventory.without(removed)
+            self._fill()
         self.query_one("#status", Static).update(f"Change seen: {message.reason}; rescanning…")
-        self.scan()
+        self.scan(quick_first=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "scan" and event.state == WorkerState.ERROR:
+        if event.worker.group in ("scan", "quick-scan") and event.state == WorkerState.ERROR:
             self.query_one("#detail", Static).update(
                 Text(f"Discovery failed: {event.worker.error}. Nothing was changed; press r to try again.", style="red")
             )

@@ -27,3 +27,23 @@ start_udev() {
 
 # lvm2 waits for udev to confirm device nodes unless told udev is not there.
 no_udev_lvm() { export DM_DISABLE_UDEV=1; }
+
+# virtme-ng's init starts udevd whenever it is installed. To see a system without udev,
+# stop it and remove everything it made: its database, /dev/disk and /dev/bcache links.
+stop_udev() {
+  udevadm control --exit 2>/dev/null || true
+  pkill -x systemd-udevd 2>/dev/null || true
+  rm -rf /run/udev /dev/disk /dev/bcache
+}
+
+# Run a command as the unprivileged user nobody. The guest shares the host's root file
+# system read-only; when the Python behind $CW_PY lives under a private /root (pyenv), give
+# /root a writable overlay whose mode lets nobody through. Guest-only: the host is untouched.
+as_nobody() {
+  if ! su -s /bin/sh nobody -c "test -x '$CW_PY'" 2>/dev/null; then
+    mkdir -p /run/rootov/u /run/rootov/w
+    mount -t overlay overlay -o lowerdir=/root,upperdir=/run/rootov/u,workdir=/run/rootov/w /root
+    chmod 755 /root
+  fi
+  su -s /bin/bash nobody -c "$*"
+}

@@ -32,6 +32,9 @@ async def wait_for(predicate, limit: float) -> float | None:
 
 
 async def main(serial: str, out: str) -> None:
+    import logging
+
+    logging.basicConfig(filename=out + ".log", level=logging.INFO, format="%(relativeCreated)d %(name)s: %(message)s")
     from advisor.runner import CommandRunner
     from screens.app import CachewiseApp, LiveDiscovery
     from screens.disks import DisksScreen
@@ -69,6 +72,8 @@ async def main(serial: str, out: str) -> None:
 
         result["added_seconds"] = await wait_for(reappeared, 5)
         result["readded_as"] = back
+        result["status_line"] = str(screen.query_one("#status").render())
+        result["rows"] = [str(k.value) for k in screen.query_one("#devices").rows]
         await pilot.press("q")
     Path(out).write_text(json.dumps(result, indent=1))
 

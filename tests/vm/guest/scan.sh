@@ -3,6 +3,7 @@
 # snapshots, the real tools' outputs (fixtures), versions.txt, hotplug-*.json.
 . "$LAB_GUEST/common.sh"
 set -e
+stop_udev
 no_udev_lvm
 modprobe loop; modprobe bcache; modprobe dm-mod
 
@@ -46,7 +47,17 @@ for d in "$bcb" "$bcc"; do bcache-super-show "$d"; done > "$LAB_OUT/bcache-super
 (cd /sys/block && for b in */bcache; do for f in "$b"/*; do [ -f "$f" ] && [ -r "$f" ] && printf '%s\t%s\n' "$f" "$(head -c 200 "$f" | tr '\n' ' ')"; done; done) > "$LAB_OUT/bcache-sysfs.tsv" 2>/dev/null || true
 "$CW_PY" "$LAB_GUEST/hotplug_check.py" "HOT0001" "$LAB_OUT/hotplug-noudev.json"
 
+# Timings under emulation: a full scan (with blkid/pvs/lvs) and a quick one (sysfs/udev only).
+"$CW_PY" - > "$LAB_OUT/timings-noudev.json" <<'PY'
+import json, time
+from advisor.collect import collect
+t = time.monotonic(); full = collect(); t_full = time.monotonic() - t
+t = time.monotonic(); collect(tools=False, reuse=full); t_quick = time.monotonic() - t
+print(json.dumps({"full_scan_s": round(t_full, 3), "quick_scan_s": round(t_quick, 3)}))
+PY
+
 # 2. With udev.
+unset DM_DISABLE_UDEV
 start_udev
 cw scan --json --save-raw "$LAB_OUT/raw-udev.json" > "$LAB_OUT/scan-udev.json"
 cw scan --json --all --no-record > "$LAB_OUT/scan-udev-all.json"
@@ -55,5 +66,5 @@ udevadm info --export-db > "$LAB_OUT/udev-export-db.txt"
 "$CW_PY" "$LAB_GUEST/hotplug_check.py" "HOT0001" "$LAB_OUT/hotplug-udev.json"
 
 # 3. As a normal user (nobody): discovery still works and says what it could not read.
-su -s /bin/bash nobody -c "HOME=/tmp XDG_STATE_HOME=/tmp/nobody-state '$CW_PY' -m cachewise scan --json" > "$LAB_OUT/scan-nonroot.json"
+as_nobody "HOME=/tmp XDG_STATE_HOME=/tmp/nobody-state '$CW_PY' -m cachewise scan --json" > "$LAB_OUT/scan-nonroot.json"
 echo scenario-done

@@ -1,0 +1,83 @@
+"""The command line: help, version, scan output from a captured snapshot, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cachewise import __version__
+from cachewise.cli import main
+from tests.conftest import LAB_SCAN
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "cachewise", *args], capture_output=True, text=True, check=False,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_help_lists_subcommands() -> None:
+    out = run("--help")
+    assert out.returncode == 0
+    for sub in ("scan", "history", "tui"):
+        assert sub in out.stdout
+
+
+@pytest.mark.parametrize("sub", ["scan", "history", "tui"])
+def test_every_subcommand_has_help(sub: str) -> None:
+    out = run(sub, "--help")
+    assert out.returncode == 0 and "usage: cachewise" in out.stdout
+
+
+def test_version() -> None:
+    assert run("--version").stdout.strip() == f"cachewise {__version__}"
+
+
+def test_scan_json_from_raw_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scan", "--json", "--from-raw", str(LAB_SCAN / "raw-udev.json")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "cachewise.scan/1"
+    assert {d["serial"] for d in data["devices"]} >= {"HDD0001", "SSD0001", "NVME0001"}
+    assert not any(d["kind"] == "loop" for d in data["devices"])
+    assert main(["scan", "--json", "--all", "--from-raw", str(LAB_SCAN / "raw-udev.json")]) == 0
+    assert any(d["kind"] == "loop" for d in json.loads(capsys.readouterr().out)["devices"])
+
+
+def test_scan_table_from_raw_snapshot(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scan", "--from-raw", str(LAB_SCAN / "raw-noudev.json")]) == 0
+    out = capsys.readouterr().out
+    assert "HDD0001" not in out or "wwn:0x5000c500a1b2c3d4" in out
+    assert "udev is not running" in out and "--all shows them" in out
+
+
+def test_corrupt_raw_snapshot_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "raw.json"
+    bad.write_text('{"schema": "cachewise.raw/1", "blocks": [')
+    assert main(["scan", "--from-raw", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot read the raw snapshot {bad}" in err and "Nothing was changed" in err
+
+
+def test_scan_on_this_machine_records_history(tmp_path: Path) -> None:
+    out = run("--state-dir", str(tmp_path), "scan", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["devices"], "this machine has at least one disk"
+    hist = run("--state-dir", str(tmp_path), "history", "--json")
+    assert json.loads(hist.stdout)["snapshots"][0]["device_count"] >= len(data["devices"])
+
+
+def test_unwritable_state_dir_warns_but_scan_succeeds(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    out = run("--state-dir", str(blocker / "x"), "scan", "--json")
+    assert out.returncode == 0
+    assert "warning: cannot open the history database" in out.stderr and "nothing was recorded" in out.stderr
+
+
+def test_tui_without_a_terminal_says_what_to_do() -> None:
+    out = run("tui")
+    assert out.returncode == 1 and "needs a terminal" in out.stderr
