@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import stat
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -290,12 +291,20 @@ def parse_blkid_export(text: str) -> dict[str, str]:
 
 
 def _needs_signature_probe(block: RawBlock) -> bool:
+    """Whether blkid must look: udev has not probed this device (or its rules skipped it)."""
     props = block.properties
     if props.get("ID_FS_TYPE") or props.get("ID_PART_TABLE_TYPE"):
         return False
-    if block.udev_initialized and "ID_FS_TYPE" in props:
+    if block.attrs.get("size", "0") in ("0", ""):
         return False
-    return block.attrs.get("size", "0") not in ("0", "")
+    skipped = any(props.get(flag) == "1" for flag in (
+        "DM_UDEV_DISABLE_DISK_RULES_FLAG", "DM_UDEV_DISABLE_OTHER_RULES_FLAG", "DM_NOSCAN", "DM_SUSPENDED"))
+    # udev's blkid builtin ran and found nothing: that is the answer, no need to ask again.
+    return not block.udev_initialized or skipped
+
+
+class ScanInterrupted(Exception):
+    """A newer request made this scan pointless (see ``should_stop`` in :func:`collect`)."""
 
 
 def _lvm_report(runner: CommandRunner, argv: list[str], key: str) -> list[dict[str, str]]:
@@ -312,14 +321,26 @@ PVS_ARGV = ["pvs", "-o", "pv_name,vg_name,pv_uuid,pv_size,dev_size"]
 LVS_ARGV = ["lvs", "-a", "-o", "lv_name,vg_name,lv_uuid,lv_attr,lv_size,segtype,lv_dm_path,devices,pool_lv,origin,lv_role"]
 
 
-def collect(runner: CommandRunner | None = None, *, tools: bool = True, reuse: RawSystem | None = None) -> RawSystem:
+def collect(
+    runner: CommandRunner | None = None,
+    *,
+    tools: bool = True,
+    reuse: RawSystem | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> RawSystem:
     """Read the live system. Never writes anything; safe as any user.
 
     With ``tools=False`` no external program runs (blkid, pvs, lvs take seconds on slow
     machines): their answers are taken from ``reuse``, an earlier snapshot, for the devices
     that are still there. The TUI uses this to show a hot-plugged disk at once, then follows
-    with a full scan.
+    with a full scan. ``should_stop`` is asked between tool runs; when it says yes the scan
+    raises :class:`ScanInterrupted`.
     """
+
+    def checkpoint() -> None:
+        if should_stop is not None and should_stop():
+            raise ScanInterrupted
+
     runner = runner or CommandRunner()
     if not tools:
         return _quick_collect(reuse)
@@ -332,6 +353,7 @@ def collect(runner: CommandRunner | None = None, *, tools: bool = True, reuse: R
         state = "no-libudev"
         unread.append({"fact": "udev properties", "reason": f"libudev could not be loaded ({exc}); read sysfs directly"})
         blocks = _blocks_from_sysfs()
+    checkpoint()
 
     blkid: dict[str, dict[str, str]] = {}
     probe = [b for b in blocks if _needs_signature_probe(b)]
@@ -339,6 +361,7 @@ def collect(runner: CommandRunner | None = None, *, tools: bool = True, reuse: R
         unread.append({"fact": "signatures", "reason": "blkid is not installed (util-linux) and udev has no data"})
         probe = []
     for block in probe:
+        checkpoint()
         if not os.access(block.devnode, os.R_OK):
             unread.append(
                 {"fact": f"signature of {block.name}", "reason": f"udev has no data and {block.devnode} is readable only by root"}
@@ -367,7 +390,9 @@ def collect(runner: CommandRunner | None = None, *, tools: bool = True, reuse: R
             unread.append({"fact": "LVM reports", "reason": "pvs and lvs need root; VG and LV names come from device-mapper names instead"})
         else:
             try:
+                checkpoint()
                 pvs = _lvm_report(runner, PVS_ARGV, "pv")
+                checkpoint()
                 lvs = _lvm_report(runner, LVS_ARGV, "lv")
             except ToolMissing as exc:
                 unread.append({"fact": "LVM reports", "reason": str(exc)})

@@ -297,6 +297,9 @@ def build_inventory(raw: RawSystem) -> Inventory:
         unreadable: list[Unread] = []
         if kind in ("disk", "partition", "bcache") and not block.links and raw.udev != "running":
             unreadable.append(Unread("by-id path", f"udev is {_udev_words(raw.udev)}, so there are no /dev/disk/by-id links"))
+        if kind == "bcache" and raw.udev == "running" and not any(link.startswith("/dev/bcache/") for link in block.links):
+            unreadable.append(Unread("stable path", "udev made no /dev/bcache/by-uuid link (bcache was registered "
+                                     "before udev ran); the backing device's UUID identifies it"))
         if kind == "disk" and identity is None and _size(block) > 0:
             unreadable.append(Unread("serial and WWN", "the device reports neither; its identity falls back to its kernel name"))
         for item in raw.unread:
@@ -455,10 +458,9 @@ def _state(dev: Device, devices: dict[str, Device]) -> tuple[State, str]:
         reasons = _describe(part, devices)
         if reasons:
             busy_parts.append(f"{part.name} is {reasons[0]}" if reasons[0].startswith("mounted") else f"{part.name}: {reasons[0]}")
-    if dev.kind == "bcache" and dev.bcache is not None and not own:
-        own = [f"bcache device over {dev.bcache.backing_device}"] if dev.bcache.backing_device else []
-        if not dev.fs_type:
-            return "has-data", "has data: " + (own[0] if own else "a bcache device") + ", no file system yet"
+    if dev.kind == "bcache" and not own and not dev.fs_type:
+        over = dev.bcache.backing_device if dev.bcache else None
+        return "has-data", f"has data: the bcache device over {over or 'its backing device'}, no file system on it yet"
     if own or busy_parts:
         return "in-use", "in use because " + "; ".join(own + busy_parts)
     if parts:

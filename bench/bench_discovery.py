@@ -60,7 +60,7 @@ def main() -> None:
     for copies in (1, 10, 40):
         big = replicate(raw, copies)
         tracemalloc.start()
-        seconds = timed(lambda: build_inventory(big), repeat=3)
+        seconds = timed(lambda big=big: build_inventory(big), repeat=3)  # type: ignore[misc]
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         n = len(big.blocks)

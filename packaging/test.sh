@@ -36,4 +36,4 @@ mypy advisor recipes cachewise screens
 echo "== import contract (advisor/ and recipes/ never import the UI)"
 lint-imports
 echo "== pytest: unit, TUI and lab tiers"
-pytest tests/unit tests/tui tests/lab "$@"
+pytest -v --durations=5 tests/unit tests/tui tests/lab "$@"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -15,8 +16,9 @@ from screens.disks import DisksScreen
 
 
 class DiscoveryBackend(Protocol):
-    def scan(self, quick: bool = False) -> Inventory:
-        """Discover devices; ``quick`` runs no external tools and may reuse earlier answers."""
+    def scan(self, quick: bool = False, should_stop: Callable[[], bool] | None = None) -> Inventory:
+        """Discover devices; ``quick`` runs no external tools and may reuse earlier answers.
+        A full scan asks ``should_stop`` between tool runs and raises ScanInterrupted."""
         ...
 
 
@@ -27,8 +29,8 @@ class LiveDiscovery:
         self.runner = runner
         self._last: RawSystem | None = None
 
-    def scan(self, quick: bool = False) -> Inventory:
-        raw = collect(self.runner, tools=not quick, reuse=self._last)
+    def scan(self, quick: bool = False, should_stop: Callable[[], bool] | None = None) -> Inventory:
+        raw = collect(self.runner, tools=not quick, reuse=self._last, should_stop=should_stop)
         if not quick:
             self._last = raw
         return build_inventory(raw)
@@ -41,7 +43,7 @@ class ReplayDiscovery:
     def __init__(self, raw: RawSystem) -> None:
         self.raw = raw
 
-    def scan(self, quick: bool = False) -> Inventory:
+    def scan(self, quick: bool = False, should_stop: Callable[[], bool] | None = None) -> Inventory:
         return build_inventory(self.raw)
 
 

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
+from advisor.collect import ScanInterrupted
 from advisor.devices import Device, Inventory
 from advisor.history import History, HistoryError
 
@@ -113,9 +114,10 @@ class DisksScreen(Screen[None]):
         self._recorded = False
         self._watcher: object | None = None
         self._scan_lock = threading.Lock()
-        self._scan_pending = False
-        self._quick_pending = False
         self._scanning = False
+        self._want_quick = False
+        self._want_full = False
+        self._settle_until = 0.0
         self._generation = 0
 
     @property
@@ -152,44 +154,59 @@ class DisksScreen(Screen[None]):
         self._fill()
 
     def scan(self, quick_first: bool = False) -> None:
-        """Ask for a rescan. Each request starts a new generation; results of a scan that
-        began before the latest change are dropped, and requests arriving while a full scan
-        runs are folded into one more pass."""
+        """Ask for a rescan; ``quick_first`` (a hot-plug event) shows the change at once.
+
+        One worker does all scanning, so scans never compete for the CPU. Each request starts
+        a new generation: a full scan in flight stops at its next tool run and the loop
+        starts over, quick pass first. After a hot-plug event the full pass (blkid, LVM
+        reports: seconds on a slow machine) waits for events to settle.
+        """
         with self._scan_lock:
             self._generation += 1
-            generation = self._generation
-            self._scan_pending = True
-            start_full = not self._scanning
+            self._want_quick |= quick_first
+            self._want_full = True
+            if quick_first:
+                self._settle_until = time.monotonic() + self.SETTLE_SECONDS
+            start = not self._scanning
             self._scanning = True
-        if quick_first:
-            # Show a hot-plugged change at once from sysfs and udev alone, alongside any
-            # full scan in flight; blkid and the LVM reports (seconds on a slow machine)
-            # follow in the full pass.
-            self._quick_scan(generation)
-        if start_full:
+        if start:
             self._scan_loop()
 
-    @work(thread=True, group="quick-scan", exclusive=True, description="show a device change", exit_on_error=False)
-    def _quick_scan(self, generation: int) -> None:
-        started = time.monotonic()
-        inv = self.cw_app.discovery.scan(quick=True)
-        if generation == self._generation:
-            self.app.call_from_thread(self._show, inv, time.monotonic() - started)
+    SETTLE_SECONDS = 0.5
 
     @work(thread=True, group="scan", description="discover block devices", exit_on_error=False)
     def _scan_loop(self) -> None:
+        discovery = self.cw_app.discovery
         try:
             while True:
                 with self._scan_lock:
-                    if not self._scan_pending:
+                    generation = self._generation
+                    if self._want_quick:
+                        self._want_quick = False
+                        mode = "quick"
+                    elif self._want_full and time.monotonic() < self._settle_until:
+                        mode = "settle"
+                    elif self._want_full:
+                        self._want_full = False
+                        mode = "full"
+                    else:
                         self._scanning = False
                         return
-                    self._scan_pending = False
-                    generation = self._generation
+                if mode == "settle":
+                    time.sleep(0.05)
+                    continue
                 started = time.monotonic()
-                inv = self.cw_app.discovery.scan()
-                if generation == self._generation:
-                    self.app.call_from_thread(self._show, inv, time.monotonic() - started)
+                if mode == "quick":
+                    inv = discovery.scan(quick=True)
+                else:
+                    try:
+                        inv = discovery.scan(should_stop=lambda gen=generation: gen != self._generation)  # type: ignore[misc]
+                    except ScanInterrupted:
+                        continue
+                    if generation != self._generation:
+                        continue
+                self.app.call_from_thread(self._show, inv, time.monotonic() - started)
+                if mode == "full":
                     self._record(inv)
         except BaseException:
             with self._scan_lock:
@@ -228,7 +245,7 @@ class DisksScreen(Screen[None]):
         self.scan(quick_first=True)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group in ("scan", "quick-scan") and event.state == WorkerState.ERROR:
+        if event.worker.group == "scan" and event.state == WorkerState.ERROR:
             self.query_one("#detail", Static).update(
                 Text(f"Discovery failed: {event.worker.error}. Nothing was changed; press r to try again.", style="red")
             )

@@ -99,7 +99,11 @@ def test_partitioned_disk_with_mounted_ext4(guest: GuestRun, mode: str) -> None:
     assert p1["state"] == "in-use" and "mounted at /run/lab/mnt" in p1["in_use_reason"]
     assert f"{p1['name']} is mounted at /run/lab/mnt" in disk["in_use_reason"]
     assert p1["identity"] == f"{disk['identity']}/part1" and p1["transport"] == "scsi"
-    assert p2["state"] == "free" and p2["fs_type"] is None
+    # part2 carries a plain device-mapper device.
+    plain = next(d for d in data["devices"] if d["kind"] == "dm")
+    assert plain["dm_name"] == "labplain" and plain["identity"] == "dm-uuid:CW-LABPLAIN"
+    assert plain["stable_path"] == "/dev/mapper/labplain" and plain["slaves"] == [p2["name"]]
+    assert p2["state"] == "in-use" and p2["in_use_reason"] == f"in use because held by {plain['name']} (labplain)"
     if mode == "scan-udev.json":
         assert p1["stable_path"].startswith("/dev/disk/by-id/") and p1["stable_path"].endswith("-part1")
 

@@ -6,7 +6,6 @@ import io
 from pathlib import Path
 
 from rich.console import Console
-
 from textual.widgets import DataTable, Static
 
 from advisor.collect import RawSystem
@@ -26,7 +25,7 @@ class FakeDiscovery:
         self.calls: list[bool] = []
         self.fail = fail
 
-    def scan(self, quick: bool = False) -> Inventory:
+    def scan(self, quick: bool = False, should_stop: object = None) -> Inventory:
         self.calls.append(quick)
         if self.fail is not None:
             raise self.fail

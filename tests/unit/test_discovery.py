@@ -59,7 +59,12 @@ def test_partitions_lvm_and_bcache_roles(fixture: str, request: pytest.FixtureRe
     p1 = inv.by_name(disk.partitions[0])
     assert p1 is not None and p1.partition_table is None
     assert p1.rotational == disk.rotational and p1.logical_sector_size == 512
-    assert disk.in_use_reason == f"in use because {p1.name} is mounted at /run/lab/mnt"
+    p2 = inv.by_name(disk.partitions[1])
+    plain = next(d for d in inv.devices if d.kind == "dm")
+    assert p2 is not None and plain.slaves == (p2.name,) and plain.stable_path == "/dev/mapper/labplain"
+    assert disk.in_use_reason == (
+        f"in use because {p1.name} is mounted at /run/lab/mnt; {p2.name}: held by {plain.name} (labplain)"
+    )
 
     pv = dev(inv, "LVM0001")
     assert pv.lvm is not None and (pv.lvm.role, pv.lvm.vg) == ("pv", "labvg")
@@ -74,6 +79,20 @@ def test_partitions_lvm_and_bcache_roles(fixture: str, request: pytest.FixtureRe
     assert backing.bcache.cache_set_uuid == cache.bcache.cache_set_uuid is not None
     assert bdev.identity == f"bcache:{backing.bcache.dev_uuid}"
     assert "held by" not in cache.in_use_reason  # bcacheN holding the cache is explained, not listed
+    if inv.udev == "running":
+        assert bdev.stable_path == f"/dev/bcache/by-uuid/{backing.bcache.dev_uuid}"
+    else:
+        assert bdev.stable_path is None
+
+
+def test_bcache_registered_before_udev_has_no_link_and_says_why(raw_udev: RawSystem) -> None:
+    raw = copy.deepcopy(raw_udev)
+    for block in raw.blocks:
+        if block.name.startswith("bcache"):
+            block.links = [link for link in block.links if not link.startswith("/dev/bcache/")]
+    bdev = next(d for d in build_inventory(raw).devices if d.kind == "bcache")
+    assert bdev.stable_path is None and bdev.identity is not None
+    assert [u.fact for u in bdev.unreadable] == ["stable path"]
 
 
 def test_super_show_agrees_with_sysfs(raw_udev: RawSystem) -> None:

@@ -56,12 +56,23 @@ async def main(serial: str, out: str) -> None:
             from textual.widgets import DataTable
             return dev in screen.query_one("#devices", DataTable).rows
 
+        async def idle() -> None:
+            # Measure from a settled screen, as when a person plugs a disk in: no scan running.
+            while True:
+                if await wait_for(lambda: not screen._scanning, 30) is None:
+                    raise AssertionError("the Disks screen never finished scanning")
+                await asyncio.sleep(1.0)
+                if not screen._scanning:
+                    return
+
         result["initial_seconds"] = await wait_for(lambda: in_table(name), 10)
+        await idle()
         result["watcher"] = type(screen._watcher).__name__ if screen._watcher else None
         if screen._watcher is not None:
             result["watch_source"] = screen._watcher.source
         Path(f"/sys/block/{name}/device/delete").write_text("1")
         result["removed_seconds"] = await wait_for(lambda: not in_table(name), 5)
+        await idle()
         Path(f"/sys/class/scsi_host/{scsi_host}/scan").write_text("- - -")
         back = None
 

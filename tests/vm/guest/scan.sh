@@ -14,6 +14,8 @@ bcb=$(by_serial BCB0001); bcc=$(by_serial BCC0001)
 printf 'label: gpt\n,256M\n,\n' | sfdisk -q "$part"
 mkfs.ext4 -q -L labdata "${part}1"
 mkdir -p /run/lab/mnt && mount "${part}1" /run/lab/mnt && echo hello > /run/lab/mnt/hello.txt
+# A plain device-mapper device (not LVM) over part2.
+dmsetup create labplain --uuid CW-LABPLAIN --table "0 $(blockdev --getsz "${part}2") linear ${part}2 0"
 
 # LVM: a PV in VG labvg with one LV.
 pvcreate -q "$lvmdisk"; vgcreate -q labvg "$lvmdisk"; lvcreate -q -y -n data -L 256M labvg
@@ -59,6 +61,16 @@ PY
 # 2. With udev.
 unset DM_DISABLE_UDEV
 start_udev
+# bcache registered before udev ran gets no /dev/bcache/by-uuid link (the uuid travels only
+# in the kernel's registration event). Stop it and let udev's rules register it, as at boot.
+cset=$(basename "$(readlink /sys/block/bcache0/bcache/cache)")
+echo 1 > /sys/block/bcache0/bcache/stop
+echo 1 > "/sys/fs/bcache/$cset/stop"
+for _ in $(seq 100); do [ ! -e /sys/block/bcache0 ] && [ ! -e "/sys/fs/bcache/$cset" ] && break; sleep 0.1; done
+udevadm trigger --action=add --settle "$bcb" "$bcc"
+for _ in $(seq 100); do [ -e /sys/block/bcache0 ] && break; sleep 0.1; done
+udevadm settle --timeout=30
+ls -l /dev/bcache/by-uuid/ > "$LAB_OUT/bcache-by-uuid.txt"
 cw scan --json --save-raw "$LAB_OUT/raw-udev.json" > "$LAB_OUT/scan-udev.json"
 cw scan --json --all --no-record > "$LAB_OUT/scan-udev-all.json"
 lsblk --json --bytes -O > "$LAB_OUT/lsblk-udev.json"
