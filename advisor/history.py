@@ -14,10 +14,12 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from advisor.devices import Inventory
+from advisor.probe import ProbeResult
 
 STATE_ENV = "CACHEWISE_STATE_DIR"
 DB_NAME = "history.sqlite3"
@@ -45,6 +47,25 @@ MIGRATIONS: tuple[str, ...] = (
         kind TEXT NOT NULL
     );
     CREATE INDEX snapshots_taken_at ON snapshots(taken_at);
+    """,
+    # 2: fio probe results, bound to the device's identity and size, with fio's full JSON.
+    """
+    CREATE TABLE probes (
+        id INTEGER PRIMARY KEY,
+        taken_at TEXT NOT NULL,
+        identity TEXT,
+        serial TEXT,
+        wwn TEXT,
+        size_bytes INTEGER NOT NULL,
+        device TEXT NOT NULL,
+        device_class TEXT NOT NULL,
+        confidence TEXT NOT NULL,
+        complete INTEGER NOT NULL,
+        fio_version TEXT NOT NULL,
+        result_json TEXT NOT NULL,
+        fio_json TEXT NOT NULL
+    );
+    CREATE INDEX probes_identity ON probes(identity, size_bytes);
     """,
 )
 
@@ -165,3 +186,25 @@ class History:
         if row is None:
             return None
         return dict(zip([c[0] for c in cur.description], row, strict=True))
+
+    def record_probe(self, result: ProbeResult, serial: str | None, wwn: str | None) -> int:
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO probes (taken_at, identity, serial, wwn, size_bytes, device, device_class, confidence,"
+                " complete, fio_version, result_json, fio_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    datetime.now(UTC).isoformat(timespec="seconds"), result.identity, serial, wwn, result.size_bytes,
+                    result.device, result.classification.device_class, result.classification.confidence,
+                    int(result.complete), result.fio_version, json.dumps(result.to_json()), json.dumps(result.fio_json),
+                ),
+            )
+            return int(cur.lastrowid or 0)
+
+    def latest_probe(self, identity: str, size_bytes: int) -> dict[str, Any] | None:
+        """The newest complete probe of this device (same identity and size), as JSON."""
+        row = self._db.execute(
+            "SELECT result_json FROM probes WHERE identity = ? AND size_bytes = ? AND complete = 1"
+            " ORDER BY id DESC LIMIT 1",
+            (identity, size_bytes),
+        ).fetchone()
+        return json.loads(row[0]) if row else None

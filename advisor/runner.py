@@ -194,6 +194,31 @@ class CommandRunner:
                 raise CommandFailed(argv, proc.returncode, proc.stderr)
         return result
 
+    def start(self, argv: Sequence[str], *, timeout: float | None = None) -> Running:
+        """Start ``argv`` without waiting, for long work that reports progress while it runs.
+
+        The same rules as :meth:`run`: argv only, LC_ALL=C, stdin closed, logged, and
+        :meth:`Running.wait` enforces the timeout.
+        """
+        if isinstance(argv, str):
+            raise TypeError("commands are argv lists, never shell strings")
+        argv = [str(a) for a in argv]
+        limit = self.default_timeout if timeout is None else timeout
+        exe = argv[0] if os.sep in argv[0] else self.which(argv[0])
+        if exe is None or not os.path.exists(exe):
+            raise ToolMissing(argv)
+        proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell
+            [exe, *argv[1:]],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            env=self.env(),
+            close_fds=True,
+        )
+        return Running(self, argv, proc, limit)
+
     def _record(self, result: CommandResult) -> None:
         log.info(
             "run %s -> exit %d in %.2fs%s",
@@ -204,3 +229,44 @@ class CommandRunner:
         )
         self.history.append(result)
         del self.history[: -self.keep_history]
+
+
+class Running:
+    """A started command whose output is collected when it ends (see :meth:`CommandRunner.start`)."""
+
+    def __init__(self, runner: CommandRunner, argv: list[str], proc: subprocess.Popen[str], timeout: float) -> None:
+        self._runner = runner
+        self.argv = argv
+        self._proc = proc
+        self._timeout = timeout
+        self._started = time.monotonic()
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def running(self) -> bool:
+        return self._proc.poll() is None
+
+    def kill(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+
+    def wait(self, check: bool = True) -> CommandResult:
+        """Wait for the end (within the timeout given to start) and return or raise as run() does."""
+        remaining = max(0.0, self._timeout - self.elapsed)
+        try:
+            stdout, stderr = self._proc.communicate(timeout=remaining)
+        except subprocess.TimeoutExpired as exc:
+            self._proc.kill()
+            self._proc.communicate()
+            log.warning("run %s: timed out after %gs", shlex.join(self.argv), self._timeout)
+            raise TimedOut(self.argv, self._timeout) from exc
+        result = CommandResult(tuple(self.argv), self._proc.returncode, stdout, stderr, self.elapsed)
+        self._runner._record(result)
+        if result.returncode != 0:
+            if _looks_like_permission_error(stderr) and os.geteuid() != 0:
+                raise PermissionDenied(self.argv, stderr)
+            if check:
+                raise CommandFailed(self.argv, result.returncode, stderr)
+        return result

@@ -14,7 +14,15 @@ from pathlib import Path
 from advisor.collect import RawSystem, collect
 from advisor.discovery import build_inventory
 from advisor.history import STATE_ENV, History, HistoryError, default_state_dir
-from advisor.runner import CommandRunner
+from advisor.probe import (
+    DEFAULT_SECONDS,
+    ProbeError,
+    ProbeProgress,
+    ProbeResult,
+    check_target,
+    probe_device,
+)
+from advisor.runner import CommandError, CommandRunner, ToolMissing
 from cachewise import __version__
 
 
@@ -42,6 +50,17 @@ def _parser() -> argparse.ArgumentParser:
     scan.add_argument("--save-raw", type=Path, metavar="FILE", help="also write the raw udev/sysfs facts to FILE (for bug reports and test fixtures)")
     scan.add_argument("--from-raw", type=Path, metavar="FILE", help="build the report from a raw snapshot saved with --save-raw instead of this machine")
 
+    probe = sub.add_parser(
+        "probe", help="measure disks with short read-only fio probes and classify them",
+        description="Measure each DEVICE with a short read-only fio probe (random 4 KiB reads at queue depth 1 and 32, "
+        "sequential 1 MiB reads across the disk) and classify it as hdd, ssd or nvme by measured latency. "
+        "Probes never write. Needs root and fio.")
+    probe.add_argument("devices", nargs="+", metavar="DEVICE", help="a disk, e.g. /dev/sdb or a /dev/disk/by-id/ path")
+    probe.add_argument("--json", action="store_true", help="print JSON (schema cachewise.probe/1)")
+    probe.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help=f"time budget per device (default {DEFAULT_SECONDS:g}, at most 60)")
+    probe.add_argument("--yes", action="store_true", help="probe mounted or busy disks without asking (the probe adds read load)")
+    probe.add_argument("--no-record", action="store_true", help="do not record the results in the history database")
+
     hist = sub.add_parser("history", help="list recorded discovery snapshots",
                           description="List the discovery snapshots recorded in the history database.")
     hist.add_argument("--json", action="store_true", help="print JSON")
@@ -62,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "scan":
             return cmd_scan(args)
+        if args.command == "probe":
+            return cmd_probe(args)
         if args.command == "history":
             return cmd_history(args)
         return cmd_tui(args)
@@ -108,6 +129,89 @@ def cmd_scan(args: argparse.Namespace) -> int:
     if hidden and not args.all:
         console.print(f"[dim]{hidden} loop, zram or empty devices hidden; --all shows them.[/]")
     return 0
+
+
+PROBE_SCHEMA = "cachewise.probe/1"
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    import os
+
+    from advisor.devices import Device
+
+    if not 0.5 <= args.seconds <= 60:
+        return _error(f"--seconds must be between 0.5 and 60 (got {args.seconds:g}); nothing was probed.")
+    runner = CommandRunner()
+    if runner.which("fio") is None:
+        return _error(str(ToolMissing(["fio"])).replace("could not run", "the probe cannot run") + " Nothing was probed.")
+    if len(set(args.devices)) != len(args.devices):
+        return _error("the same device is named twice; nothing was probed.")
+    try:
+        nodes = [check_target(path) for path in args.devices]
+    except ProbeError as exc:
+        return _error(str(exc))
+    inv = build_inventory(collect(runner))
+    by_devnum = {d.devnum: d for d in inv.devices}
+    targets: list[Device] = []
+    for path, node in zip(args.devices, nodes, strict=True):
+        st = os.stat(node)
+        dev = by_devnum.get(f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
+        if dev is None:
+            return _error(f"{path} is a block device that discovery does not list; nothing was probed.")
+        targets.append(dev)
+    if len({d.name for d in targets}) != len(targets):
+        return _error("two of the paths name the same device; nothing was probed.")
+    busy = [d for d in targets if d.state == "in-use"]
+    if busy and not args.yes:
+        for d in busy:
+            print(f"cachewise: {d.name} is {d.in_use_reason}; the probe adds about {args.seconds:g} s of read load.",
+                  file=sys.stderr)
+        if not sys.stdin.isatty():
+            return _error("pass --yes to probe busy disks anyway; nothing was probed.")
+        answer = input("Probe anyway? [y/N] ").strip().lower()
+        if answer not in ("y", "yes"):
+            return _error("not probed; nothing was changed.")
+
+    results: list[ProbeResult] = []
+    failed = False
+    show_progress = sys.stderr.isatty() and not args.json
+    for dev in targets:
+        def progress(p: ProbeProgress) -> None:
+            print(f"\r{p.device}: {p.description} ({p.elapsed:4.1f}/{p.total:g} s, {p.iops:,.0f} IOPS)   ",
+                  end="", file=sys.stderr, flush=True)
+
+        try:
+            result = probe_device(dev, runner, seconds=args.seconds, on_progress=progress if show_progress else None)
+        except (ProbeError, CommandError) as exc:
+            if show_progress:
+                print(file=sys.stderr)
+            print(f"cachewise: {exc}", file=sys.stderr)
+            failed = True
+            continue
+        if show_progress:
+            print(file=sys.stderr)
+        results.append(result)
+        failed |= not result.complete
+        if not args.no_record:
+            try:
+                with History.open_default(args.state_dir) as hist:
+                    hist.record_probe(result, dev.serial, dev.wwn)
+            except HistoryError as exc:
+                print(f"cachewise: warning: {exc}", file=sys.stderr)
+    if args.json:
+        json.dump({"schema": PROBE_SCHEMA, "results": [r.to_json() for r in results]}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif results:
+        from rich.console import Console
+
+        from cachewise.render import probe_table
+
+        console = Console()
+        console.print(probe_table(results))
+        for r in results:
+            for line in (*r.classification.disagreements, *r.notes):
+                console.print(f"[yellow]{r.device}:[/] {line}", highlight=False)
+    return 1 if failed else 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:

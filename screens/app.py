@@ -8,7 +8,7 @@ from typing import Protocol
 
 from textual.app import App
 
-from advisor.collect import RawSystem, collect
+from advisor.collect import RawSystem, collect, refresh
 from advisor.devices import Inventory
 from advisor.discovery import build_inventory
 from advisor.runner import CommandRunner
@@ -16,9 +16,12 @@ from screens.disks import DisksScreen
 
 
 class DiscoveryBackend(Protocol):
-    def scan(self, quick: bool = False, should_stop: Callable[[], bool] | None = None) -> Inventory:
-        """Discover devices; ``quick`` runs no external tools and may reuse earlier answers.
-        A full scan asks ``should_stop`` between tool runs and raises ScanInterrupted."""
+    def scan(
+        self, quick: bool = False, should_stop: Callable[[], bool] | None = None, changed: set[str] | None = None
+    ) -> Inventory:
+        """Discover devices. ``quick`` runs no external tools and may reuse earlier answers;
+        with ``changed`` it re-reads only those devices. A full scan asks ``should_stop``
+        between tool runs and raises ScanInterrupted."""
         ...
 
 
@@ -27,12 +30,19 @@ class LiveDiscovery:
 
     def __init__(self, runner: CommandRunner) -> None:
         self.runner = runner
-        self._last: RawSystem | None = None
+        self._last: RawSystem | None = None  # the latest full scan
+        self._quick: RawSystem | None = None  # the latest scan of any kind
 
-    def scan(self, quick: bool = False, should_stop: Callable[[], bool] | None = None) -> Inventory:
-        raw = collect(self.runner, tools=not quick, reuse=self._last, should_stop=should_stop)
+    def scan(
+        self, quick: bool = False, should_stop: Callable[[], bool] | None = None, changed: set[str] | None = None
+    ) -> Inventory:
+        if quick and changed and self._quick is not None:
+            raw = refresh(self._quick, changed)
+        else:
+            raw = collect(self.runner, tools=not quick, reuse=self._last, should_stop=should_stop)
         if not quick:
             self._last = raw
+        self._quick = raw
         return build_inventory(raw)
 
 
@@ -43,7 +53,9 @@ class ReplayDiscovery:
     def __init__(self, raw: RawSystem) -> None:
         self.raw = raw
 
-    def scan(self, quick: bool = False, should_stop: Callable[[], bool] | None = None) -> Inventory:
+    def scan(
+        self, quick: bool = False, should_stop: Callable[[], bool] | None = None, changed: set[str] | None = None
+    ) -> Inventory:
         return build_inventory(self.raw)
 
 

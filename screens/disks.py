@@ -116,6 +116,7 @@ class DisksScreen(Screen[None]):
         self._scan_lock = threading.Lock()
         self._scanning = False
         self._want_quick = False
+        self._changed: set[str] = set()
         self._want_full = False
         self._settle_until = 0.0
         self._generation = 0
@@ -153,7 +154,7 @@ class DisksScreen(Screen[None]):
         self.notify("Showing loop, zram and empty devices" if self.show_all else "Hiding loop, zram and empty devices")
         self._fill()
 
-    def scan(self, quick_first: bool = False) -> None:
+    def scan(self, quick_first: bool = False, changed: set[str] | None = None) -> None:
         """Ask for a rescan; ``quick_first`` (a hot-plug event) shows the change at once.
 
         One worker does all scanning, so scans never compete for the CPU. Each request starts
@@ -164,6 +165,7 @@ class DisksScreen(Screen[None]):
         with self._scan_lock:
             self._generation += 1
             self._want_quick |= quick_first
+            self._changed |= changed or set()
             self._want_full = True
             if quick_first:
                 self._settle_until = time.monotonic() + self.SETTLE_SECONDS
@@ -183,6 +185,7 @@ class DisksScreen(Screen[None]):
                     generation = self._generation
                     if self._want_quick:
                         self._want_quick = False
+                        changed, self._changed = self._changed, set()
                         mode = "quick"
                     elif self._want_full and time.monotonic() < self._settle_until:
                         mode = "settle"
@@ -197,7 +200,7 @@ class DisksScreen(Screen[None]):
                     continue
                 started = time.monotonic()
                 if mode == "quick":
-                    inv = discovery.scan(quick=True)
+                    inv = discovery.scan(quick=True, changed=changed or None)
                 else:
                     try:
                         inv = discovery.scan(should_stop=lambda gen=generation: gen != self._generation)  # type: ignore[misc]
@@ -242,7 +245,7 @@ class DisksScreen(Screen[None]):
             self.inventory = self.inventory.without(removed)
             self._fill()
         self.query_one("#status", Static).update(f"Change seen: {message.reason}; rescanning…")
-        self.scan(quick_first=True)
+        self.scan(quick_first=True, changed={name for _action, name in message.changes})
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "scan" and event.state == WorkerState.ERROR:

@@ -23,10 +23,12 @@ class FakeDiscovery:
     def __init__(self, *inventories: Inventory, fail: Exception | None = None) -> None:
         self.inventories = list(inventories)
         self.calls: list[bool] = []
+        self.changed: list[object] = []
         self.fail = fail
 
-    def scan(self, quick: bool = False, should_stop: object = None) -> Inventory:
+    def scan(self, quick: bool = False, should_stop: object = None, changed: object = None) -> Inventory:
         self.calls.append(quick)
+        self.changed.append(changed)
         if self.fail is not None:
             raise self.fail
         return self.inventories.pop(0) if len(self.inventories) > 1 else self.inventories[0]
@@ -140,6 +142,7 @@ async def test_hotplug_addition_appears() -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert hot.name in table(app).rows
+        assert {hot.name} in fake.changed, "the quick pass re-reads only the device that changed"
 
 
 async def test_discovery_failure_is_shown_not_fatal() -> None:

@@ -197,3 +197,29 @@ def test_blkid_export_parsing() -> None:
     assert parse_blkid_export(text) == {
         "DEVNAME": "/dev/sdc", "UUID": "m78t8k", "VERSION": "LVM2 001", "TYPE": "LVM2_member", "USAGE": "raid",
     }
+
+
+def test_refresh_rereads_only_the_named_devices(raw_udev: RawSystem, monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor import collect as collect_mod
+
+    hot = next(b for b in raw_udev.blocks if b.attrs.get("device/vpd_pg80") == "HOT0001")
+    without_hot = copy.deepcopy(raw_udev)
+    without_hot.blocks = [b for b in without_hot.blocks if b.name != hot.name]
+    asked: list[set[str] | None] = []
+
+    def fake_read(names: set[str] | None = None) -> tuple[list[object], str]:
+        asked.append(names)
+        return [copy.deepcopy(b) for b in raw_udev.blocks if names is not None and b.name in names], "running"
+
+    monkeypatch.setattr(collect_mod, "_read_blocks", fake_read)
+    back = collect_mod.refresh(without_hot, {hot.name})
+    assert asked == [{hot.name}]
+    assert {b.name for b in back.blocks} == {b.name for b in raw_udev.blocks}
+    assert back.pvs == raw_udev.pvs and back.lvs == raw_udev.lvs  # tool answers carried over
+
+    # A removed PV takes its LV with it: both are re-read, neither is found.
+    pv = next(b for b in raw_udev.blocks if b.attrs.get("device/vpd_pg80") == "LVM0001")
+    monkeypatch.setattr(collect_mod, "_read_blocks", lambda names=None: ([], "running"))
+    gone = collect_mod.refresh(raw_udev, {pv.name})
+    assert pv.name not in {b.name for b in gone.blocks}
+    assert not set(pv.holders) & {b.name for b in gone.blocks}
