@@ -33,6 +33,7 @@ HDD_MIN_P50_MS = 1.5
 SSD_MAX_P50_MS = 1.0
 # Beyond what a SATA link carries (6 Gb/s is about 550 MB/s of data).
 SATA_MAX_MBPS = 600.0
+SERIAL_LINKS = ("sata", "sas", "scsi", "usb", "iscsi", "mmc")
 
 ZERO_SAMPLES = 32
 
@@ -53,7 +54,7 @@ PHASES: tuple[Phase, ...] = (
     Phase("seqread-1m", "sequential 1 MiB reads in zones across the disk", 0.3,
           ("--rw=read", "--bs=1M", "--iodepth=8")),
 )
-DEFAULT_SECONDS = 6.0
+DEFAULT_SECONDS = 4.5  # of fio run time; with fio start-up a probe stays under 8 s even on a slow HDD
 
 
 class ProbeError(Exception):
@@ -109,6 +110,18 @@ class ProbeResult:
 
     def phase(self, name: str) -> PhaseResult | None:
         return next((p for p in self.phases if p.name == name), None)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProbeResult:
+        fields = dict(data)
+        fields["phases"] = tuple(PhaseResult(**p) for p in data["phases"])
+        c = data["classification"]
+        fields["classification"] = Classification(
+            c["device_class"], c["confidence"], c["reason"], tuple(c.get("disagreements", ()))
+        )
+        fields["notes"] = tuple(data.get("notes", ()))
+        fields.setdefault("fio_json", {})
+        return cls(**fields)
 
     def to_json(self, with_fio: bool = False) -> dict[str, Any]:
         data = asdict(self)
@@ -177,14 +190,19 @@ def classify(phases: list[PhaseResult] | tuple[PhaseResult, ...], rotational: bo
         if qd1.ios < 20:
             confidence = "medium"
     elif p50 <= SSD_MAX_P50_MS:
+        # Latency tells flash from a seeking disk; the link tells NVMe from SATA/SAS. The kernel
+        # knows its driver for certain, so a known SATA, SAS, SCSI or USB link settles it (an
+        # NVMe drive in a USB enclosure performs like a SATA SSD); only on links that say nothing
+        # (virtio, unknown) does a bandwidth beyond what SATA carries mark NVMe-class flash.
         fast_link = seq is not None and seq.mbps > SATA_MAX_MBPS
-        if transport == "nvme" or fast_link:
+        if transport == "nvme" or (transport not in SERIAL_LINKS and fast_link):
             cls = "nvme"
-            why = "on an NVMe controller" if transport == "nvme" else f"and reads {seq.mbps:.0f} MB/s, beyond a SATA link" if seq else ""
-            reason = f"random 4 KiB reads take {p50:.2f} ms at the median, no seeking: flash, {why}".rstrip(", ")
+            why = "on an NVMe controller" if transport == "nvme" else f"reading {seq.mbps:.0f} MB/s, beyond a SATA link" if seq else ""
+            reason = f"random 4 KiB reads take {p50:.2f} ms at the median, no seeking: flash, {why}"
         else:
             cls = "ssd"
-            reason = f"random 4 KiB reads take {p50:.2f} ms at the median, no seeking: a solid-state disk"
+            link = f" on a {transport.upper()} link" if transport in SERIAL_LINKS else ""
+            reason = f"random 4 KiB reads take {p50:.2f} ms at the median, no seeking: a solid-state disk{link}"
         confidence = "high" if p50 <= SSD_MAX_P50_MS / 2 else "medium"
         if qd32 is not None and qd32.iops:
             reason += f"; {qd32.iops:,.0f} IOPS at queue depth 32"
@@ -265,8 +283,14 @@ def _reads_completed(name: str) -> int | None:
         return None
 
 
+_FIO_VERSIONS: dict[str, str] = {}
+
+
 def fio_version(runner: CommandRunner) -> str:
-    return runner.run(["fio", "--version"], timeout=10).stdout.strip()
+    path = runner.which("fio") or "fio"
+    if path not in _FIO_VERSIONS:
+        _FIO_VERSIONS[path] = runner.run([path, "--version"], timeout=10).stdout.strip()
+    return _FIO_VERSIONS[path]
 
 
 def probe_device(

@@ -22,7 +22,7 @@ from advisor.probe import (
     check_target,
     probe_device,
 )
-from advisor.runner import CommandError, CommandRunner, ToolMissing
+from advisor.runner import CommandError, CommandRunner
 from cachewise import __version__
 
 
@@ -143,7 +143,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
         return _error(f"--seconds must be between 0.5 and 60 (got {args.seconds:g}); nothing was probed.")
     runner = CommandRunner()
     if runner.which("fio") is None:
-        return _error(str(ToolMissing(["fio"])).replace("could not run", "the probe cannot run") + " Nothing was probed.")
+        return _error("fio is not installed, so the probe cannot run; install the fio package "
+                      "(apt-get install fio). Nothing was probed.")
     if len(set(args.devices)) != len(args.devices):
         return _error("the same device is named twice; nothing was probed.")
     try:

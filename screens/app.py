@@ -9,8 +9,9 @@ from typing import Protocol
 from textual.app import App
 
 from advisor.collect import RawSystem, collect, refresh
-from advisor.devices import Inventory
+from advisor.devices import Device, Inventory
 from advisor.discovery import build_inventory
+from advisor.probe import DEFAULT_SECONDS, ProbeProgress, ProbeResult, probe_device
 from advisor.runner import CommandRunner
 from screens.disks import DisksScreen
 
@@ -59,6 +60,20 @@ class ReplayDiscovery:
         return build_inventory(self.raw)
 
 
+class Prober(Protocol):
+    def probe(self, device: Device, seconds: float, on_progress: Callable[[ProbeProgress], None]) -> ProbeResult:
+        """Measure one device read-only (advisor.probe.probe_device)."""
+        ...
+
+
+class LiveProber:
+    def __init__(self, runner: CommandRunner) -> None:
+        self.runner = runner
+
+    def probe(self, device: Device, seconds: float, on_progress: Callable[[ProbeProgress], None]) -> ProbeResult:
+        return probe_device(device, self.runner, seconds=seconds, on_progress=on_progress)
+
+
 class CachewiseApp(App[None]):
     TITLE = "cachewise"
     SUB_TITLE = "SSD caches for hard disks, without guessing"
@@ -70,9 +85,13 @@ class CachewiseApp(App[None]):
         discovery: DiscoveryBackend,
         state_dir: Path | None = None,
         watch_hotplug: bool = True,
+        prober: Prober | None = None,
+        probe_seconds: float = DEFAULT_SECONDS,
     ) -> None:
         super().__init__()
         self.discovery = discovery
+        self.prober: Prober = prober or LiveProber(CommandRunner())
+        self.probe_seconds = probe_seconds
         self.state_dir = state_dir
         self.watch_hotplug = watch_hotplug
 

@@ -20,6 +20,8 @@ from textual.worker import Worker, WorkerState
 from advisor.collect import ScanInterrupted
 from advisor.devices import Device, Inventory
 from advisor.history import History, HistoryError
+from advisor.probe import ProbeProgress, ProbeResult
+from screens.probing import ConfirmProbe, ProbeFinished, ProbePanel, ProbeUpdate, measured_text
 
 if TYPE_CHECKING:
     from screens.app import CachewiseApp
@@ -36,7 +38,7 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
-def device_details(dev: Device) -> Table:
+def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:
     """The facts of one device as a two-column grid."""
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
@@ -57,6 +59,11 @@ def device_details(dev: Device) -> Table:
     if dev.logical_sector_size:
         row("Sectors", f"{dev.logical_sector_size} B logical, {dev.physical_sector_size} B physical")
     row("Rotational", {True: "yes (kernel flag)", False: "no (kernel flag)", None: "unknown"}[dev.rotational])
+    if probe is not None:
+        c = probe.classification
+        row("Measured", Text.assemble(measured_text(probe), f" ({c.confidence}): {c.reason}"))
+        for line in (*c.disagreements, *probe.notes):
+            row("", Text(line, style="yellow"))
     row("Discard", {True: "supported", False: "not supported", None: ""}[dev.discard])
     row("Signature", " ".join(x for x in (dev.fs_type, dev.fs_uuid) if x) or (f"{dev.partition_table} partition table" if dev.partition_table else ""))
     row("Label", dev.fs_label)
@@ -87,6 +94,11 @@ def device_details(dev: Device) -> Table:
     return grid
 
 
+def probe_key(dev: Device) -> str:
+    """Probe results follow the device's identity: kernel names change between boots."""
+    return dev.identity or dev.name
+
+
 class DevicesChanged(Message):
     """Block devices appeared or disappeared (from the hot-plug watcher's thread)."""
 
@@ -103,6 +115,8 @@ class DisksScreen(Screen[None]):
     BINDINGS = [
         Binding("r", "rescan", "Rescan"),
         Binding("a", "toggle_all", "Show all"),
+        Binding("space", "toggle_mark", "Mark"),
+        Binding("p", "probe", "Probe"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -120,6 +134,9 @@ class DisksScreen(Screen[None]):
         self._want_full = False
         self._settle_until = 0.0
         self._generation = 0
+        self.marked: set[str] = set()
+        self.probes: dict[str, ProbeResult] = {}
+        self.probing: set[str] = set()
 
     @property
     def cw_app(self) -> CachewiseApp:
@@ -131,12 +148,14 @@ class DisksScreen(Screen[None]):
             yield DataTable(id="devices", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="detail-pane"):
                 yield Static("Scanning block devices…", id="detail")
+        yield ProbePanel(id="probes")
         yield Static("", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one("#devices", DataTable)
-        table.add_columns("Device", "Size", "Bus", "Rot", "Role", "State")
+        table.add_columns("Device", "Size", "Bus", "Rot", "Measured", "Role", "State")
+        self.query_one(ProbePanel).display = False
         table.focus()
         self.scan()
         if self.watch_hotplug:
@@ -217,14 +236,91 @@ class DisksScreen(Screen[None]):
             raise
 
     def _record(self, inv: Inventory) -> None:
-        if self._recorded or self.cw_app.state_dir is None:
+        """Record the first full scan, and show earlier probe results of these devices."""
+        if self.cw_app.state_dir is None:
             return
-        self._recorded = True
         try:
             with History.open_default(self.cw_app.state_dir) as hist:
-                hist.record_inventory(inv)
+                if not self._recorded:
+                    self._recorded = True
+                    hist.record_inventory(inv)
+                earlier = {}
+                for dev in inv.devices:
+                    if dev.identity and probe_key(dev) not in self.probes:
+                        found = hist.latest_probe(dev.identity, dev.size_bytes)
+                        if found is not None:
+                            earlier[probe_key(dev)] = ProbeResult.from_json(found)
         except HistoryError as exc:
             self.app.call_from_thread(self.notify, str(exc), severity="warning")
+            return
+        if earlier:
+            self.app.call_from_thread(self._add_probes, earlier)
+
+    def _add_probes(self, found: dict[str, ProbeResult]) -> None:
+        for name, result in found.items():
+            self.probes.setdefault(name, result)
+        self._fill()
+
+    def action_toggle_mark(self) -> None:
+        name = self.selected_name
+        if name is None:
+            return
+        self.marked ^= {name}
+        self._fill()
+
+    def action_probe(self) -> None:
+        if self.inventory is None:
+            return
+        names = sorted(self.marked) or ([self.selected_name] if self.selected_name else [])
+        devices = [d for d in (self.inventory.by_name(n) for n in names) if d is not None]
+        devices = [d for d in devices if d.name not in self.probing]
+        if devices:
+            self.run_probes(devices)
+
+    @work(group="probe-confirm", description="confirm probing busy disks", exit_on_error=False)
+    async def run_probes(self, devices: list[Device]) -> None:
+        busy = [d for d in devices if d.state == "in-use"]
+        if busy:
+            question = "\n".join(f"{d.name} is {d.in_use_reason}." for d in busy)
+            question += f"\n\nThe probe only reads, but it adds about {self.cw_app.probe_seconds:g} s of read load. Probe anyway?"
+            if not await self.app.push_screen_wait(ConfirmProbe(question)):
+                return
+        self.marked.clear()
+        self.probing |= {d.name for d in devices}
+        self._fill()
+        self._probe_devices(devices)
+
+    @work(thread=True, group="probe", description="probe disks with fio", exit_on_error=False)
+    def _probe_devices(self, devices: list[Device]) -> None:
+        def progress(p: ProbeProgress) -> None:
+            self.post_message(ProbeUpdate(p))
+
+        # One device at a time: each is measured alone.
+        for dev in devices:
+            try:
+                result = self.cw_app.prober.probe(dev, self.cw_app.probe_seconds, progress)
+            except Exception as exc:  # noqa: BLE001 - every failure is shown, none is fatal
+                self.post_message(ProbeFinished(dev.name, None, str(exc)))
+                continue
+            if self.cw_app.state_dir is not None:
+                try:
+                    with History.open_default(self.cw_app.state_dir) as hist:
+                        hist.record_probe(result, dev.serial, dev.wwn)
+                except HistoryError as exc:
+                    self.app.call_from_thread(self.notify, str(exc), severity="warning")
+            self.post_message(ProbeFinished(dev.name, result, None))
+
+    @on(ProbeUpdate)
+    def _probe_update(self, message: ProbeUpdate) -> None:
+        self.query_one(ProbePanel).progress(message.progress)
+
+    @on(ProbeFinished)
+    def _probe_finished(self, message: ProbeFinished) -> None:
+        self.probing.discard(message.device)
+        if message.result is not None:
+            self.probes[message.result.identity or message.device] = message.result
+        self.query_one(ProbePanel).finished(message.device, message.result, message.error)
+        self._fill()
 
     @work(thread=True, group="hotplug", description="watch for disks being added or removed", exit_on_error=False)
     def watch_devices(self) -> None:
@@ -272,11 +368,13 @@ class DisksScreen(Screen[None]):
             table.clear()
             for depth, dev in self.inventory.tree(self.show_all):
                 name = ("  " * depth) + ("└ " if depth else "") + dev.name
+                mark = "● " if dev.name in self.marked else ""
                 table.add_row(
-                    name,
+                    mark + name,
                     human_size(dev.size_bytes),
                     dev.transport or "",
                     {True: "yes", False: "no", None: "?"}[dev.rotational],
+                    Text("probing…", style="cyan") if dev.name in self.probing else measured_text(self.probes.get(probe_key(dev))),
                     dev.role,
                     Text(dev.state, style=STATE_STYLE[dev.state]),
                     key=dev.name,
@@ -307,4 +405,4 @@ class DisksScreen(Screen[None]):
         if dev is None:
             detail.update("No block devices found." if self.inventory else "Scanning block devices…")
         else:
-            detail.update(device_details(dev))
+            detail.update(device_details(dev, self.probes.get(probe_key(dev))))

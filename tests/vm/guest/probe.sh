@@ -22,7 +22,10 @@ hot=$(by_serial HOT0001)
 set +e
 cw probe --json --yes --seconds 8 "$hot" > "$LAB_OUT/probe-vanish.json" 2> "$LAB_OUT/probe-vanish.err" &
 pid=$!
-sleep 4
+# Delete the disk once fio has been reading it for a while (cachewise's own start-up is slow
+# under emulation, so wait for fio itself).
+for _ in $(seq 200); do pgrep -f "fio --readonly" > /dev/null && break; sleep 0.1; done
+sleep 2
 echo 1 > "/sys/block/$(basename "$hot")/device/delete"
 wait $pid; echo $? > "$LAB_OUT/probe-vanish.rc"
 
@@ -32,8 +35,9 @@ bad() {  # bad NAME ARGS...: run, keep stdout, stderr and exit code
   "$@" > "$LAB_OUT/bad-$name.out" 2> "$LAB_OUT/bad-$name.err" < /dev/null; echo $? > "$LAB_OUT/bad-$name.rc"
 }
 zero=$(by_serial ZERO0001)
-mkfs.ext4 -q "$zero"; mkdir -p /run/lab/z; mount "$zero" /run/lab/z
+mkfs.ext4 -q "$zero"; mkdir -p /run/lab/z
 sha256sum "$zero" > "$LAB_OUT/zero-before.sha"
+mount -o ro,noload "$zero" /run/lab/z  # read-only and no journal replay: mounting writes nothing
 bad nonexistent "$CW_PY" -m cachewise probe /dev/sdzz
 bad notblock "$CW_PY" -m cachewise probe /etc/hostname
 bad mounted "$CW_PY" -m cachewise probe "$zero"

@@ -1,0 +1,96 @@
+"""Probing from the Disks screen: the confirmation for busy disks, live progress, results."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from advisor.probe import ProbeProgress, ProbeResult
+
+
+class ProbeUpdate(Message):
+    """Progress of one device's probe (posted from the probing thread; coalesced per device)."""
+
+    def __init__(self, progress: ProbeProgress) -> None:
+        super().__init__()
+        self.progress = progress
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ProbeUpdate) and message.progress.device == self.progress.device
+
+
+class ProbeFinished(Message):
+    def __init__(self, device: str, result: ProbeResult | None, error: str | None) -> None:
+        super().__init__()
+        self.device = device
+        self.result = result
+        self.error = error
+
+
+def measured_text(result: ProbeResult | None) -> Text:
+    if result is None:
+        return Text("")
+    c = result.classification
+    return Text(c.device_class + ("!" if c.disagreements else ""), style="yellow" if c.disagreements else "green")
+
+
+class ProbePanel(Static):
+    """One line per device being probed: phase, elapsed time, running IOPS; then the verdicts."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__("", **kwargs)  # type: ignore[arg-type]
+        self.lines: dict[str, Text] = {}
+
+    def progress(self, p: ProbeProgress) -> None:
+        self.lines[p.device] = Text.assemble(
+            (f"{p.device}: ", "bold"), f"{p.description}  ", (f"{p.elapsed:4.1f}/{p.total:g} s", "cyan"),
+            f"  {p.iops:,.0f} IOPS",
+        )
+        self._refresh()
+
+    def finished(self, device: str, result: ProbeResult | None, error: str | None) -> None:
+        if result is not None:
+            c = result.classification
+            line = Text.assemble((f"{device}: ", "bold"), measured_text(result), f" ({c.confidence}) — {c.reason}")
+            for extra in (*c.disagreements, *result.notes):
+                line.append(f"\n  {extra}", style="yellow")
+        else:
+            line = Text.assemble((f"{device}: ", "bold"), (error or "probe failed", "red"))
+        self.lines[device] = line
+        self._refresh()
+
+    def _refresh(self) -> None:
+        grid = Table.grid()
+        for line in self.lines.values():
+            grid.add_row(line)
+        self.update(grid)
+        self.display = bool(self.lines)
+
+
+class ConfirmProbe(ModalScreen[bool]):
+    """Ask before adding read load to a disk that is in use."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Probe"), Binding("n,escape", "answer(False)", "Cancel")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Static(self.question, id="question")
+            with Horizontal(id="buttons"):
+                yield Button("Probe anyway (y)", id="yes", variant="warning")
+                yield Button("Cancel (n)", id="no", variant="primary")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
