@@ -1,0 +1,66 @@
+"""Miss-ratio curves and hot-data ratios against a plain LRU simulation (the definition)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+from advisor import mrc
+
+
+def lru_hit_ratio(trace: list[int], size: int) -> float:
+    cache: OrderedDict[int, None] = OrderedDict()
+    hits = 0
+    for block in trace:
+        if block in cache:
+            hits += 1
+            cache.move_to_end(block)
+        else:
+            cache[block] = None
+            if len(cache) > size:
+                cache.popitem(last=False)
+    return hits / len(trace)
+
+
+def zipf_trace(n: int, universe: int, a: float, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    weights = np.arange(1, universe + 1, dtype=np.float64) ** -a
+    cdf = np.cumsum(weights) / weights.sum()
+    return rng.permutation(universe)[np.searchsorted(cdf, rng.random(n))].astype(np.int64)
+
+
+def test_stack_distances_by_hand() -> None:
+    trace = np.array([7, 8, 9, 7, 8, 8, 1, 7], dtype=np.int64)
+    assert mrc.stack_distances(trace).tolist() == [-1, -1, -1, 2, 2, 0, -1, 2]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_exact_curve_equals_lru_simulation_at_every_size(seed: int) -> None:
+    trace = zipf_trace(4000, 400, 0.9, seed)
+    sizes = np.arange(1, 420, dtype=np.int64)
+    curve = mrc.exact_curve(trace, sizes)
+    expected = [lru_hit_ratio(trace.tolist(), int(s)) for s in sizes]
+    assert np.allclose(curve.hit_ratio, expected, atol=1e-12, rtol=0)
+
+
+def test_hot_data_ratio_counts_exactly() -> None:
+    counts = np.array([5, 50, 10, 30, 5], dtype=np.int64)
+    hot = mrc.hot_data(counts, (0.8, 0.9, 0.95, 0.99))
+    assert hot.blocks_needed == (2, 3, 4, 5)
+    assert hot.footprint_fraction == (0.4, 0.6, 0.8, 1.0)
+
+
+def test_zipf_exponent_is_recovered() -> None:
+    trace = zipf_trace(2_000_000, 500_000, 1.2, 7)
+    alpha = mrc.zipf_exponent(mrc.block_counts(trace))
+    assert alpha is not None and abs(alpha - 1.2) < 0.08
+    # Zipf 1.2 sends about 90% of accesses to about 10% of the data (L-SIZE-1), or less.
+    assert mrc.hot_data(mrc.block_counts(trace), (0.9,)).footprint_fraction[0] < 0.1
+
+
+def test_default_sizes_span_a_thousandth_to_all_of_the_footprint() -> None:
+    sizes = mrc.default_sizes(1_000_000)
+    assert sizes[0] == 1_000 and sizes[-1] == 1_000_000 and len(sizes) >= 50
+    assert np.all(np.diff(sizes) > 0)
