@@ -7,17 +7,9 @@ from rich.text import Text
 
 from advisor.devices import Device, Inventory
 from advisor.probe import ProbeResult
+from advisor.units import human_size
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
-
-
-def human_size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1023.95 or unit == "PiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def rotational_word(dev: Device) -> str:

@@ -21,21 +21,13 @@ from advisor.collect import ScanInterrupted
 from advisor.devices import Device, Inventory
 from advisor.history import History, HistoryError
 from advisor.probe import ProbeProgress, ProbeResult
+from advisor.units import human_size
 from screens.probing import ConfirmProbe, ProbeFinished, ProbePanel, ProbeUpdate, measured_text
 
 if TYPE_CHECKING:
     from screens.app import CachewiseApp
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
-
-
-def human_size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1023.95 or unit == "PiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:

@@ -85,3 +85,4 @@ def test_state_dir_override_and_defaults(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert default_state_dir() == tmp_path / "xdg" / "cachewise"
     monkeypatch.setattr("os.geteuid", lambda: 0)
     assert default_state_dir() == Path("/var/lib/cachewise")
+
