@@ -32,8 +32,9 @@ def sysfs_listing(root: Path = SYS_BLOCK) -> frozenset[str]:
         return frozenset()
 
 
-def _open_monitors() -> list[Any]:
-    monitors: list[Any] = []
+def _open_monitors() -> list[tuple[str, Any]]:
+    """(source, monitor) pairs for the netlink sources that can be opened here."""
+    monitors: list[tuple[str, Any]] = []
     try:
         import pyudev
 
@@ -47,7 +48,7 @@ def _open_monitors() -> list[Any]:
             monitor = pyudev.Monitor.from_netlink(context, source=source)
             monitor.filter_by("block")
             monitor.start()
-            monitors.append(monitor)
+            monitors.append((source, monitor))
         except Exception as exc:  # noqa: BLE001 - this source is unavailable here
             log.info("no %s netlink monitor (%s)", source, exc)
     return monitors
@@ -57,33 +58,33 @@ class HotplugWatcher:
     """Calls ``on_change(changes)`` from a background thread whenever block devices change;
     ``changes`` is a list of (action, kernel name) pairs such as ("remove", "sdb")."""
 
-    def __init__(self, on_change: Callable[[Changes], None], interval: float = 1.0) -> None:
+    def __init__(self, on_change: Callable[[Changes], None], interval: float = 1.0, root: Path = SYS_BLOCK) -> None:
         self._on_change = on_change
         self._interval = interval
+        self._root = root
         self._stop = threading.Event()
         self._monitors = _open_monitors()
 
     @property
     def source(self) -> str:
-        names = [m.started and ("udev" if i else "kernel") for i, m in enumerate(self._monitors)]
-        return " + ".join([*(str(n) for n in names), "sysfs"])
+        return " + ".join([*(name for name, _ in self._monitors), "sysfs"])
 
     def stop(self) -> None:
         self._stop.set()
 
     def run(self) -> None:
         """Block until :meth:`stop`; meant for a thread worker."""
-        last = sysfs_listing()
+        last = sysfs_listing(self._root)
         while not self._stop.is_set():
             changes: Changes = []
             if self._monitors:
-                ready, _, _ = select.select(self._monitors, [], [], self._interval)
+                ready, _, _ = select.select([m for _, m in self._monitors], [], [], self._interval)
                 for monitor in ready:
                     while (device := monitor.poll(timeout=0)) is not None:
                         changes.append((str(device.action), str(device.sys_name)))
             else:
                 self._stop.wait(self._interval)
-            now = sysfs_listing()
+            now = sysfs_listing(self._root)
             if not changes and now != last:
                 changes = [*(("add", n) for n in sorted(now - last)), *(("remove", n) for n in sorted(last - now))]
             last = now
