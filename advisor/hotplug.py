@@ -62,6 +62,7 @@ class HotplugWatcher:
         self._on_change = on_change
         self._interval = interval
         self._root = root
+        self._listing = sysfs_listing(root)  # changes count from the watcher's creation
         self._stop = threading.Event()
         self._monitors = _open_monitors()
 
@@ -74,7 +75,7 @@ class HotplugWatcher:
 
     def run(self) -> None:
         """Block until :meth:`stop`; meant for a thread worker."""
-        last = sysfs_listing(self._root)
+        last = self._listing
         while not self._stop.is_set():
             changes: Changes = []
             if self._monitors:
