@@ -20,6 +20,7 @@ from typing import Any
 
 from advisor.devices import Inventory
 from advisor.probe import ProbeResult
+from advisor.workload import Analysis
 
 STATE_ENV = "CACHEWISE_STATE_DIR"
 DB_NAME = "history.sqlite3"
@@ -66,6 +67,19 @@ MIGRATIONS: tuple[str, ...] = (
         fio_json TEXT NOT NULL
     );
     CREATE INDEX probes_identity ON probes(identity, size_bytes);
+    """,
+    # 3: workload analyses, with the trace's provenance.
+    """
+    CREATE TABLE analyses (
+        id INTEGER PRIMARY KEY,
+        taken_at TEXT NOT NULL,
+        trace_path TEXT NOT NULL,
+        trace_sha256 TEXT NOT NULL,
+        trace_format TEXT NOT NULL,
+        trace_meta_json TEXT NOT NULL,
+        block_size INTEGER NOT NULL,
+        result_json TEXT NOT NULL
+    );
     """,
 )
 
@@ -208,3 +222,13 @@ class History:
             (identity, size_bytes),
         ).fetchone()
         return json.loads(row[0]) if row else None
+
+    def record_analysis(self, analysis: Analysis, trace_sha256: str, trace_meta: dict[str, Any]) -> int:
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO analyses (taken_at, trace_path, trace_sha256, trace_format, trace_meta_json, block_size,"
+                " result_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (datetime.now(UTC).isoformat(timespec="seconds"), analysis.source, trace_sha256,
+                 analysis.source_format, json.dumps(trace_meta), analysis.block_size, json.dumps(analysis.to_json())),
+            )
+            return int(cur.lastrowid or 0)

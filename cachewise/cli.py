@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -61,6 +62,23 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--yes", action="store_true", help="probe mounted or busy disks without asking (the probe adds read load)")
     probe.add_argument("--no-record", action="store_true", help="do not record the results in the history database")
 
+    analyze = sub.add_parser(
+        "analyze", help="analyse a block trace: miss-ratio curve, hot-data ratio, mix",
+        description="Analyse a block I/O trace (a cachewise trace, a fio iolog v2/v3, blkparse text, or CSV): "
+        "footprint, read/write mix, sequential share, request sizes, the exact LRU miss-ratio curve from 0.1%% to "
+        "100%% of the footprint, the hot-data ratio and a Zipf exponent.")
+    analyze.add_argument("trace", type=Path, metavar="TRACE")
+    analyze.add_argument("--json", action="store_true", help="print JSON (schema cachewise.analysis/1)")
+    analyze.add_argument("--block-size", default="4k", help="cache block size: 4k (default), 32k ... 1g (dm-cache chunks)")
+    analyze.add_argument("--format", default="auto", choices=["auto", "cachewise", "fio", "blkparse", "csv"],
+                         help="trace format (default: detected)")
+    analyze.add_argument("--csv-columns", default=None, metavar="SPEC",
+                         help="CSV columns, e.g. time=0,op=3,offset=4,size=5 (default: the MSR Cambridge layout)")
+    analyze.add_argument("--csv-time-unit", default=None, choices=["s", "ms", "us", "ns", "filetime"],
+                         help="unit of the CSV time column (default: filetime for MSR, else s)")
+    analyze.add_argument("--csv-header", action="store_true", help="the CSV's first line is a header")
+    analyze.add_argument("--no-record", action="store_true", help="do not record the analysis in the history database")
+
     hist = sub.add_parser("history", help="list recorded discovery snapshots",
                           description="List the discovery snapshots recorded in the history database.")
     hist.add_argument("--json", action="store_true", help="print JSON")
@@ -83,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_scan(args)
         if args.command == "probe":
             return cmd_probe(args)
+        if args.command == "analyze":
+            return cmd_analyze(args)
         if args.command == "history":
             return cmd_history(args)
         return cmd_tui(args)
@@ -213,6 +233,53 @@ def cmd_probe(args: argparse.Namespace) -> int:
             for line in (*r.classification.disagreements, *r.notes):
                 console.print(f"[yellow]{r.device}:[/] {line}", highlight=False)
     return 1 if failed else 0
+
+
+def parse_size(text: str) -> int:
+    """'4k', '32KiB', '1g', '65536' -> bytes."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)(i?b)?\s*", text.lower())
+    if match is None:
+        raise ValueError(f"not a size: {text!r}")
+    return int(match[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[match[2]]
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    import hashlib
+
+    from advisor.traces import MSR, CsvLayout, TraceError, load_trace
+    from advisor.workload import analyze
+
+    try:
+        block_size = parse_size(args.block_size)
+        layout = MSR
+        if args.csv_columns:
+            layout = CsvLayout.parse(args.csv_columns, args.csv_time_unit or "s", args.csv_header)
+        elif args.csv_time_unit or args.csv_header:
+            layout = CsvLayout(MSR.time, MSR.op, MSR.offset, MSR.size, args.csv_time_unit or MSR.time_unit, args.csv_header)
+        trace = load_trace(args.trace, args.format, layout)
+        result = analyze(trace, block_size)
+    except (TraceError, ValueError) as exc:
+        return _error(f"{exc}" if "nothing was analysed" in str(exc) else f"{exc}; nothing was analysed.")
+    if not args.no_record:
+        digest = hashlib.sha256()
+        with args.trace.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        try:
+            with History.open_default(args.state_dir) as hist:
+                hist.record_analysis(result, digest.hexdigest(), trace.meta)
+        except HistoryError as exc:
+            print(f"cachewise: warning: {exc}", file=sys.stderr)
+    if args.json:
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+
+    from cachewise.render import analysis_report
+
+    Console().print(analysis_report(result))
+    return 0
 
 
 def cmd_history(args: argparse.Namespace) -> int:

@@ -81,3 +81,25 @@ def test_unwritable_state_dir_warns_but_scan_succeeds(tmp_path: Path) -> None:
 def test_tui_without_a_terminal_says_what_to_do() -> None:
     out = run("tui")
     assert out.returncode == 1 and "needs a terminal" in out.stderr
+
+
+def test_analyze_json_and_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = Path(__file__).parents[1] / "fixtures" / "traces" / "fio-v3.iolog"
+    assert main(["--state-dir", str(tmp_path), "analyze", "--json", str(trace)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["schema"] == "cachewise.analysis/1" and data["requests"] == 4000
+    assert main(["--state-dir", str(tmp_path), "analyze", "--block-size", "32k", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "of 32.0 KiB" in out and "LRU hit ratio" in out and "Hot data" in out
+    import sqlite3
+
+    rows = sqlite3.connect(tmp_path / "history.sqlite3").execute("SELECT trace_format, block_size FROM analyses").fetchall()
+    assert rows == [("fio", 4096), ("fio", 32768)]
+
+
+def test_analyze_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["analyze", str(tmp_path / "nope.iolog")]) == 1
+    assert "is not a readable file; nothing was analysed." in capsys.readouterr().err
+    trace = Path(__file__).parents[1] / "fixtures" / "traces" / "fio-v3.iolog"
+    assert main(["analyze", "--block-size", "3k", str(trace)]) == 1
+    assert "block size must be a power of two" in capsys.readouterr().err

@@ -1,0 +1,292 @@
+"""Block I/O traces: the compact on-disk format, and importers for other tools' traces.
+
+A trace is a numpy array of requests (time in seconds, byte offset, length, write flag).
+Importers read fio iologs (version 2 and 3), blkparse's default text output and CSV block
+traces with configurable columns (the MSR Cambridge layout is a preset). Lines that are not
+I/O (fio's add/open/close, blkparse's summaries) are skipped; malformed or truncated lines
+are counted and a few quoted, never fatal. An unreadable file is a TraceError.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+REQUEST = np.dtype([("t", "<f8"), ("offset", "<u8"), ("length", "<u4"), ("write", "u1")])
+MAGIC = b"CACHEWISE-TRACE 1\n"
+Format = Literal["auto", "cachewise", "fio", "blkparse", "csv"]
+CHUNK = 1 << 20
+
+Requests = npt.NDArray[Any]
+
+
+class TraceError(Exception):
+    """The trace cannot be read at all; the message says why."""
+
+
+@dataclass
+class ImportStats:
+    lines: int = 0
+    requests: int = 0
+    skipped: int = 0  # lines that are not I/O requests (headers, opens, summaries, flushes)
+    bad: int = 0  # lines that should be requests but cannot be parsed
+    examples: list[str] = field(default_factory=list)
+
+    def bad_line(self, number: int, line: str) -> None:
+        self.bad += 1
+        if len(self.examples) < 5:
+            self.examples.append(f"line {number}: {line.strip()[:120]}")
+
+
+@dataclass
+class Trace:
+    requests: Requests
+    source_format: str
+    path: str
+    stats: ImportStats
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class _Builder:
+    """Collects requests in fixed-size numpy chunks (memory grows with the trace, not 5x it)."""
+
+    def __init__(self) -> None:
+        self._chunks: list[Requests] = []
+        self._buf = np.empty(CHUNK, REQUEST)
+        self._n = 0
+
+    def add(self, t: float, offset: int, length: int, write: bool) -> None:
+        self._buf[self._n] = (t, offset, length, write)
+        self._n += 1
+        if self._n == CHUNK:
+            self._chunks.append(self._buf)
+            self._buf = np.empty(CHUNK, REQUEST)
+            self._n = 0
+
+    def array(self) -> Requests:
+        return np.concatenate([*self._chunks, self._buf[: self._n]])
+
+
+def _open_text(path: Path) -> IO[str]:
+    try:
+        return path.open(encoding="utf-8", errors="replace", newline="")
+    except OSError as exc:
+        raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}; nothing was analysed.") from exc
+
+
+def detect_format(path: Path) -> Format:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError as exc:
+        raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}; nothing was analysed.") from exc
+    if head.startswith(MAGIC):
+        return "cachewise"
+    text = head.decode("utf-8", "replace")
+    if text.startswith("fio version 2 iolog") or text.startswith("fio version 3 iolog"):
+        return "fio"
+    if _BLKPARSE.match(text.splitlines()[0] if text else ""):
+        return "blkparse"
+    if "," in (text.splitlines()[0] if text else ""):
+        return "csv"
+    raise TraceError(
+        f"{path} is not a trace cachewise knows (a cachewise trace, a fio iolog, blkparse output or CSV); "
+        "nothing was analysed. Name the format with --format."
+    )
+
+
+def parse_fio_iolog(fh: IO[str], stats: ImportStats) -> Requests:
+    """fio iolog version 2 (``file action offset length``) or 3 (a timestamp in ms first)."""
+    builder = _Builder()
+    header = fh.readline()
+    stats.lines += 1
+    if header.startswith("fio version 3 iolog"):
+        timed = True
+    elif header.startswith("fio version 2 iolog"):
+        timed = False
+    else:
+        raise TraceError("not a fio iolog: the first line must be 'fio version 2 iolog' or 'fio version 3 iolog'")
+    for number, line in enumerate(fh, start=2):
+        stats.lines += 1
+        parts = line.split()
+        if timed and parts:
+            t_ms, parts = parts[0], parts[1:]
+        else:
+            t_ms = "0"
+        if len(parts) == 2 and parts[1] in ("add", "open", "close"):
+            stats.skipped += 1
+            continue
+        if len(parts) == 4 and parts[1] in ("read", "write", "trim", "sync", "datasync"):
+            if parts[1] not in ("read", "write"):
+                stats.skipped += 1
+                continue
+            try:
+                builder.add(int(t_ms) / 1000.0, int(parts[2]), int(parts[3]), parts[1] == "write")
+            except ValueError:
+                stats.bad_line(number, line)
+                continue
+            stats.requests += 1
+            continue
+        if line.strip():
+            stats.bad_line(number, line)
+    return builder.array()
+
+
+# blkparse's default output: "%D %2c %8s %5T.%9t %5p %2a %3d " then, for block requests,
+# "sector + nsectors [process]".
+_BLKPARSE = re.compile(
+    r"^\s*(?P<dev>\d+,\d+)\s+(?P<cpu>\d+)\s+(?P<seq>\d+)\s+(?P<time>\d+\.\d+)\s+(?P<pid>\d+)\s+"
+    r"(?P<action>[A-Z]{1,2})\s+(?P<rwbs>[A-Z]+)\b(?P<rest>.*)$"
+)
+_SECTORS = re.compile(r"^\s*(?P<sector>\d+)\s+\+\s+(?P<count>\d+)\b")
+
+
+def parse_blkparse(fh: IO[str], stats: ImportStats, action: str | None = None) -> Requests:
+    """Requests from blkparse text: issued (D) events, or queued (Q) ones if none were issued."""
+    by_action: dict[str, _Builder] = {"D": _Builder(), "Q": _Builder()}
+    counts = {"D": 0, "Q": 0}
+    for number, line in enumerate(fh, start=1):
+        stats.lines += 1
+        m = _BLKPARSE.match(line)
+        if m is None:
+            # The per-CPU and total summaries blkparse prints at the end, and blank lines.
+            if line.strip() and not line.startswith((" ", "CPU", "Total", "Throughput", "Events", "Skips")):
+                stats.bad_line(number, line)
+            else:
+                stats.skipped += 1
+            continue
+        act = m["action"]
+        rwbs = m["rwbs"]
+        if act not in by_action or ("R" not in rwbs and "W" not in rwbs):
+            stats.skipped += 1
+            continue
+        s = _SECTORS.match(m["rest"])
+        if s is None:
+            stats.skipped += 1  # e.g. a flush with no sectors
+            continue
+        by_action[act].add(float(m["time"]), int(s["sector"]) * 512, int(s["count"]) * 512, "W" in rwbs)
+        counts[act] += 1
+    chosen = action or ("D" if counts["D"] else "Q")
+    stats.requests = counts[chosen]
+    stats.skipped += counts["D" if chosen == "Q" else "Q"]
+    return by_action[chosen].array()
+
+
+@dataclass(frozen=True)
+class CsvLayout:
+    """Which column holds what. Time units: s, ms, us, ns, or filetime (Windows 100 ns ticks)."""
+
+    time: int
+    op: int
+    offset: int
+    size: int
+    time_unit: str = "s"
+    header: bool = False
+
+    @classmethod
+    def parse(cls, spec: str, time_unit: str = "s", header: bool = False) -> CsvLayout:
+        """'time=0,op=3,offset=4,size=5' -> CsvLayout."""
+        try:
+            cols = {k.strip(): int(v) for k, v in (item.split("=") for item in spec.split(","))}
+            return cls(cols["time"], cols["op"], cols["offset"], cols["size"], time_unit, header)
+        except (KeyError, ValueError) as exc:
+            raise TraceError(
+                f"bad --csv-columns {spec!r}: give time=N,op=N,offset=N,size=N (0-based column numbers)"
+            ) from exc
+
+
+# MSR Cambridge traces: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime.
+MSR = CsvLayout(time=0, op=3, offset=4, size=5, time_unit="filetime")
+_TIME_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9, "filetime": 1e-7}
+
+
+def parse_csv(fh: IO[str], stats: ImportStats, layout: CsvLayout = MSR) -> Requests:
+    builder = _Builder()
+    scale = _TIME_SCALE.get(layout.time_unit)
+    if scale is None:
+        raise TraceError(f"unknown CSV time unit {layout.time_unit!r}: use s, ms, us, ns or filetime")
+    width = max(layout.time, layout.op, layout.offset, layout.size)
+    for number, row in enumerate(csv.reader(fh), start=1):
+        stats.lines += 1
+        if number == 1 and layout.header:
+            stats.skipped += 1
+            continue
+        if not row:
+            stats.skipped += 1
+            continue
+        try:
+            if len(row) <= width:
+                raise ValueError("too few columns")
+            op = row[layout.op].strip().lower()
+            if op not in ("read", "write", "r", "w", "rs", "ws"):
+                raise ValueError(f"operation {op!r}")
+            builder.add(float(row[layout.time]) * scale, int(row[layout.offset]), int(row[layout.size]), op.startswith("w"))
+        except ValueError:
+            stats.bad_line(number, ",".join(row))
+            continue
+        stats.requests += 1
+    return builder.array()
+
+
+def write_trace(path: Path, requests: Requests, meta: dict[str, Any]) -> None:
+    with path.open("wb") as fh:
+        write_header(fh, meta)
+        requests.astype(REQUEST, copy=False).tofile(fh)
+
+
+def write_header(fh: IO[bytes], meta: dict[str, Any]) -> None:
+    fh.write(MAGIC)
+    fh.write(json.dumps(meta, sort_keys=True).encode() + b"\n")
+
+
+def read_cachewise(path: Path, stats: ImportStats) -> tuple[Requests, dict[str, Any]]:
+    with path.open("rb") as fh:
+        if fh.readline() != MAGIC:
+            raise TraceError(f"{path} is not a cachewise trace (bad header); nothing was analysed.")
+        try:
+            meta = json.loads(fh.readline())
+        except ValueError as exc:
+            raise TraceError(f"{path} has a corrupt header; nothing was analysed.") from exc
+        start = fh.tell()
+    size = os.path.getsize(path) - start
+    whole, partial = divmod(size, REQUEST.itemsize)
+    if partial:
+        stats.bad += 1
+        stats.examples.append(f"the last {partial} bytes are a truncated record (the capture was cut short)")
+    requests = np.fromfile(path, dtype=REQUEST, count=whole, offset=start)
+    stats.requests = stats.lines = int(whole)
+    return requests, meta
+
+
+def load_trace(path: str | os.PathLike[str], fmt: Format = "auto", csv_layout: CsvLayout | None = None) -> Trace:
+    p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p} is not a readable file; nothing was analysed.")
+    chosen = detect_format(p) if fmt == "auto" else fmt
+    stats = ImportStats()
+    meta: dict[str, Any] = {}
+    if chosen == "cachewise":
+        requests, meta = read_cachewise(p, stats)
+    else:
+        with _open_text(p) as fh:
+            if chosen == "fio":
+                requests = parse_fio_iolog(fh, stats)
+            elif chosen == "blkparse":
+                requests = parse_blkparse(fh, stats)
+            else:
+                requests = parse_csv(fh, stats, csv_layout or MSR)
+    if len(requests) == 0:
+        raise TraceError(
+            f"{p} holds no read or write requests ({stats.lines} lines, {stats.bad} malformed); nothing was analysed."
+            + (f" First problem: {stats.examples[0]}" if stats.examples else "")
+        )
+    return Trace(requests, chosen, str(p), stats, meta)
+

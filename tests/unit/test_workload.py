@@ -1,0 +1,36 @@
+"""Workload analysis of a real fio iolog: footprint, mix, curve and hot data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from advisor.traces import REQUEST, load_trace
+from advisor.workload import analyze, to_blocks
+from tests.conftest import FIXTURES
+
+
+def test_requests_split_into_cache_blocks() -> None:
+    req = np.array([(0.0, 0, 4096, 0), (0.0, 4096 * 3 + 100, 8192, 1), (0.0, 65536, 1, 0)], dtype=REQUEST)
+    assert to_blocks(req, 4096).tolist() == [0, 3, 4, 5, 16]
+    assert to_blocks(req, 32768).tolist() == [0, 0, 2]
+
+
+def test_analysis_of_a_fio_zipf_run() -> None:
+    result = analyze(load_trace(FIXTURES / "traces" / "fio-v3.iolog"))
+    assert (result.requests, result.read_requests, result.write_requests) == (4000, 2764, 1236)
+    assert result.read_bytes == 2764 * 4096 and result.size_histogram == {"<= 4 KiB": 4000}
+    assert result.footprint_blocks == len(np.unique(load_trace(FIXTURES / "traces" / "fio-v3.iolog").requests["offset"]))
+    assert result.curve_mode == "exact" and len(result.curve_sizes_blocks) >= 40
+    hits = np.asarray(result.curve_hit_ratio)
+    assert np.all(np.diff(hits) >= 0), "LRU hit ratio never falls as the cache grows"
+    # All of the footprint cached: every access but the first touch of each block hits.
+    assert hits[-1] == pytest.approx(1 - result.footprint_blocks / 4000)
+    # Zipf 1.2 is skewed: a small part of the footprint serves most accesses.
+    assert result.hot_footprint_fraction[0] < 0.5 and result.hot_footprint_fraction == sorted(result.hot_footprint_fraction)
+    assert result.sequential_share < 0.05
+
+
+def test_block_size_must_be_a_power_of_two() -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        analyze(load_trace(FIXTURES / "traces" / "fio-v3.iolog"), block_size=3000)
