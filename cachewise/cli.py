@@ -62,6 +62,16 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--yes", action="store_true", help="probe mounted or busy disks without asking (the probe adds read load)")
     probe.add_argument("--no-record", action="store_true", help="do not record the results in the history database")
 
+    trace = sub.add_parser(
+        "trace", help="record a device's block I/O to a trace file (root)",
+        description="Record the block I/O of a disk, partition, LV or other device-mapper device through the "
+        "kernel's block tracepoints (tracefs; nothing to install). Streams to FILE with bounded memory; stops "
+        "after --duration or on Ctrl-C. Analyse the result with `cachewise analyze FILE`.")
+    trace.add_argument("device", metavar="DEVICE")
+    trace.add_argument("--duration", default="10m", help="how long: 90s, 10m (default), 2h")
+    trace.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the trace file to write (must not exist)")
+    trace.add_argument("--json", action="store_true", help="print a JSON summary (schema cachewise.trace/1)")
+
     analyze = sub.add_parser(
         "analyze", help="analyse a block trace: miss-ratio curve, hot-data ratio, mix",
         description="Analyse a block I/O trace (a cachewise trace, a fio iolog v2/v3, blkparse text, or CSV): "
@@ -101,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_scan(args)
         if args.command == "probe":
             return cmd_probe(args)
+        if args.command == "trace":
+            return cmd_trace(args)
         if args.command == "analyze":
             return cmd_analyze(args)
         if args.command == "history":
@@ -241,6 +253,56 @@ def parse_size(text: str) -> int:
     if match is None:
         raise ValueError(f"not a size: {text!r}")
     return int(match[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[match[2]]
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '10m', '2h' -> seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text.lower())
+    if match is None or float(match[1]) <= 0:
+        raise ValueError(f"not a duration: {text!r} (use 90s, 10m or 2h)")
+    return float(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[match[2]]
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    import os
+
+    from advisor.capture import Capture, CaptureError, CaptureProgress, plan_capture
+
+    try:
+        seconds = parse_duration(args.duration)
+    except ValueError as exc:
+        return _error(f"{exc}; nothing was traced.")
+    if os.geteuid() != 0:
+        return _error("tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`.")
+    if args.output.exists():
+        return _error(f"{args.output} already exists; nothing was traced. Choose another name or remove it.")
+    runner = CommandRunner()
+    show = sys.stderr.isatty() and not args.json
+
+    def progress(p: CaptureProgress) -> None:
+        lost = f", {p.lost:,} lost" if p.lost else ""
+        print(f"\r{p.events:,} events ({p.rate:,.0f}/s{lost}), {p.elapsed:,.0f} of {seconds:,.0f} s; Ctrl-C stops   ",
+              end="", file=sys.stderr, flush=True)
+
+    try:
+        plan = plan_capture(build_inventory(collect(runner)), args.device)
+        with Capture(plan, runner) as cap, args.output.open("xb") as out:
+            result = cap.run(out, seconds, progress if show else None)
+    except CaptureError as exc:
+        return _error(str(exc))
+    if show:
+        print(file=sys.stderr)
+    summary = {"schema": "cachewise.trace/1", "path": str(args.output), "device": plan.devnode, "event": plan.event,
+               "events": result.events, "seconds": result.seconds, "lost": result.lost, "bad_lines": result.bad_lines,
+               "stopped_by": result.stopped_by}
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        lost = f"; {result.lost:,} events were lost (the trace buffer overflowed)" if result.lost else ""
+        print(f"{result.events:,} requests of {plan.devnode} in {result.seconds:,.1f} s written to {args.output}{lost}. "
+              f"Next: cachewise analyze {args.output}")
+    return 0
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:

@@ -1,0 +1,237 @@
+"""Capture a device's block I/O through the kernel's block tracepoints in tracefs.
+
+No extra package is needed (blktrace records almost nothing in some guests, see docs/lab.md).
+Each capture uses its own tracefs instance, so it never disturbs the global trace buffer or
+another tool's tracing, and removes it when done. Disks and partitions are traced at
+``block_rq_issue`` (requests as issued to the device; a partition by its sector range on the
+disk); bio-based stacked devices (LVM and other device-mapper devices, bcache, md) at
+``block_bio_queue`` on the device itself. Records stream into the compact trace format in
+chunks, so memory stays bounded however long the capture runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import numpy as np
+
+from advisor.devices import Device, Inventory
+from advisor.runner import CommandError, CommandRunner
+from advisor.traces import REQUEST, write_header
+
+TRACEFS_CANDIDATES = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
+BUFFER_KB = 16384
+FLUSH_RECORDS = 65536
+
+# "fio-268 [001] ..... 45.670199: block_rq_issue: 8,0 R 4096 () 1506848 + 8 [fio]"
+# "fio-268 [001] ..... 45.670199: block_bio_queue: 254,0 R 1506848 + 8 [fio]"
+LINE = re.compile(
+    r"\s(?P<ts>\d+\.\d+): (?P<event>block_rq_issue|block_bio_queue): (?P<major>\d+),(?P<minor>\d+) "
+    r"(?P<rwbs>\S+) (?:\d+ \([^)]*\) )?(?P<sector>\d+) \+ (?P<count>\d+)"
+)
+
+
+class CaptureError(Exception):
+    """Tracing could not start; the message says why and that nothing was changed."""
+
+
+@dataclass(frozen=True)
+class CapturePlan:
+    """What to trace for one device, decided from discovery before anything is touched."""
+
+    device: str
+    devnode: str
+    event: str
+    kernel_dev: int  # the tracepoint's dev field: major << 20 | minor
+    sector_start: int  # a partition's first sector on its disk (0 otherwise)
+    sector_count: int  # sectors to keep (0: all)
+    size_bytes: int
+
+    @property
+    def filter(self) -> str:
+        f = f"dev == {self.kernel_dev}"
+        if self.sector_count:
+            f += f" && sector >= {self.sector_start} && sector < {self.sector_start + self.sector_count}"
+        return f
+
+
+def plan_capture(inv: Inventory, path: str) -> CapturePlan:
+    real = os.path.realpath(path)
+    try:
+        rdev = os.stat(real).st_rdev
+    except OSError as exc:
+        raise CaptureError(f"{path} does not exist; nothing was traced. `cachewise scan` lists the devices.") from exc
+    devnum = f"{os.major(rdev)}:{os.minor(rdev)}"
+    dev = next((d for d in inv.devices if d.devnum == devnum), None)
+    if dev is None:
+        raise CaptureError(f"{path} is not a block device that discovery lists; nothing was traced.")
+    return plan_for(dev, inv)
+
+
+def plan_for(dev: Device, inv: Inventory) -> CapturePlan:
+    if dev.kind in ("disk", "loop"):
+        major, minor = (int(x) for x in dev.devnum.split(":"))
+        return CapturePlan(dev.name, dev.devnode, "block_rq_issue", major << 20 | minor, 0, 0, dev.size_bytes)
+    if dev.kind == "partition":
+        disk = inv.by_name(dev.parent or "")
+        start = _partition_start(dev.name)
+        if disk is None or start is None:
+            raise CaptureError(f"cannot tell where {dev.name} starts on its disk; nothing was traced.")
+        major, minor = (int(x) for x in disk.devnum.split(":"))
+        return CapturePlan(dev.name, dev.devnode, "block_rq_issue", major << 20 | minor, start, dev.size_bytes // 512,
+                           dev.size_bytes)
+    major, minor = (int(x) for x in dev.devnum.split(":"))
+    return CapturePlan(dev.name, dev.devnode, "block_bio_queue", major << 20 | minor, 0, 0, dev.size_bytes)
+
+
+def _partition_start(name: str) -> int | None:
+    try:
+        return int(Path(f"/sys/class/block/{name}/start").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def tracefs(runner: CommandRunner) -> Path:
+    for root in TRACEFS_CANDIDATES:
+        if (root / "instances").is_dir():
+            return root
+    if os.geteuid() != 0:
+        raise CaptureError("tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`.")
+    try:
+        runner.run(["mount", "-t", "tracefs", "tracefs", str(TRACEFS_CANDIDATES[0])], timeout=10)
+    except CommandError as exc:
+        raise CaptureError(f"tracefs is not available ({exc}); nothing was traced. The kernel needs CONFIG_FTRACE.") from exc
+    return TRACEFS_CANDIDATES[0]
+
+
+@dataclass(frozen=True)
+class CaptureProgress:
+    events: int
+    elapsed: float
+    rate: float
+    lost: int
+
+
+@dataclass(frozen=True)
+class CaptureResult:
+    path: str
+    events: int
+    seconds: float
+    lost: int
+    bad_lines: int
+    stopped_by: str
+
+
+def parse_line(line: str, plan: CapturePlan) -> tuple[float, int, int, bool] | None:
+    """(time, byte offset within the traced device, bytes, write) for a read or write, else None."""
+    m = LINE.search(line)
+    if m is None:
+        return None
+    rwbs = m["rwbs"]
+    if "R" not in rwbs and "W" not in rwbs:
+        return None
+    sector = int(m["sector"]) - plan.sector_start
+    return float(m["ts"]), sector * 512, int(m["count"]) * 512, "W" in rwbs
+
+
+class Capture:
+    """One tracefs instance tracing one device; a context manager that always cleans up."""
+
+    def __init__(self, plan: CapturePlan, runner: CommandRunner) -> None:
+        if os.geteuid() != 0:
+            raise CaptureError("tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`.")
+        self.plan = plan
+        self.root = tracefs(runner)
+        self.instance = self.root / "instances" / f"cachewise-{os.getpid()}"
+        self.event_dir = self.instance / "events" / "block" / plan.event
+
+    def __enter__(self) -> Capture:
+        try:
+            self.instance.mkdir()
+            (self.instance / "buffer_size_kb").write_text(str(BUFFER_KB))
+            (self.event_dir / "filter").write_text(self.plan.filter)
+            (self.event_dir / "enable").write_text("1")
+        except OSError as exc:
+            self.__exit__()
+            raise CaptureError(f"could not set up tracing in {self.instance} ({exc}); nothing was traced.") from exc
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            (self.event_dir / "enable").write_text("0")
+        except OSError:
+            pass
+        try:
+            self.instance.rmdir()
+        except OSError:
+            pass
+
+    def lost(self) -> int:
+        total = 0
+        for stats in (self.instance / "per_cpu").glob("cpu*/stats"):
+            m = re.search(r"overrun: (\d+)", stats.read_text())
+            total += int(m[1]) if m else 0
+        return total
+
+    def run(self, out: IO[bytes], duration: float, on_progress: Callable[[CaptureProgress], None] | None = None,
+            should_stop: Callable[[], bool] | None = None) -> CaptureResult:
+        write_header(out, {"device": self.plan.devnode, "name": self.plan.device, "event": self.plan.event,
+                           "filter": self.plan.filter, "size_bytes": self.plan.size_bytes, "tracer": "tracefs",
+                           "started": time.time()})
+        buf = np.empty(FLUSH_RECORDS, REQUEST)
+        n = events = bad = 0
+        start = time.monotonic()
+        last_report = start
+        stopped_by = "duration"
+        pending = b""
+        fd = os.open(self.instance / "trace_pipe", os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            while True:
+                now = time.monotonic()
+                if now - start >= duration:
+                    break
+                if should_stop is not None and should_stop():
+                    stopped_by = "request"
+                    break
+                ready, _, _ = select.select([fd], [], [], min(0.25, max(0.0, duration - (now - start))))
+                chunk = b""
+                if ready:
+                    try:
+                        chunk = os.read(fd, 1 << 16)
+                    except BlockingIOError:
+                        chunk = b""
+                if chunk:
+                    lines = (pending + chunk).split(b"\n")
+                    pending = lines.pop()
+                    for raw in lines:
+                        rec = parse_line(raw.decode("ascii", "replace"), self.plan)
+                        if rec is None:
+                            if b"block_" in raw:
+                                bad += 1
+                            continue
+                        buf[n] = rec
+                        n += 1
+                        events += 1
+                        if n == FLUSH_RECORDS:
+                            buf.tofile(out)
+                            n = 0
+                if on_progress is not None and now - last_report >= 0.5:
+                    last_report = now
+                    elapsed = now - start
+                    on_progress(CaptureProgress(events, elapsed, events / elapsed if elapsed else 0.0, self.lost()))
+        except KeyboardInterrupt:
+            stopped_by = "interrupt"
+        finally:
+            os.close(fd)
+            buf[:n].tofile(out)
+            out.flush()
+        return CaptureResult(out.name if hasattr(out, "name") else "", events, round(time.monotonic() - start, 3),
+                             self.lost(), bad, stopped_by)
+

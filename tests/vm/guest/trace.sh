@@ -1,0 +1,31 @@
+# Scenario: trace the emulated HDD with `cachewise trace` while fio runs Zipf(1.2) random reads
+# and writes its own iolog of the same run; then analyse both.
+. "$LAB_GUEST/common.sh"
+set -e
+udevadm settle --timeout=30
+hdd=$(by_serial HDD0001)
+cw trace "$hdd" --duration 25s -o "$LAB_OUT/hdd.cwtrace" --json > "$LAB_OUT/trace-summary.json" 2> "$LAB_OUT/trace.err" &
+tracer=$!
+for _ in $(seq 300); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
+sleep 0.5
+fio --name=zipf --filename="$hdd" --readonly --direct=1 --ioengine=libaio --iodepth=4 --rw=randread --bs=4k \
+    --random_distribution=zipf:1.2 --norandommap --time_based --runtime=15 \
+    --write_iolog="$LAB_OUT/fio.iolog" --output-format=json > "$LAB_OUT/fio.json"
+wait $tracer
+ls /sys/kernel/tracing/instances/ > "$LAB_OUT/instances-after.txt"
+cw analyze --json --no-record "$LAB_OUT/hdd.cwtrace" > "$LAB_OUT/analysis-trace.json"
+cw analyze --json --no-record "$LAB_OUT/fio.iolog" > "$LAB_OUT/analysis-fio.json"
+# Real tracefs lines for the parser's unit tests: reads and (synced) writes, both events.
+raw=/sys/kernel/tracing/instances/cw-raw
+mkdir "$raw"
+echo 1 > "$raw/events/block/block_rq_issue/enable"
+echo 1 > "$raw/events/block/block_bio_queue/enable"
+dd if="$hdd" of=/dev/null bs=4k count=20 iflag=direct 2> /dev/null
+dd if=/dev/zero of="$hdd" bs=8k count=5 seek=60000 oflag=direct,sync 2> /dev/null
+sync
+cat "$raw/trace" > "$LAB_OUT/tracefs-sample.txt"
+rmdir "$raw"
+# Bad inputs: not root, an output that exists, a path that is not a device.
+as_nobody "'$CW_PY' -m cachewise trace $hdd --duration 1s -o /tmp/x.cwtrace" > /dev/null 2> "$LAB_OUT/bad-notroot.err" || true
+cw trace "$hdd" --duration 1s -o "$LAB_OUT/hdd.cwtrace" 2> "$LAB_OUT/bad-exists.err" || true
+echo scenario-done
