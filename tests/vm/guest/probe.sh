@@ -24,8 +24,10 @@ cw probe --json --yes --seconds 8 "$hot" > "$LAB_OUT/probe-vanish.json" 2> "$LAB
 pid=$!
 # Delete the disk once fio has been reading it for a while (cachewise's own start-up is slow
 # under emulation, so wait for fio itself).
+# With --seconds 8 the QD1 phase runs for the first 3.2 s; pull the disk in the QD32 phase
+# (3.2 to 5.6 s), so there is a finished phase to report.
 for _ in $(seq 200); do pgrep -f "fio --readonly" > /dev/null && break; sleep 0.1; done
-sleep 2
+sleep 4.5
 echo 1 > "/sys/block/$(basename "$hot")/device/delete"
 wait $pid; echo $? > "$LAB_OUT/probe-vanish.rc"
 
