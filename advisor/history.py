@@ -16,11 +16,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.devices import Inventory
 from advisor.probe import ProbeResult
-from advisor.workload import Analysis
+
+if TYPE_CHECKING:  # the analysis pulls in numpy; recording one must not cost every command that
+    from advisor.workload import Analysis  # opens the history
 
 STATE_ENV = "CACHEWISE_STATE_DIR"
 DB_NAME = "history.sqlite3"

@@ -9,18 +9,18 @@ Pure domain code over numpy arrays of block numbers:
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from numba import njit
 
 Blocks = npt.NDArray[np.int64]
 Mode = Literal["exact"]
 
 
-@njit(cache=True, nogil=True)
 def _stack_distances(dense: npt.NDArray[np.int64], distinct: int) -> npt.NDArray[np.int64]:  # pragma: no cover - compiled
     n = dense.shape[0]
     last = np.full(distinct, -1, np.int64)
@@ -55,10 +55,23 @@ def _stack_distances(dense: npt.NDArray[np.int64], distinct: int) -> npt.NDArray
     return out
 
 
+@functools.cache
+def _compiled() -> Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]]:
+    """The stack-distance loop compiled by numba, on first use (importing numba costs every
+    command half a second; only analysis needs it). The compiled code is cached on disk where
+    numba can write next to this file; on a read-only install it is compiled in memory."""
+    from numba import njit
+
+    try:
+        return njit(cache=True, nogil=True)(_stack_distances)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return njit(nogil=True)(_stack_distances)
+
+
 def stack_distances(blocks: Blocks) -> npt.NDArray[np.int64]:
     """LRU stack distance of every access (-1 for a first access)."""
     _, dense = np.unique(blocks, return_inverse=True)
-    return _stack_distances(dense.astype(np.int64), int(dense.max()) + 1 if dense.size else 0)
+    return _compiled()(dense.astype(np.int64), int(dense.max()) + 1 if dense.size else 0)
 
 
 @dataclass(frozen=True)
