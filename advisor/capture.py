@@ -135,10 +135,12 @@ def parse_line(line: str, plan: CapturePlan) -> tuple[float, int, int, bool] | N
     if m is None:
         return None
     rwbs = m["rwbs"]
-    if "R" not in rwbs and "W" not in rwbs:
+    count = int(m["count"])
+    # Flushes (FF, or FWS with 0 + 0) and driver-internal requests (N) move no data to cache.
+    if count == 0 or ("R" not in rwbs and "W" not in rwbs):
         return None
     sector = int(m["sector"]) - plan.sector_start
-    return float(m["ts"]), sector * 512, int(m["count"]) * 512, "W" in rwbs
+    return float(m["ts"]), sector * 512, count * 512, "W" in rwbs
 
 
 class Capture:

@@ -8,6 +8,7 @@ from advisor import capture
 from advisor.capture import CapturePlan, parse_line, plan_for
 from advisor.collect import RawSystem
 from advisor.discovery import build_inventory
+from tests.conftest import FIXTURES
 
 
 def test_whole_disk_is_traced_at_request_issue(raw_udev: RawSystem) -> None:
@@ -41,16 +42,18 @@ def test_logical_volume_is_traced_at_bio_queue(raw_udev: RawSystem) -> None:
 PLAN = CapturePlan("sda", "/dev/sda", "block_rq_issue", 8 << 20, 0, 0, 1 << 30)
 
 
-@pytest.mark.parametrize(
-    ("line", "expected"),
-    [
-        # The line shape shared/LAB.md records from the lab kernel's tracefs.
-        ("fio-268 [001] ..... 45.670199: block_rq_issue: 8,0 R 4096 () 1506848 + 8 [fio]", (45.670199, 1506848 * 512, 4096, False)),
-        ("kworker/1:1-50 [001] d..1. 46.000001: block_rq_issue: 8,0 WS 8192 () 100 + 16 [kworker/1:1]", (46.000001, 51200, 8192, True)),
-        ("fio-270 [000] ..... 47.1: block_bio_queue: 254,0 R 2048 + 8 [fio]", (47.1, 2048 * 512, 4096, False)),
-        ("jbd2-99 [000] ..... 48.0: block_rq_issue: 8,0 FF 0 () 0 + 0 [jbd2]", None),  # a flush, not I/O to cache
-        ("garbage", None),
-    ],
-)
-def test_tracefs_lines(line: str, expected: tuple[float, int, int, bool] | None) -> None:
-    assert parse_line(line, PLAN) == expected
+def test_real_tracefs_lines_from_the_lab() -> None:
+    lines = (FIXTURES / "lab-trace" / "tracefs-sample.txt").read_text().splitlines()
+    issued = [r for r in (parse_line(line, PLAN) for line in lines if "block_rq_issue" in line) if r is not None]
+    # dd read 20 blocks of 4 KiB from the start, then wrote 5 x 8 KiB at block 60000 of 8 KiB;
+    # closing the disk after writing made udev probe it again (3 reads by systemd-udevd).
+    udev = [(off, n) for line in lines if "[systemd-udevd]" in line
+            for r in [parse_line(line, PLAN)] if r is not None for _, off, n, _ in [r]]
+    assert udev == [(0, 4096), (4096, 4096), (12288, 4096)]
+    reads = [(off, n) for _, off, n, w in issued if not w][: -len(udev)]
+    writes = [(off, n) for _, off, n, w in issued if w]
+    assert reads == [(i * 4096, 4096) for i in range(20)]
+    assert writes == [(60000 * 8192 + i * 8192, 8192) for i in range(5)]
+    queued = [parse_line(line, PLAN) for line in lines if "block_bio_queue" in line]
+    assert sum(1 for r in queued if r is not None) == 25  # the same 25 bios; flushes (0 + 0) skipped
+    assert all(parse_line(line, PLAN) is None for line in lines if " FF " in line or " N " in line)
