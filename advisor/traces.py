@@ -10,6 +10,7 @@ are counted and a few quoted, never fatal. An unreadable file is a TraceError.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -234,6 +235,15 @@ def parse_csv(fh: IO[str], stats: ImportStats, layout: CsvLayout = MSR) -> Reque
             continue
         stats.requests += 1
     return builder.array()
+
+
+def file_sha256(path: Path) -> str:
+    """The trace's checksum, recorded with its analysis as provenance."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def write_trace(path: Path, requests: Requests, meta: dict[str, Any]) -> None:

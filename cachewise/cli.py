@@ -306,9 +306,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    import hashlib
-
-    from advisor.traces import MSR, CsvLayout, TraceError, load_trace
+    from advisor.traces import MSR, CsvLayout, TraceError, file_sha256, load_trace
     from advisor.workload import analyze
 
     try:
@@ -323,13 +321,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     except (TraceError, ValueError) as exc:
         return _error(f"{exc}" if "nothing was analysed" in str(exc) else f"{exc}; nothing was analysed.")
     if not args.no_record:
-        digest = hashlib.sha256()
-        with args.trace.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(chunk)
         try:
             with History.open_default(args.state_dir) as hist:
-                hist.record_analysis(result, digest.hexdigest(), trace.meta)
+                hist.record_analysis(result, file_sha256(args.trace), trace.meta)
         except HistoryError as exc:
             print(f"cachewise: warning: {exc}", file=sys.stderr)
     if args.json:

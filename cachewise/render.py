@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
@@ -11,7 +12,9 @@ from rich.text import Text
 from advisor.devices import Device, Inventory
 from advisor.probe import ProbeResult
 from advisor.units import human_size
-from advisor.workload import Analysis
+
+if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
+    from advisor.workload import Analysis
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -25,6 +27,7 @@ from advisor.units import human_size
 from screens.probing import ConfirmProbe, ProbeFinished, ProbePanel, ProbeUpdate, measured_text
 
 if TYPE_CHECKING:
+    from advisor.workload import Analysis
     from screens.app import CachewiseApp
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
@@ -109,6 +112,7 @@ class DisksScreen(Screen[None]):
         Binding("a", "toggle_all", "Show all"),
         Binding("space", "toggle_mark", "Mark"),
         Binding("p", "probe", "Probe"),
+        Binding("t", "analyze_trace", "Analyse trace"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -313,6 +317,36 @@ class DisksScreen(Screen[None]):
             self.probes[message.result.identity or message.device] = message.result
         self.query_one(ProbePanel).finished(message.device, message.result, message.error)
         self._fill()
+
+    @work(group="analyze", description="open and analyse a trace", exit_on_error=False)
+    async def action_analyze_trace(self) -> None:
+        # Imported here: numpy and the analysis are not needed to show the disks.
+        from advisor.traces import TraceError
+        from screens.analysis import AnalysisScreen, OpenTrace
+
+        path = await self.app.push_screen_wait(OpenTrace())
+        if path is None:
+            return
+        self.notify(f"Analysing {path}…")
+        try:
+            analysis = await asyncio.to_thread(self._analyze, path)
+        except (TraceError, ValueError) as exc:
+            self.notify(str(exc), severity="error")
+            return
+        await self.app.push_screen(AnalysisScreen(analysis))
+
+    def _analyze(self, path: Path) -> Analysis:
+        from advisor.traces import file_sha256, load_trace
+        from advisor.workload import analyze
+
+        analysis = analyze(load_trace(path))
+        if self.cw_app.state_dir is not None:
+            try:
+                with History.open_default(self.cw_app.state_dir) as hist:
+                    hist.record_analysis(analysis, file_sha256(path), {})
+            except HistoryError as exc:
+                self.app.call_from_thread(self.notify, str(exc), severity="warning")
+        return analysis
 
     @work(thread=True, group="hotplug", description="watch for disks being added or removed", exit_on_error=False)
     def watch_devices(self) -> None:
