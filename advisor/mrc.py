@@ -2,7 +2,16 @@
 
 Pure domain code over numpy arrays of block numbers:
 - exact LRU stack distances (Mattson) with a Fenwick tree over time positions, O(n log n),
-  compiled with numba (10 million accesses in about 5 s on these 2-core machines);
+  compiled with numba (10 million accesses in about 4 s on these 2-core machines);
+- SHARDS spatial sampling (Waldspurger et al., FAST '15) with its count correction
+  (SHARDS_adj), for traces too long to hold: blocks whose hash falls under a threshold are
+  kept, their distances scaled by 1/rate, and the difference between the expected and the
+  actual number of sampled references credited to the first bucket. Under Zipf-like skew one
+  sample's error is dominated by which of the few hottest blocks it happens to include (one
+  block can carry a fifth of all accesses), so cachewise averages eight samples taken with
+  independent hashes. Measured on 10 million Zipf 1.2 accesses: eight samples at rate 0.02
+  had a worst mean absolute error of 0.003 over eight trials, in 0.7 s; one sample at rate
+  0.04 reached 0.009;
 - the hot-data ratio counted exactly from per-block access counts (sampling the hottest
   blocks by hash is badly wrong for skewed workloads).
 """
@@ -18,7 +27,17 @@ import numpy as np
 import numpy.typing as npt
 
 Blocks = npt.NDArray[np.int64]
-Mode = Literal["exact"]
+Mode = Literal["exact", "shards"]
+
+HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing spreads neighbouring blocks
+HASH_SHIFT = np.uint64(40)  # keep the top 24 bits
+HASH_RANGE = 1 << 24
+# Fixed salts make results reproducible; each defines an independent spatial sample.
+SALTS = (0x0, 0x5BD1E9955BD1E995, 0x27D4EB2F165667C5, 0x165667B19E3779F9,
+         0x85EBCA77C2B2AE3D, 0xC2B2AE3D27D4EB4F, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9)
+SHARDS_TARGET_PER_SAMPLE = 200_000  # sampled references per sample
+SHARDS_MIN_RATE = 0.001
+EXACT_LIMIT = 12_000_000  # block accesses; past this, auto mode samples (memory stays under 1 GB)
 
 
 def _stack_distances(dense: npt.NDArray[np.int64], distinct: int) -> npt.NDArray[np.int64]:  # pragma: no cover - compiled
@@ -82,6 +101,8 @@ class Curve:
     sizes: npt.NDArray[np.int64]
     hit_ratio: npt.NDArray[np.float64]
     accesses: int
+    rate: float = 1.0
+    samples: int = 1
 
     def at(self, size_blocks: int) -> float:
         i = int(np.searchsorted(self.sizes, size_blocks, side="right")) - 1
@@ -99,6 +120,57 @@ def _curve_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[n
 def exact_curve(blocks: Blocks, sizes: npt.NDArray[np.int64]) -> Curve:
     d = stack_distances(blocks)
     return Curve("exact", sizes, _curve_from_distances(d, sizes, float(len(blocks))), len(blocks))
+
+
+def shards_rate(accesses: int) -> float:
+    """Sampling rate per sample for a trace of ``accesses`` block accesses."""
+    return float(min(1.0, max(SHARDS_MIN_RATE, SHARDS_TARGET_PER_SAMPLE / max(accesses, 1))))
+
+
+class ShardsSampler:
+    """Streams chunks of block accesses and keeps each sample's share: memory grows with the
+    sample (rate x accesses x samples), not with the trace."""
+
+    def __init__(self, rate: float, samples: int = len(SALTS)) -> None:
+        if not 0 < rate <= 1 or not 1 <= samples <= len(SALTS):
+            raise ValueError(f"SHARDS needs 0 < rate <= 1 and 1 to {len(SALTS)} samples")
+        self.threshold = np.uint64(max(1, round(rate * HASH_RANGE)))
+        self.rate = float(self.threshold) / HASH_RANGE
+        self.salts = SALTS[:samples]
+        self.total = 0
+        self._kept: list[list[Blocks]] = [[] for _ in self.salts]
+
+    def feed(self, blocks: Blocks) -> None:
+        self.total += len(blocks)
+        for kept, salt in zip(self._kept, self.salts, strict=True):
+            hashed = ((blocks.astype(np.uint64) ^ np.uint64(salt)) * HASH_MULTIPLIER) >> HASH_SHIFT
+            kept.append(blocks[hashed < self.threshold])
+
+    def curve(self, sizes: npt.NDArray[np.int64]) -> Curve:
+        expected = self.total * self.rate
+        curves = []
+        for kept in self._kept:
+            sample = np.concatenate(kept) if kept else np.zeros(0, np.int64)
+            d = stack_distances(sample)
+            reused = np.sort(np.floor(d[d >= 0] / self.rate).astype(np.int64))
+            hits = np.searchsorted(reused, sizes, side="left").astype(np.float64)
+            # SHARDS_adj: the references the sample has too many or too few, credited to the
+            # first bucket, which every cache size counts.
+            hits = np.where(sizes > 0, hits + (expected - len(sample)), 0.0)
+            curves.append(np.clip(hits / expected, 0.0, 1.0) if expected > 0 else np.zeros(len(sizes)))
+        return Curve("shards", sizes, np.mean(curves, axis=0), self.total, self.rate, len(self.salts))
+
+
+def lru_curve(blocks: Blocks, sizes: npt.NDArray[np.int64], mode: Literal["auto", "exact", "shards"] = "auto",
+              rate: float | None = None) -> Curve:
+    """The LRU curve, exact or by SHARDS; ``auto`` is exact up to EXACT_LIMIT accesses."""
+    if mode == "auto":
+        mode = "exact" if len(blocks) <= EXACT_LIMIT else "shards"
+    if mode == "exact":
+        return exact_curve(blocks, sizes)
+    sampler = ShardsSampler(rate or shards_rate(len(blocks)))
+    sampler.feed(blocks)
+    return sampler.curve(sizes)
 
 
 def default_sizes(footprint_blocks: int, points: int = 60) -> npt.NDArray[np.int64]:

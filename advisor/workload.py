@@ -4,7 +4,7 @@ hot-data ratio (L-SIZE-4: measure the real workload before sizing a cache)."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -46,6 +46,7 @@ class Analysis:
     footprint_blocks: int
     footprint_bytes: int
     curve_mode: str
+    curve_sample_rate: float
     curve_sizes_blocks: list[int]
     curve_hit_ratio: list[float]
     hot_shares: list[float]
@@ -75,7 +76,7 @@ def _size_histogram(lengths: np.ndarray) -> dict[str, int]:
     return {label: int(c) for label, c in zip(labels, counts, strict=True) if c}
 
 
-def analyze(trace: Trace, block_size: int = MIN_BLOCK) -> Analysis:
+def analyze(trace: Trace, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto") -> Analysis:
     if block_size < 512 or block_size & (block_size - 1):
         raise ValueError(f"block size must be a power of two of at least 512 bytes, not {block_size}")
     req = trace.requests
@@ -88,7 +89,7 @@ def analyze(trace: Trace, block_size: int = MIN_BLOCK) -> Analysis:
     blocks = to_blocks(req, block_size)
     counts = mrc.block_counts(blocks)
     footprint = len(counts)
-    curve = mrc.exact_curve(blocks, mrc.default_sizes(footprint))
+    curve = mrc.lru_curve(blocks, mrc.default_sizes(footprint), mode)
     hot = mrc.hot_data(counts)
     return Analysis(
         source=trace.path,
@@ -107,6 +108,7 @@ def analyze(trace: Trace, block_size: int = MIN_BLOCK) -> Analysis:
         footprint_blocks=footprint,
         footprint_bytes=footprint * block_size,
         curve_mode=curve.mode,
+        curve_sample_rate=curve.rate,
         curve_sizes_blocks=[int(s) for s in curve.sizes],
         curve_hit_ratio=[round(float(h), 6) for h in curve.hit_ratio],
         hot_shares=list(hot.shares),

@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("trace", type=Path, metavar="TRACE")
     analyze.add_argument("--json", action="store_true", help="print JSON (schema cachewise.analysis/1)")
     analyze.add_argument("--block-size", default="4k", help="cache block size: 4k (default), 32k ... 1g (dm-cache chunks)")
+    analyze.add_argument("--mode", default="auto", choices=["auto", "exact", "shards"],
+                         help="curve by exact stack distances, or by SHARDS sampling (default: exact up to 12 million "
+                         "block accesses, SHARDS beyond)")
     analyze.add_argument("--format", default="auto", choices=["auto", "cachewise", "fio", "blkparse", "csv"],
                          help="trace format (default: detected)")
     analyze.add_argument("--csv-columns", default=None, metavar="SPEC",
@@ -317,7 +320,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         elif args.csv_time_unit or args.csv_header:
             layout = CsvLayout(MSR.time, MSR.op, MSR.offset, MSR.size, args.csv_time_unit or MSR.time_unit, args.csv_header)
         trace = load_trace(args.trace, args.format, layout)
-        result = analyze(trace, block_size)
+        result = analyze(trace, block_size, args.mode)
     except (TraceError, ValueError) as exc:
         return _error(f"{exc}" if "nothing was analysed" in str(exc) else f"{exc}; nothing was analysed.")
     if not args.no_record:

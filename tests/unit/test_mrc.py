@@ -64,3 +64,37 @@ def test_default_sizes_span_a_thousandth_to_all_of_the_footprint() -> None:
     sizes = mrc.default_sizes(1_000_000)
     assert sizes[0] == 1_000 and sizes[-1] == 1_000_000 and len(sizes) >= 50
     assert np.all(np.diff(sizes) > 0)
+
+
+def test_shards_at_full_rate_is_exact() -> None:
+    trace = zipf_trace(20_000, 2_000, 1.0, 4)
+    sizes = mrc.default_sizes(2_000)
+    exact = mrc.exact_curve(trace, sizes)
+    full = mrc.lru_curve(trace, sizes, "shards", rate=1.0)
+    assert full.samples == len(mrc.SALTS)
+    assert np.allclose(full.hit_ratio, exact.hit_ratio, atol=1e-12)
+
+
+def test_shards_tracks_the_exact_curve_under_zipf() -> None:
+    trace = zipf_trace(2_000_000, 500_000, 1.2, 5)
+    sizes = mrc.default_sizes(len(np.unique(trace)))
+    exact = mrc.exact_curve(trace, sizes)
+    sampled = mrc.lru_curve(trace, sizes, "shards")
+    assert sampled.mode == "shards" and sampled.rate == pytest.approx(0.1, rel=1e-3)
+    assert np.abs(sampled.hit_ratio - exact.hit_ratio).mean() < 0.005
+
+
+def test_streaming_chunks_equal_one_feed() -> None:
+    trace = zipf_trace(300_000, 50_000, 1.1, 8)
+    sizes = mrc.default_sizes(50_000)
+    whole = mrc.ShardsSampler(0.05)
+    whole.feed(trace)
+    chunked = mrc.ShardsSampler(0.05)
+    for chunk in np.array_split(trace, 7):
+        chunked.feed(chunk)
+    assert np.array_equal(whole.curve(sizes).hit_ratio, chunked.curve(sizes).hit_ratio)
+
+
+def test_auto_mode_is_exact_for_small_traces() -> None:
+    trace = zipf_trace(1_000, 100, 1.0, 6)
+    assert mrc.lru_curve(trace, mrc.default_sizes(100)).mode == "exact"
