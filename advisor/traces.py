@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -274,6 +275,38 @@ def read_cachewise(path: Path, stats: ImportStats) -> tuple[Requests, dict[str, 
     requests = np.fromfile(path, dtype=REQUEST, count=whole, offset=start)
     stats.requests = stats.lines = int(whole)
     return requests, meta
+
+
+def read_cachewise_meta(path: Path) -> dict[str, Any]:
+    with path.open("rb") as fh:
+        if fh.readline() != MAGIC:
+            raise TraceError(f"{path} is not a cachewise trace (bad header); nothing was analysed.")
+        try:
+            meta: dict[str, Any] = json.loads(fh.readline())
+        except ValueError as exc:
+            raise TraceError(f"{path} has a corrupt header; nothing was analysed.") from exc
+    return meta
+
+
+def cachewise_records(path: Path) -> int:
+    """How many requests a cachewise trace holds, from its size (without reading it)."""
+    with path.open("rb") as fh:
+        if fh.readline() != MAGIC:
+            raise TraceError(f"{path} is not a cachewise trace (bad header); nothing was analysed.")
+        fh.readline()
+        start = fh.tell()
+    return (os.path.getsize(path) - start) // REQUEST.itemsize
+
+
+def iter_cachewise(path: Path, chunk: int = 4 * CHUNK) -> Iterator[Requests]:
+    """A cachewise trace in chunks of ``chunk`` requests (a truncated last record is dropped)."""
+    with path.open("rb") as fh:
+        fh.readline()
+        fh.readline()
+        start = fh.tell()
+    total = (os.path.getsize(path) - start) // REQUEST.itemsize
+    for first in range(0, total, chunk):
+        yield np.fromfile(path, dtype=REQUEST, count=min(chunk, total - first), offset=start + first * REQUEST.itemsize)
 
 
 def load_trace(path: str | os.PathLike[str], fmt: Format = "auto", csv_layout: CsvLayout | None = None) -> Trace:

@@ -3,16 +3,19 @@ hot-data ratio (L-SIZE-4: measure the real workload before sizing a cache)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 
 from advisor import mrc
-from advisor.traces import Requests, Trace
+from advisor.traces import ImportStats, Requests, Trace
 
 ANALYSIS_SCHEMA = "cachewise.analysis/1"
 MIN_BLOCK = 4096
+STREAM_REQUESTS = 8_000_000  # longer cachewise traces are analysed in chunks, by SHARDS
 SIZE_BUCKETS = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1 << 20)
 
 
@@ -68,45 +71,78 @@ class Analysis:
         return float(self.curve_hit_ratio[i]) if i >= 0 else 0.0
 
 
-def _size_histogram(lengths: np.ndarray) -> dict[str, int]:
-    edges = np.asarray(SIZE_BUCKETS)
-    index = np.searchsorted(edges, lengths, side="left")
-    counts = np.bincount(index, minlength=len(edges) + 1)
-    labels = [f"<= {e // 1024} KiB" for e in SIZE_BUCKETS] + [f"> {SIZE_BUCKETS[-1] // 1024} KiB"]
-    return {label: int(c) for label, c in zip(labels, counts, strict=True) if c}
+class _Summary:
+    """Everything but the curve, accumulated chunk by chunk (bounded by the footprint)."""
+
+    def __init__(self) -> None:
+        self.requests = self.accesses = self.reads = self.writes = self.read_bytes = self.write_bytes = 0
+        self.sequential = 0
+        self.t_min, self.t_max = np.inf, -np.inf
+        self.sizes = np.zeros(len(SIZE_BUCKETS) + 1, np.int64)
+        self._ids = np.zeros(0, np.int64)
+        self._counts = np.zeros(0, np.int64)
+        self._last_end: int | None = None
+
+    def feed(self, req: Requests, blocks: mrc.Blocks) -> None:
+        if not len(req):
+            return
+        writes = req["write"].astype(bool)
+        lengths = req["length"].astype(np.int64)
+        offsets = req["offset"].astype(np.int64)
+        self.requests += len(req)
+        self.accesses += len(blocks)
+        self.writes += int(writes.sum())
+        self.reads += int((~writes).sum())
+        self.write_bytes += int(lengths[writes].sum())
+        self.read_bytes += int(lengths[~writes].sum())
+        ends = offsets + lengths
+        self.sequential += int(np.count_nonzero(offsets[1:] == ends[:-1]))
+        if self._last_end is not None and offsets[0] == self._last_end:
+            self.sequential += 1
+        self._last_end = int(ends[-1])
+        self.t_min, self.t_max = min(self.t_min, float(req["t"].min())), max(self.t_max, float(req["t"].max()))
+        self.sizes += np.bincount(np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"),
+                                  minlength=len(SIZE_BUCKETS) + 1)
+        ids, counts = np.unique(blocks, return_counts=True)
+        merged, index = np.unique(np.concatenate([self._ids, ids]), return_inverse=True)
+        self._counts = np.bincount(index, weights=np.concatenate([self._counts, counts]),
+                                   minlength=len(merged)).astype(np.int64)
+        self._ids = merged
+
+    def counts(self) -> npt.NDArray[np.int64]:
+        return self._counts
+
+    def histogram(self) -> dict[str, int]:
+        labels = [f"<= {e // 1024} KiB" for e in SIZE_BUCKETS] + [f"> {SIZE_BUCKETS[-1] // 1024} KiB"]
+        return {label: int(c) for label, c in zip(labels, self.sizes, strict=True) if c}
 
 
-def analyze(trace: Trace, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto") -> Analysis:
+def _check_block_size(block_size: int) -> None:
     if block_size < 512 or block_size & (block_size - 1):
         raise ValueError(f"block size must be a power of two of at least 512 bytes, not {block_size}")
-    req = trace.requests
-    writes = req["write"].astype(bool)
-    lengths = req["length"].astype(np.int64)
-    offsets = req["offset"].astype(np.int64)
-    sequential = float(np.mean(offsets[1:] == offsets[:-1] + lengths[:-1])) if len(req) > 1 else 0.0
-    times = req["t"]
-    duration = float(times.max() - times.min()) if len(req) else 0.0
-    blocks = to_blocks(req, block_size)
-    counts = mrc.block_counts(blocks)
-    footprint = len(counts)
-    curve = mrc.lru_curve(blocks, mrc.default_sizes(footprint), mode)
+
+
+def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, source_format: str,
+            stats: ImportStats) -> Analysis:
+    counts = summary.counts()
     hot = mrc.hot_data(counts)
+    duration = summary.t_max - summary.t_min if summary.requests else 0.0
     return Analysis(
-        source=trace.path,
-        source_format=trace.source_format,
+        source=source,
+        source_format=source_format,
         block_size=block_size,
-        requests=len(req),
-        block_accesses=len(blocks),
-        read_requests=int((~writes).sum()),
-        write_requests=int(writes.sum()),
-        read_bytes=int(lengths[~writes].sum()),
-        write_bytes=int(lengths[writes].sum()),
+        requests=summary.requests,
+        block_accesses=summary.accesses,
+        read_requests=summary.reads,
+        write_requests=summary.writes,
+        read_bytes=summary.read_bytes,
+        write_bytes=summary.write_bytes,
         duration_s=round(duration, 6),
-        iops=round(len(req) / duration, 1) if duration > 0 else 0.0,
-        sequential_share=round(sequential, 4),
-        size_histogram=_size_histogram(lengths),
-        footprint_blocks=footprint,
-        footprint_bytes=footprint * block_size,
+        iops=round(summary.requests / duration, 1) if duration > 0 else 0.0,
+        sequential_share=round(summary.sequential / max(summary.requests - 1, 1), 4),
+        size_histogram=summary.histogram(),
+        footprint_blocks=len(counts),
+        footprint_bytes=len(counts) * block_size,
         curve_mode=curve.mode,
         curve_sample_rate=curve.rate,
         curve_sizes_blocks=[int(s) for s in curve.sizes],
@@ -115,8 +151,38 @@ def analyze(trace: Trace, block_size: int = MIN_BLOCK, mode: Literal["auto", "ex
         hot_footprint_fraction=[round(f, 6) for f in hot.footprint_fraction],
         hot_blocks=list(hot.blocks_needed),
         zipf_alpha=mrc.zipf_exponent(counts),
-        lines=trace.stats.lines,
-        skipped_lines=trace.stats.skipped,
-        bad_lines=trace.stats.bad,
-        bad_examples=list(trace.stats.examples),
+        lines=stats.lines,
+        skipped_lines=stats.skipped,
+        bad_lines=stats.bad,
+        bad_examples=list(stats.examples),
     )
+
+
+def analyze(trace: Trace, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto") -> Analysis:
+    """Analyse a trace held in memory."""
+    _check_block_size(block_size)
+    blocks = to_blocks(trace.requests, block_size)
+    summary = _Summary()
+    summary.feed(trace.requests, blocks)
+    curve = mrc.lru_curve(blocks, mrc.default_sizes(len(summary.counts())), mode)
+    return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats)
+
+
+def analyze_stream(chunks: Iterable[Requests], expected_requests: int, block_size: int, source: str,
+                   source_format: str, stats: ImportStats) -> Analysis:
+    """Analyse a trace too long to hold, chunk by chunk, with a SHARDS curve: memory follows
+    the footprint and the sample, not the trace."""
+    _check_block_size(block_size)
+    summary = _Summary()
+    sampler: mrc.ShardsSampler | None = None
+    for chunk in chunks:
+        blocks = to_blocks(chunk, block_size)
+        if sampler is None:
+            per_request = len(blocks) / max(len(chunk), 1)
+            sampler = mrc.ShardsSampler(mrc.shards_rate(int(expected_requests * per_request)))
+        summary.feed(chunk, blocks)
+        sampler.feed(blocks)
+    if sampler is None:
+        raise ValueError("the trace holds no requests")
+    curve = sampler.curve(mrc.default_sizes(len(summary.counts())))
+    return _result(summary, curve, block_size, source, source_format, stats)

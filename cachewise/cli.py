@@ -309,8 +309,19 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from advisor.traces import MSR, CsvLayout, TraceError, file_sha256, load_trace
-    from advisor.workload import analyze
+    from advisor.traces import (
+        MSR,
+        CsvLayout,
+        ImportStats,
+        TraceError,
+        cachewise_records,
+        detect_format,
+        file_sha256,
+        iter_cachewise,
+        load_trace,
+        read_cachewise_meta,
+    )
+    from advisor.workload import STREAM_REQUESTS, analyze, analyze_stream
 
     try:
         block_size = parse_size(args.block_size)
@@ -319,14 +330,23 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             layout = CsvLayout.parse(args.csv_columns, args.csv_time_unit or "s", args.csv_header)
         elif args.csv_time_unit or args.csv_header:
             layout = CsvLayout(MSR.time, MSR.op, MSR.offset, MSR.size, args.csv_time_unit or MSR.time_unit, args.csv_header)
-        trace = load_trace(args.trace, args.format, layout)
-        result = analyze(trace, block_size, args.mode)
+        fmt = detect_format(args.trace) if args.format == "auto" and args.trace.is_file() else args.format
+        records = cachewise_records(args.trace) if fmt == "cachewise" else 0
+        if records > STREAM_REQUESTS and args.mode != "exact":
+            # Hours of capture: read it in chunks, with a SHARDS curve, in bounded memory.
+            meta = read_cachewise_meta(args.trace)
+            stats = ImportStats(lines=records, requests=records)
+            result = analyze_stream(iter_cachewise(args.trace), records, block_size, str(args.trace), fmt, stats)
+        else:
+            trace = load_trace(args.trace, fmt, layout)
+            meta = trace.meta
+            result = analyze(trace, block_size, args.mode)
     except (TraceError, ValueError) as exc:
         return _error(f"{exc}" if "nothing was analysed" in str(exc) else f"{exc}; nothing was analysed.")
     if not args.no_record:
         try:
             with History.open_default(args.state_dir) as hist:
-                hist.record_analysis(result, file_sha256(args.trace), trace.meta)
+                hist.record_analysis(result, file_sha256(args.trace), meta)
         except HistoryError as exc:
             print(f"cachewise: warning: {exc}", file=sys.stderr)
     if args.json:

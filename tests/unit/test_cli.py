@@ -103,3 +103,18 @@ def test_analyze_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
     trace = Path(__file__).parents[1] / "fixtures" / "traces" / "fio-v3.iolog"
     assert main(["analyze", "--block-size", "3k", str(trace)]) == 1
     assert "block size must be a power of two" in capsys.readouterr().err
+
+
+def test_long_cachewise_traces_are_analysed_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from advisor.traces import load_trace, write_trace
+
+    trace = load_trace(Path(__file__).parents[1] / "fixtures" / "traces" / "fio-v3.iolog")
+    path = tmp_path / "long.cwtrace"
+    write_trace(path, trace.requests, {"device": "/dev/sdb"})
+    monkeypatch.setattr("advisor.workload.STREAM_REQUESTS", 1000)  # "long" for this test
+    assert main(["analyze", "--json", "--no-record", str(path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["curve_mode"] == "shards" and data["requests"] == 4000 and data["source_format"] == "cachewise"
+    assert main(["analyze", "--json", "--no-record", "--mode", "exact", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["curve_mode"] == "exact"

@@ -25,6 +25,16 @@ dd if=/dev/zero of="$hdd" bs=8k count=5 seek=60000 oflag=direct,sync 2> /dev/nul
 sync
 cat "$raw/trace" > "$LAB_OUT/tracefs-sample.txt"
 rmdir "$raw"
+# blktrace and blkparse, for the importer's fixture (blktrace records little in this guest).
+mkdir -p /tmp/bt && cd /tmp/bt
+blktrace -d "$hdd" -w 4 -o hdd > "$LAB_OUT/blktrace.log" 2>&1 &
+bt=$!
+sleep 1.5
+dd if="$hdd" of=/dev/null bs=4k count=64 skip=1000 iflag=direct 2> /dev/null
+dd if=/dev/zero of="$hdd" bs=64k count=4 seek=9000 oflag=direct,sync 2> /dev/null
+wait $bt || true
+blkparse -i hdd > "$LAB_OUT/blkparse.txt" 2>> "$LAB_OUT/blktrace.log" || true
+cd "$LAB_OUT"
 # Bad inputs: not root, an output that exists, a path that is not a device.
 as_nobody "'$CW_PY' -m cachewise trace $hdd --duration 1s -o /tmp/x.cwtrace" > /dev/null 2> "$LAB_OUT/bad-notroot.err" || true
 cw trace "$hdd" --duration 1s -o "$LAB_OUT/hdd.cwtrace" 2> "$LAB_OUT/bad-exists.err" || true
