@@ -76,15 +76,14 @@ def _stack_distances(dense: npt.NDArray[np.int64], distinct: int) -> npt.NDArray
 
 @functools.cache
 def _compiled() -> Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]]:
-    """The stack-distance loop compiled by numba, on first use (importing numba costs every
-    command half a second; only analysis needs it). The compiled code is cached on disk where
-    numba can write next to this file; on a read-only install it is compiled in memory."""
+    """The stack-distance loop compiled by numba on first use, in memory (about 1.5 s).
+
+    Imported here because importing numba costs every command half a second and only analysis
+    needs it. Not cached on disk: machine code cached by one CPU crashed another sharing the
+    same files (the lab guest, under emulation, segfaulted on the host's AVX-512 build)."""
     from numba import njit
 
-    try:
-        return njit(cache=True, nogil=True)(_stack_distances)
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return njit(nogil=True)(_stack_distances)
+    return njit(nogil=True)(_stack_distances)
 
 
 def stack_distances(blocks: Blocks) -> npt.NDArray[np.int64]:
