@@ -76,14 +76,18 @@ def _stack_distances(dense: npt.NDArray[np.int64], distinct: int) -> npt.NDArray
 
 @functools.cache
 def _compiled() -> Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]]:
-    """The stack-distance loop compiled by numba on first use, in memory (about 1.5 s).
+    """The stack-distance loop compiled by numba on first use.
 
     Imported here because importing numba costs every command half a second and only analysis
-    needs it. Not cached on disk: machine code cached by one CPU crashed another sharing the
-    same files (the lab guest, under emulation, segfaulted on the host's AVX-512 build)."""
+    needs it. The machine code is cached beside this file where numba may write there (numba
+    keys it by CPU); on a read-only install numba refuses to cache and it is compiled in memory
+    (about 1.5 s)."""
     from numba import njit
 
-    return njit(nogil=True)(_stack_distances)
+    try:
+        return njit(cache=True, nogil=True)(_stack_distances)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return njit(nogil=True)(_stack_distances)
 
 
 def stack_distances(blocks: Blocks) -> npt.NDArray[np.int64]:

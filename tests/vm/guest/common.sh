@@ -1,7 +1,7 @@
 # Helpers shared by guest scenarios. Disks are found by serial number, never by sdX name.
 
 set -u
-cw() { "$CW_PY" -m cachewise "$@"; }
+cw() { "$CW_PY" -X faulthandler -m cachewise "$@"; }
 
 serial_of() {  # serial_of /sys/block/X
   local d=$1
