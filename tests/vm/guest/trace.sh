@@ -31,7 +31,7 @@ blktrace -d "$hdd" -w 4 -o hdd > "$LAB_OUT/blktrace.log" 2>&1 &
 bt=$!
 sleep 1.5
 dd if="$hdd" of=/dev/null bs=4k count=64 skip=1000 iflag=direct 2> /dev/null
-dd if=/dev/zero of="$hdd" bs=64k count=4 seek=9000 oflag=direct,sync 2> /dev/null
+dd if=/dev/zero of="$hdd" bs=64k count=4 seek=7000 oflag=direct,sync 2> /dev/null
 wait $bt || true
 blkparse -i hdd > "$LAB_OUT/blkparse.txt" 2>> "$LAB_OUT/blktrace.log" || true
 cd "$LAB_OUT"
