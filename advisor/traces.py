@@ -160,7 +160,7 @@ def parse_blkparse(fh: IO[str], stats: ImportStats, action: str | None = None) -
         m = _BLKPARSE.match(line)
         if m is None:
             # The per-CPU and total summaries blkparse prints at the end, and blank lines.
-            if line.strip() and not line.startswith((" ", "CPU", "Total", "Throughput", "Events", "Skips")):
+            if line.strip() and not line.startswith((" ", "CPU", "Total", "Throughput", "Events", "Skips", "Input file")):
                 stats.bad_line(number, line)
             else:
                 stats.skipped += 1

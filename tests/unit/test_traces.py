@@ -91,3 +91,21 @@ def test_unreadable_and_unknown_files_are_clear_errors(tmp_path: Path) -> None:
     empty.write_text("fio version 3 iolog\n1 /dev/sdb add\n")
     with pytest.raises(TraceError, match="holds no read or write requests"):
         load_trace(empty)
+
+
+def test_blkparse_default_output_from_the_lab() -> None:
+    trace = load_trace(TRACES / "blkparse-default.txt")
+    assert trace.source_format == "blkparse" and trace.stats.bad == 0
+    req = trace.requests
+    reads, writes = req[req["write"] == 0], req[req["write"] == 1]
+    # Issued (D) requests: dd's 64 reads of 4 KiB from block 1000, dd's 4 synchronous 64 KiB
+    # writes at 64 KiB block 7000, and the reads udev made when it probed the disk again.
+    lines = (TRACES / "blkparse-default.txt").read_text().splitlines()
+    udev = [line for line in lines if " D " in line and "[systemd-udevd]" in line and " + " in line]
+    assert len(writes) == 4 and list(writes["offset"]) == [7000 * 65536 + i * 65536 for i in range(4)]
+    assert set(writes["length"]) == {65536}
+    dd_reads = reads[(reads["offset"] >= 1000 * 4096) & (reads["offset"] < 1064 * 4096)]
+    assert len(dd_reads) == 64 and set(dd_reads["length"]) == {4096}
+    assert len(reads) == 64 + len(udev) and len(udev) > 10
+    # The per-CPU and total summaries at the end are not I/O, and not errors.
+    assert trace.stats.skipped > 0
