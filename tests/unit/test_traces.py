@@ -97,15 +97,16 @@ def test_blkparse_default_output_from_the_lab() -> None:
     trace = load_trace(TRACES / "blkparse-default.txt")
     assert trace.source_format == "blkparse" and trace.stats.bad == 0
     req = trace.requests
-    reads, writes = req[req["write"] == 0], req[req["write"] == 1]
-    # Issued (D) requests: dd's 64 reads of 4 KiB from block 1000, dd's 4 synchronous 64 KiB
-    # writes at 64 KiB block 7000, and the reads udev made when it probed the disk again.
+    # Issued (D) requests with data: dd's 64 reads of 4 KiB from block 1000, dd's 4 synchronous
+    # 64 KiB writes at 64 KiB block 7000 (issued by a kworker), and the reads udev's workers
+    # made when they probed the disk again after it was written.
     lines = (TRACES / "blkparse-default.txt").read_text().splitlines()
-    udev = [line for line in lines if " D " in line and "[systemd-udevd]" in line and " + " in line]
-    assert len(writes) == 4 and list(writes["offset"]) == [7000 * 65536 + i * 65536 for i in range(4)]
-    assert set(writes["length"]) == {65536}
-    dd_reads = reads[(reads["offset"] >= 1000 * 4096) & (reads["offset"] < 1064 * 4096)]
-    assert len(dd_reads) == 64 and set(dd_reads["length"]) == {4096}
-    assert len(reads) == 64 + len(udev) and len(udev) > 10
+    issued = [line.split() for line in lines if " D " in line and " + " in line]
+    assert len(req) == len(issued) == 116
+    dd_sectors = sorted(int(f[7]) for f in issued if f[-1] == "[dd]")
+    assert dd_sectors == [8000 + 8 * i for i in range(64)]
+    writes = req[req["write"] == 1]
+    assert list(writes["offset"]) == [7000 * 65536 + i * 65536 for i in range(4)] and set(writes["length"]) == {65536}
+    assert sorted(int(o) // 512 for o in req["offset"] if 8000 * 512 <= o < 8512 * 512)[:64] == dd_sectors
     # The per-CPU and total summaries at the end are not I/O, and not errors.
     assert trace.stats.skipped > 0
