@@ -107,6 +107,6 @@ def test_blkparse_default_output_from_the_lab() -> None:
     assert dd_sectors == [8000 + 8 * i for i in range(64)]
     writes = req[req["write"] == 1]
     assert list(writes["offset"]) == [7000 * 65536 + i * 65536 for i in range(4)] and set(writes["length"]) == {65536}
-    assert sorted(int(o) // 512 for o in req["offset"] if 8000 * 512 <= o < 8512 * 512)[:64] == dd_sectors
+    assert set(dd_sectors) <= {int(o) // 512 for o in req["offset"][req["write"] == 0]}
     # The per-CPU and total summaries at the end are not I/O, and not errors.
     assert trace.stats.skipped > 0
