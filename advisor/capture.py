@@ -1,4 +1,5 @@
-"""Capture a device's block I/O through the kernel's block tracepoints in tracefs.
+"""Capture a device's block I/O through the kernel's block tracepoints in tracefs (or, where
+tracefs cannot be used, blktrace and blkparse).
 
 No extra package is needed (blktrace records almost nothing in some guests, see docs/lab.md).
 Each capture uses its own tracefs instance, so it never disturbs the global trace buffer or
@@ -237,3 +238,47 @@ class Capture:
         return CaptureResult(out.name if hasattr(out, "name") else "", events, round(time.monotonic() - start, 3),
                              self.lost(), bad, stopped_by)
 
+
+
+def capture_with_blktrace(plan: CapturePlan, runner: CommandRunner, out: IO[bytes], duration: float) -> CaptureResult:
+    """The fallback: blktrace writes per-CPU files for the whole duration, blkparse turns them
+    into text, the blkparse importer into the compact format. Needs debugfs and blktrace."""
+    import math
+    import tempfile
+
+    from advisor.traces import ImportStats, parse_blkparse
+
+    disk = plan.devnode if not plan.sector_count else _disk_node(plan)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="cachewise-blktrace-") as tmp:
+        try:
+            runner.run(["blktrace", "-d", disk, "-w", str(max(1, math.ceil(duration))), "-D", tmp, "-o", "trace"],
+                       timeout=duration + 60)
+            text = os.path.join(tmp, "trace.txt")
+            runner.run(["blkparse", "-i", "trace", "-D", tmp, "-o", text], timeout=600)
+        except CommandError as exc:
+            raise CaptureError(f"blktrace could not trace {disk} ({exc}); nothing was traced.") from exc
+        stats = ImportStats()
+        with open(text, encoding="utf-8", errors="replace") as fh:
+            requests = parse_blkparse(fh, stats)
+    if plan.sector_count:
+        offset = requests["offset"].astype(np.int64) - plan.sector_start * 512
+        keep = (offset >= 0) & (offset < plan.sector_count * 512)
+        requests = requests[keep]
+        requests["offset"] = offset[keep]
+    write_header(out, {"device": plan.devnode, "name": plan.device, "tracer": "blktrace", "size_bytes": plan.size_bytes})
+    requests.tofile(out)
+    out.flush()
+    return CaptureResult(getattr(out, "name", ""), len(requests), round(time.monotonic() - started, 3), 0, stats.bad,
+                         "duration")
+
+
+def _disk_node(plan: CapturePlan) -> str:
+    major, minor = plan.kernel_dev >> 20, plan.kernel_dev & ((1 << 20) - 1)
+    for entry in Path("/sys/class/block").iterdir():
+        try:
+            if (entry / "dev").read_text().strip() == f"{major}:{minor}":
+                return f"/dev/{entry.name}"
+        except OSError:
+            continue
+    raise CaptureError(f"cannot find the disk of {plan.devnode}; nothing was traced.")

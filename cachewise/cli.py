@@ -71,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("--duration", default="10m", help="how long: 90s, 10m (default), 2h")
     trace.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the trace file to write (must not exist)")
     trace.add_argument("--json", action="store_true", help="print a JSON summary (schema cachewise.trace/1)")
+    trace.add_argument("--tracer", default="auto", choices=["auto", "tracefs", "blktrace"],
+                       help="tracefs tracepoints (default), or blktrace and blkparse where tracefs cannot be used")
 
     analyze = sub.add_parser(
         "analyze", help="analyse a block trace: miss-ratio curve, hot-data ratio, mix",
@@ -269,7 +271,14 @@ def parse_duration(text: str) -> float:
 def cmd_trace(args: argparse.Namespace) -> int:
     import os
 
-    from advisor.capture import Capture, CaptureError, CaptureProgress, plan_capture
+    from advisor.capture import (
+        Capture,
+        CaptureError,
+        CaptureProgress,
+        capture_with_blktrace,
+        plan_capture,
+        tracefs,
+    )
 
     try:
         seconds = parse_duration(args.duration)
@@ -289,13 +298,31 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
     try:
         plan = plan_capture(build_inventory(collect(runner)), args.device)
-        with Capture(plan, runner) as cap, args.output.open("xb") as out:
-            result = cap.run(out, seconds, progress if show else None)
+        tracer = args.tracer
+        if tracer == "auto":
+            try:
+                tracefs(runner)
+                tracer = "tracefs"
+            except CaptureError:
+                if runner.which("blktrace") is None:
+                    raise
+                tracer = "blktrace"
+        if tracer == "tracefs":
+            with Capture(plan, runner) as cap, args.output.open("xb") as out:
+                result = cap.run(out, seconds, progress if show else None)
+        else:
+            if show:
+                print(f"tracing {plan.devnode} with blktrace for {seconds:,.0f} s…", file=sys.stderr)
+            with args.output.open("xb") as out:
+                result = capture_with_blktrace(plan, runner, out, seconds)
     except CaptureError as exc:
+        if args.output.exists() and args.output.stat().st_size == 0:
+            args.output.unlink()
         return _error(str(exc))
     if show:
         print(file=sys.stderr)
-    summary = {"schema": "cachewise.trace/1", "path": str(args.output), "device": plan.devnode, "event": plan.event,
+    event = plan.event if tracer == "tracefs" else "blktrace"
+    summary = {"schema": "cachewise.trace/1", "path": str(args.output), "device": plan.devnode, "event": event,
                "events": result.events, "seconds": result.seconds, "lost": result.lost, "bad_lines": result.bad_lines,
                "stopped_by": result.stopped_by}
     if args.json:

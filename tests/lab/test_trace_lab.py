@@ -51,3 +51,10 @@ def test_trace_agrees_with_fio_iolog_within_two_points(guest: GuestRun) -> None:
 def test_bad_inputs(guest: GuestRun) -> None:
     assert "tracing block I/O needs root (tracefs); nothing was traced." in guest.read("bad-notroot.err")
     assert "already exists; nothing was traced." in guest.read("bad-exists.err")
+
+
+def test_blktrace_fallback_records_the_reads(guest: GuestRun) -> None:
+    summary = json.loads(guest.read("trace-blktrace.json"))
+    assert summary["event"] == "blktrace" and summary["events"] >= 32
+    result = analysis(guest, "analysis-blktrace.json")
+    assert result["read_requests"] >= 32
