@@ -258,17 +258,31 @@ def write_header(fh: IO[bytes], meta: dict[str, Any]) -> None:
     fh.write(json.dumps(meta, sort_keys=True).encode() + b"\n")
 
 
-def read_cachewise(path: Path, stats: ImportStats) -> tuple[Requests, dict[str, Any]]:
+def _cachewise_header(path: Path) -> tuple[dict[str, Any], int, int]:
+    """(metadata, offset of the first record, whole records) of a cachewise trace."""
     with path.open("rb") as fh:
         if fh.readline() != MAGIC:
             raise TraceError(f"{path} is not a cachewise trace (bad header); nothing was analysed.")
         try:
-            meta = json.loads(fh.readline())
+            meta: dict[str, Any] = json.loads(fh.readline())
         except ValueError as exc:
             raise TraceError(f"{path} has a corrupt header; nothing was analysed.") from exc
         start = fh.tell()
-    size = os.path.getsize(path) - start
-    whole, partial = divmod(size, REQUEST.itemsize)
+    return meta, start, (os.path.getsize(path) - start) // REQUEST.itemsize
+
+
+def read_cachewise_meta(path: Path) -> dict[str, Any]:
+    return _cachewise_header(path)[0]
+
+
+def cachewise_records(path: Path) -> int:
+    """How many requests a cachewise trace holds, from its size (without reading it)."""
+    return _cachewise_header(path)[2]
+
+
+def read_cachewise(path: Path, stats: ImportStats) -> tuple[Requests, dict[str, Any]]:
+    meta, start, whole = _cachewise_header(path)
+    partial = (os.path.getsize(path) - start) % REQUEST.itemsize
     if partial:
         stats.bad += 1
         stats.examples.append(f"the last {partial} bytes are a truncated record (the capture was cut short)")
@@ -277,34 +291,9 @@ def read_cachewise(path: Path, stats: ImportStats) -> tuple[Requests, dict[str, 
     return requests, meta
 
 
-def read_cachewise_meta(path: Path) -> dict[str, Any]:
-    with path.open("rb") as fh:
-        if fh.readline() != MAGIC:
-            raise TraceError(f"{path} is not a cachewise trace (bad header); nothing was analysed.")
-        try:
-            meta: dict[str, Any] = json.loads(fh.readline())
-        except ValueError as exc:
-            raise TraceError(f"{path} has a corrupt header; nothing was analysed.") from exc
-    return meta
-
-
-def cachewise_records(path: Path) -> int:
-    """How many requests a cachewise trace holds, from its size (without reading it)."""
-    with path.open("rb") as fh:
-        if fh.readline() != MAGIC:
-            raise TraceError(f"{path} is not a cachewise trace (bad header); nothing was analysed.")
-        fh.readline()
-        start = fh.tell()
-    return (os.path.getsize(path) - start) // REQUEST.itemsize
-
-
 def iter_cachewise(path: Path, chunk: int = 4 * CHUNK) -> Iterator[Requests]:
     """A cachewise trace in chunks of ``chunk`` requests (a truncated last record is dropped)."""
-    with path.open("rb") as fh:
-        fh.readline()
-        fh.readline()
-        start = fh.tell()
-    total = (os.path.getsize(path) - start) // REQUEST.itemsize
+    _, start, total = _cachewise_header(path)
     for first in range(0, total, chunk):
         yield np.fromfile(path, dtype=REQUEST, count=min(chunk, total - first), offset=start + first * REQUEST.itemsize)
 
