@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from pathlib import Path
@@ -29,6 +30,8 @@ from screens.probing import ConfirmProbe, ProbeFinished, ProbePanel, ProbeUpdate
 if TYPE_CHECKING:
     from advisor.workload import Analysis
     from screens.app import CachewiseApp
+
+log = logging.getLogger("cachewise.screens")
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
 
@@ -214,6 +217,7 @@ class DisksScreen(Screen[None]):
                     time.sleep(0.05)
                     continue
                 started = time.monotonic()
+                log.info("%s scan starts (generation %d, changed %s)", mode, generation, sorted(changed) if mode == "quick" else "")
                 if mode == "quick":
                     inv = discovery.scan(quick=True, changed=changed or None)
                 else:
@@ -224,6 +228,7 @@ class DisksScreen(Screen[None]):
                     if generation != self._generation:
                         continue
                 self.app.call_from_thread(self._show, inv, time.monotonic() - started)
+                log.info("%s scan shown after %.2f s", mode, time.monotonic() - started)
                 if mode == "full":
                     self._record(inv)
         except BaseException:

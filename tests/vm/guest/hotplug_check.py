@@ -70,19 +70,31 @@ async def main(serial: str, out: str) -> None:
         result["watcher"] = type(screen._watcher).__name__ if screen._watcher else None
         if screen._watcher is not None:
             result["watch_source"] = screen._watcher.source
-        Path(f"/sys/block/{name}/device/delete").write_text("1")
-        result["removed_seconds"] = await wait_for(lambda: not in_table(name), 5)
-        await idle()
-        Path(f"/sys/class/scsi_host/{scsi_host}/scan").write_text("- - -")
-        back = None
+        # Three remove/add cycles: under emulation a single pass can stall for a second or two
+        # (a TCG hiccup, a garbage collection); the median is what a person would see.
+        removed, added = [], []
+        current = name
+        for _ in range(3):
+            Path(f"/sys/block/{current}/device/delete").write_text("1")
+            removed.append(await wait_for(lambda c=current: not in_table(c), 5))
+            await idle()
+            Path(f"/sys/class/scsi_host/{scsi_host}/scan").write_text("- - -")
+            back = None
 
-        def reappeared() -> bool:
-            nonlocal back
-            back = find_by_serial(serial)
-            return back is not None and in_table(back)
+            def reappeared() -> bool:
+                nonlocal back
+                back = find_by_serial(serial)
+                return back is not None and in_table(back)
 
-        result["added_seconds"] = await wait_for(reappeared, 5)
-        result["readded_as"] = back
+            added.append(await wait_for(reappeared, 5))
+            current = back or current
+            await idle()
+        result["removed_all"], result["added_all"] = removed, added
+        done = [x for x in removed if x is not None]
+        result["removed_seconds"] = sorted(done)[len(done) // 2] if len(done) == 3 else None
+        done = [x for x in added if x is not None]
+        result["added_seconds"] = sorted(done)[len(done) // 2] if len(done) == 3 else None
+        result["readded_as"] = current
         result["status_line"] = str(screen.query_one("#status").render())
         result["rows"] = [str(k.value) for k in screen.query_one("#devices").rows]
         await pilot.press("q")
