@@ -72,24 +72,22 @@ async def main(serial: str, out: str) -> None:
             result["watch_source"] = screen._watcher.source
         # Three remove/add cycles: under emulation a single pass can stall for a second or two
         # (a TCG hiccup, a garbage collection); the median is what a person would see.
-        removed, added = [], []
+        removed, added, kernel_add = [], [], []
         current = name
         for _ in range(3):
             Path(f"/sys/block/{current}/device/delete").write_text("1")
             removed.append(await wait_for(lambda c=current: not in_table(c), 5))
             await idle()
             Path(f"/sys/class/scsi_host/{scsi_host}/scan").write_text("- - -")
-            back = None
-
-            def reappeared() -> bool:
-                nonlocal back
-                back = find_by_serial(serial)
-                return back is not None and in_table(back)
-
-            added.append(await wait_for(reappeared, 5))
+            # SCSI disks are probed asynchronously: the rescan returns before the kernel adds
+            # the disk. The clock starts when the disk exists, as when a person plugs it in.
+            appeared = await wait_for(lambda: find_by_serial(serial) is not None, 10)
+            kernel_add.append(appeared)
+            back = find_by_serial(serial)
+            added.append(await wait_for(lambda b=back: b is not None and in_table(b), 5))
             current = back or current
             await idle()
-        result["removed_all"], result["added_all"] = removed, added
+        result["removed_all"], result["added_all"], result["kernel_add_all"] = removed, added, kernel_add
         done = [x for x in removed if x is not None]
         result["removed_seconds"] = sorted(done)[len(done) // 2] if len(done) == 3 else None
         done = [x for x in added if x is not None]
