@@ -36,9 +36,14 @@ wait $bt || true
 blkparse -i hdd > "$LAB_OUT/blkparse.txt" 2>> "$LAB_OUT/blktrace.log" || true
 cd "$LAB_OUT"
 # The blktrace fallback, through cachewise.
-(sleep 2; dd if="$hdd" of=/dev/null bs=4k count=32 skip=3000 iflag=direct 2> /dev/null) &
-cw trace --tracer blktrace --json "$hdd" --duration 4s -o "$LAB_OUT/hdd-blktrace.cwtrace" > "$LAB_OUT/trace-blktrace.json"
-wait
+cw trace --tracer blktrace --json "$hdd" --duration 4s -o "$LAB_OUT/hdd-blktrace.cwtrace" > "$LAB_OUT/trace-blktrace.json" &
+tracer=$!
+# cachewise starts slowly under emulation: keep reading until the capture is over.
+while kill -0 $tracer 2> /dev/null; do
+  dd if="$hdd" of=/dev/null bs=4k count=8 skip=3000 iflag=direct 2> /dev/null
+  sleep 0.3
+done
+wait $tracer
 cw analyze --json --no-record "$LAB_OUT/hdd-blktrace.cwtrace" > "$LAB_OUT/analysis-blktrace.json"
 # Bad inputs: not root, an output that exists, a path that is not a device.
 as_nobody "'$CW_PY' -m cachewise trace $hdd --duration 1s -o /tmp/x.cwtrace" > /dev/null 2> "$LAB_OUT/bad-notroot.err" || true
