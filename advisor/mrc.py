@@ -107,9 +107,6 @@ class Curve:
     rate: float = 1.0
     samples: int = 1
 
-    def at(self, size_blocks: int) -> float:
-        i = int(np.searchsorted(self.sizes, size_blocks, side="right")) - 1
-        return float(self.hit_ratio[i]) if i >= 0 else 0.0
 
 
 def _curve_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64],

@@ -65,10 +65,6 @@ class Analysis:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-    def hit_ratio_at(self, size_blocks: int) -> float:
-        sizes = np.asarray(self.curve_sizes_blocks)
-        i = int(np.searchsorted(sizes, size_blocks, side="right")) - 1
-        return float(self.curve_hit_ratio[i]) if i >= 0 else 0.0
 
 
 class _Summary:
