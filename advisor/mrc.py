@@ -108,7 +108,6 @@ class Curve:
     samples: int = 1
 
 
-
 def _curve_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64],
                           total: float) -> npt.NDArray[np.float64]:
     reused = np.sort(distances[distances >= 0])

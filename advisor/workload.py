@@ -66,7 +66,6 @@ class Analysis:
         return asdict(self)
 
 
-
 class _Summary:
     """Everything but the curve, accumulated chunk by chunk (bounded by the footprint)."""
 
