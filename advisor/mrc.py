@@ -212,3 +212,59 @@ def zipf_exponent(counts: npt.NDArray[np.int64], min_count: int = 5, max_ranks: 
     ranks = np.arange(1, len(head) + 1, dtype=np.float64)
     slope = np.polyfit(np.log(ranks), np.log(head.astype(np.float64)), 1)[0]
     return float(-slope)
+
+
+# --- Curves without a trace: an LRU cache under independent Zipf-distributed references ---
+
+ZIPF_EXACT_RANKS = 10_000  # ranks summed one by one; beyond, in geometric groups
+ZIPF_GROUPS = 4_000
+
+
+def _zipf_groups(alpha: float, items: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """(items per group, reference probability of each item in the group), ranks 1..items."""
+    head = np.arange(1, min(items, ZIPF_EXACT_RANKS) + 1, dtype=np.float64)
+    counts = [np.ones_like(head)]
+    weights = [head ** -alpha]
+    if items > ZIPF_EXACT_RANKS:
+        edges = np.unique(np.geomspace(ZIPF_EXACT_RANKS + 1, items + 1, ZIPF_GROUPS).astype(np.int64))
+        edges[-1] = items + 1
+        lo, hi = edges[:-1].astype(np.float64), edges[1:].astype(np.float64)
+        counts.append(hi - lo)
+        weights.append(((lo + hi - 1) / 2) ** -alpha)
+    c, w = np.concatenate(counts), np.concatenate(weights)
+    return c, w / float((c * w).sum())
+
+
+def zipf_lru_curve(alpha: float, items: int, sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """Hit ratio of an LRU cache of each size (in items) under independent Zipf(alpha)
+    references over ``items`` items, by Che's approximation (Che, Tung and Wang, 2002;
+    Fricker et al., 2012): the cache's characteristic time T solves sum(1 - exp(-p_i T)) = C,
+    and the hit ratio is sum(p_i (1 - exp(-p_i T))). Accurate to about 0.01 for these
+    workloads (tests compare it with exact stack distances)."""
+    if items < 1:
+        raise ValueError("a Zipf model needs at least one item")
+    counts, p = _zipf_groups(alpha, items)
+    out = np.empty(len(sizes))
+    for k, size in enumerate(np.asarray(sizes, dtype=np.float64)):
+        if size >= items:
+            out[k] = 1.0
+            continue
+        lo, hi = 0.0, 1.0 / float(p.min()) * 64.0
+        while float((counts * -np.expm1(-p * hi)).sum()) < size:
+            hi *= 4
+        for _ in range(80):
+            mid = (lo + hi) / 2
+            if float((counts * -np.expm1(-p * mid)).sum()) < size:
+                lo = mid
+            else:
+                hi = mid
+        out[k] = float((counts * p * -np.expm1(-p * hi)).sum())
+    return out
+
+
+def zipf_hot_items(alpha: float, items: int, share: float) -> int:
+    """How many of the most popular items receive ``share`` of the references."""
+    counts, p = _zipf_groups(alpha, items)
+    cum = np.cumsum(counts * p)
+    k = int(np.searchsorted(cum, share))
+    return int(counts[: k + 1].sum())

@@ -5,13 +5,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from advisor import mrc
-from advisor.traces import ImportStats, Requests, Trace
+from advisor.traces import (
+    MSR,
+    CsvLayout,
+    ImportStats,
+    Requests,
+    Format,
+    Trace,
+    cachewise_records,
+    detect_format,
+    iter_cachewise,
+    load_trace,
+    read_cachewise_meta,
+)
 
 ANALYSIS_SCHEMA = "cachewise.analysis/1"
 MIN_BLOCK = 4096
@@ -181,3 +194,18 @@ def analyze_stream(chunks: Iterable[Requests], expected_requests: int, block_siz
         raise ValueError("the trace holds no requests")
     curve = sampler.curve(mrc.default_sizes(len(summary.counts())))
     return _result(summary, curve, block_size, source, source_format, stats)
+
+
+def analyze_path(path: Path, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto",
+                 fmt: Format = "auto", layout: CsvLayout = MSR) -> tuple[Analysis, dict[str, Any]]:
+    """Analyse a trace file of any supported format: (analysis, the trace's own metadata).
+    Long cachewise traces are read in chunks with a SHARDS curve, in bounded memory."""
+    if fmt == "auto" and path.is_file():
+        fmt = detect_format(path)
+    records = cachewise_records(path) if fmt == "cachewise" else 0
+    if records > STREAM_REQUESTS and mode != "exact":
+        stats = ImportStats(lines=records, requests=records)
+        return (analyze_stream(iter_cachewise(path), records, block_size, str(path), fmt, stats),
+                read_cachewise_meta(path))
+    trace = load_trace(path, fmt, layout)
+    return analyze(trace, block_size, mode), trace.meta

@@ -26,6 +26,9 @@ from advisor.probe import (
 from advisor.runner import CommandError, CommandRunner
 from cachewise import __version__
 
+WORKLOAD_TYPES = ("very-small-files", "database", "database-fsync", "mixed-files", "large-files",
+                  "very-large-datasets")
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -94,6 +97,33 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--csv-header", action="store_true", help="the CSV's first line is a header")
     analyze.add_argument("--no-record", action="store_true", help="do not record the analysis in the history database")
 
+    rec = sub.add_parser(
+        "recommend", help="recommend a cache: backend, size, mode and tunables, with reasons",
+        description="Recommend how to cache the slow device with the fast one(s): lvmcache, lvmcache writecache, "
+        "bcache, or no cache; the cache size from the workload's miss-ratio curve; writethrough or writeback; chunk, "
+        "metadata and bcache tunables; predicted hit ratio and warm-up. Every reason cites a published finding. "
+        "Uses the newest probes from the history database (`cachewise probe`). Changes nothing.")
+    rec.add_argument("--slow", required=True, metavar="DEV", help="the slow device or LV that holds the data")
+    rec.add_argument("--fast", required=True, action="append", metavar="DEV",
+                     help="a fast device (SSD) for the cache; twice for a mirrored pair")
+    src = rec.add_mutually_exclusive_group()
+    src.add_argument("--trace", type=Path, metavar="FILE", help="a trace of the slow device's workload (`cachewise trace`)")
+    src.add_argument("--workload", choices=list(WORKLOAD_TYPES), help="declare the workload when there is no trace")
+    rec.add_argument("--hot-fraction", type=float, metavar="F",
+                     help="declared: the share of the data that serves 90%% of the I/O (0.1 for fio's zipf:1.2)")
+    rec.add_argument("--read-share", type=float, metavar="F", help="declared: the share of I/O that is reads")
+    rec.add_argument("--fs", choices=["ext4", "xfs", "other"], help="the file system (default: detected on --slow)")
+    rec.add_argument("--data-size", metavar="SIZE", help="the dataset's size, e.g. 48g (default: the slow device's size)")
+    rec.add_argument("--cache-size", metavar="SIZE", help="at most this much SSD space for the cache")
+    rec.add_argument("--mirrored", action="store_true", help="the fast devices are (or will be) mirrored")
+    rec.add_argument("--accept-writeback-risk", action="store_true",
+                     help="allow writeback on a single SSD: dirty data is lost if it fails")
+    rec.add_argument("--reformat-ok", action="store_true", help="the slow device's data may be moved off and back (bcache)")
+    rec.add_argument("--read-iops", type=float, metavar="N", help="declared read rate, for a warm-up time without a trace")
+    rec.add_argument("--kernel", metavar="VERSION", help="plan for this kernel instead of the running one")
+    rec.add_argument("--from-raw", type=Path, metavar="FILE", help="plan from a raw snapshot saved with `scan --save-raw`")
+    rec.add_argument("--json", action="store_true", help="print JSON (schema cachewise.recommend/1)")
+
     hist = sub.add_parser("history", help="list recorded discovery snapshots",
                           description="List the discovery snapshots recorded in the history database.")
     hist.add_argument("--json", action="store_true", help="print JSON")
@@ -120,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_trace(args)
         if args.command == "analyze":
             return cmd_analyze(args)
+        if args.command == "recommend":
+            return cmd_recommend(args)
         if args.command == "history":
             return cmd_history(args)
         return cmd_tui(args)
@@ -336,19 +368,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from advisor.traces import (
-        MSR,
-        CsvLayout,
-        ImportStats,
-        TraceError,
-        cachewise_records,
-        detect_format,
-        file_sha256,
-        iter_cachewise,
-        load_trace,
-        read_cachewise_meta,
-    )
-    from advisor.workload import STREAM_REQUESTS, analyze, analyze_stream
+    from advisor.traces import MSR, CsvLayout, TraceError, file_sha256
+    from advisor.workload import analyze_path
 
     try:
         block_size = parse_size(args.block_size)
@@ -357,17 +378,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             layout = CsvLayout.parse(args.csv_columns, args.csv_time_unit or "s", args.csv_header)
         elif args.csv_time_unit or args.csv_header:
             layout = CsvLayout(MSR.time, MSR.op, MSR.offset, MSR.size, args.csv_time_unit or MSR.time_unit, args.csv_header)
-        fmt = detect_format(args.trace) if args.format == "auto" and args.trace.is_file() else args.format
-        records = cachewise_records(args.trace) if fmt == "cachewise" else 0
-        if records > STREAM_REQUESTS and args.mode != "exact":
-            # Hours of capture: read it in chunks, with a SHARDS curve, in bounded memory.
-            meta = read_cachewise_meta(args.trace)
-            stats = ImportStats(lines=records, requests=records)
-            result = analyze_stream(iter_cachewise(args.trace), records, block_size, str(args.trace), fmt, stats)
-        else:
-            trace = load_trace(args.trace, fmt, layout)
-            meta = trace.meta
-            result = analyze(trace, block_size, args.mode)
+        result, meta = analyze_path(args.trace, block_size, args.mode, args.format, layout)
     except (TraceError, ValueError) as exc:
         return _error(f"{exc}" if "nothing was analysed" in str(exc) else f"{exc}; nothing was analysed.")
     if not args.no_record:
@@ -385,6 +396,89 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from cachewise.render import analysis_report
 
     Console().print(analysis_report(result))
+    return 0
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from advisor import sysfacts
+    from advisor.recommend import Inputs, RecommendError, recommend
+    from advisor.traces import TraceError
+    from advisor.workload import analyze_path
+
+    nothing = "Nothing was changed."
+    try:
+        data_size = parse_size(args.data_size) if args.data_size else None
+        budget = parse_size(args.cache_size) if args.cache_size else None
+    except ValueError as exc:
+        return _error(f"{exc}. {nothing}")
+    for name in ("hot_fraction", "read_share"):
+        value = getattr(args, name)
+        if value is not None and not 0 < value <= 1:
+            return _error(f"--{name.replace('_', '-')} must be between 0 and 1 (got {value:g}). {nothing}")
+    runner = CommandRunner()
+    if args.from_raw:
+        try:
+            raw = RawSystem.load(args.from_raw)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            return _error(f"cannot read the raw snapshot {args.from_raw}: {exc}. {nothing}")
+    else:
+        raw = collect(runner)
+    inv = build_inventory(raw)
+    devices = []
+    for path in [args.slow, *args.fast]:
+        dev = sysfacts.find_device(inv, path)
+        if dev is None:
+            return _error(f"{path} is not a block device on this machine (see `cachewise scan`). {nothing}")
+        devices.append(dev)
+    if len({d.name for d in devices}) != len(devices):
+        return _error(f"the same device is named twice ({', '.join([args.slow, *args.fast])}). {nothing}")
+    analysis = None
+    if args.trace:
+        try:
+            analysis, _ = analyze_path(args.trace)
+        except (TraceError, ValueError) as exc:
+            return _error(f"cannot analyse {args.trace}: {exc}. {nothing}")
+
+    hist: History | None = None
+    try:
+        hist = History.open_default(args.state_dir)
+    except HistoryError as exc:
+        print(f"cachewise: warning: no probe history ({exc}); device classes come from the kernel.", file=sys.stderr)
+
+    def probe_of(d: object) -> dict[str, object] | None:
+        ident, size = getattr(d, "identity", None), getattr(d, "size_bytes", 0)
+        return hist.latest_probe(ident, size) if hist is not None and ident else None
+
+    try:
+        slow = sysfacts.device_facts(inv, devices[0], probe_of)
+        fast = tuple(sysfacts.device_facts(inv, d, probe_of, None if args.from_raw else sysfacts.endurance(runner, d.devnode))
+                     for d in devices[1:])
+    finally:
+        if hist is not None:
+            hist.close()
+    versions = sysfacts.versions(runner) if not args.from_raw else sysfacts.Versions()
+    if args.kernel:
+        versions = replace(versions, kernel=args.kernel)
+    inputs = Inputs(slow=slow, fast=fast, analysis=analysis, workload=args.workload, hot_fraction=args.hot_fraction,
+                    read_share=args.read_share, filesystem=args.fs, data_bytes=data_size,
+                    fast_mirrored=args.mirrored, accept_writeback_risk=args.accept_writeback_risk,
+                    reformat_ok=args.reformat_ok, cache_budget_bytes=budget, read_iops=args.read_iops,
+                    versions=versions)
+    try:
+        rec = recommend(inputs)
+    except RecommendError as exc:
+        return _error(f"{exc}. {nothing}")
+    if args.json:
+        json.dump(rec.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+
+    from cachewise.render import recommendation_report
+
+    Console().print(recommendation_report(rec))
     return 0
 
 

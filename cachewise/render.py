@@ -14,6 +14,7 @@ from advisor.probe import ProbeResult
 from advisor.units import human_size
 
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
+    from advisor.recommend import CacheConfig, Reason, Recommendation
     from advisor.workload import Analysis
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
@@ -71,12 +72,18 @@ def probe_table(results: list[ProbeResult]) -> Table:
     return table
 
 
-def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int = 60, height: int = 11) -> str:
-    """The hit-ratio curve as text: cache size (log scale) across, hit ratio up."""
+def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int = 60, height: int = 11,
+               mark: int | None = None) -> str:
+    """The hit-ratio curve as text: cache size (log scale) across, hit ratio up. ``mark`` (a
+    size in blocks) draws a column of ``│`` at the chosen cache size."""
     if not sizes:
         return "(no curve)"
     lo, hi = math.log(sizes[0]), math.log(max(sizes[-1], sizes[0] + 1))
     grid = [[" "] * width for _ in range(height)]
+    if mark is not None and mark > 0:
+        mx = min(width - 1, max(0, int((math.log(mark) - lo) / (hi - lo) * (width - 1)))) if hi > lo else 0
+        for row in grid:
+            row[mx] = "│"
     for size, hit in zip(sizes, hits, strict=True):
         x = min(width - 1, int((math.log(size) - lo) / (hi - lo) * (width - 1))) if hi > lo else 0
         y = min(height - 1, int(hit * (height - 1) + 0.5))
@@ -88,7 +95,7 @@ def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int 
         lines.append(label + "".join(row))
     left, right = human_size(sizes[0] * block_size), human_size(sizes[-1] * block_size)
     lines.append("      " + left + " " * max(1, width - len(left) - len(right)) + right)
-    lines.append("      cache size (log scale) → LRU hit ratio")
+    lines.append("      cache size (log scale) → LRU hit ratio" + ("; │ = the recommended cache" if mark else ""))
     return "\n".join(lines)
 
 
@@ -110,3 +117,81 @@ def analysis_report(a: Analysis) -> Group:
     for example in a.bad_examples:
         summary.add_row("Malformed", Text(example, style="yellow"))
     return Group(summary, Text(""), Text(curve_plot(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size)))
+
+
+VERDICT_STYLE = {"cache": "bold green", "move-to-ssd": "bold cyan", "dont-cache": "bold yellow"}
+
+
+def config_table(cfg: CacheConfig) -> Table:
+    """The numbers of a cache configuration, one per row."""
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="bold")
+    t.add_column()
+    t.add_row("Backend", cfg.label)
+    t.add_row("Cache size", f"{human_size(cfg.size_bytes)} (holds about {human_size(cfg.effective_bytes)} of hot data; "
+              f"{human_size(cfg.fast_space_bytes)} of SSD in all)")
+    if cfg.chunk_size_bytes:
+        t.add_row("Chunk", human_size(cfg.chunk_size_bytes))
+    if cfg.metadata_size_bytes:
+        t.add_row("Metadata", f"{human_size(cfg.metadata_size_bytes)} (+ {human_size(cfg.spare_metadata_bytes or 0)} spare)")
+    if cfg.policy:
+        t.add_row("Policy", cfg.policy)
+    if cfg.sequential_cutoff_bytes is not None:
+        t.add_row("sequential_cutoff", human_size(cfg.sequential_cutoff_bytes))
+    if cfg.writeback_percent is not None:
+        t.add_row("writeback_percent", str(cfg.writeback_percent))
+    if cfg.writecache_block_size:
+        t.add_row("Block size", f"{cfg.writecache_block_size} bytes")
+    if cfg.predicted_hit_ratio is not None:
+        t.add_row("Predicted hit ratio", f"{cfg.predicted_hit_ratio:.0%}")
+    t.add_row("Expected speed-up", f"about {cfg.expected_speedup:g}x ({cfg.speedup_basis})")
+    if cfg.warmup is not None:
+        w = cfg.warmup
+        when = (f" ({_seconds(w.seconds_63)} / {_seconds(w.seconds_95)})" if w.seconds_63 is not None else "")
+        t.add_row("Warm-up", f"{w.reads_63:,} reads to 63%, {w.reads_95:,} to 95% of the hot data{when}")
+    return t
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "?"
+    return f"{value:,.0f} s" if value < 3600 else f"{value / 3600:,.1f} h"
+
+
+def reason_lines(reasons: tuple[Reason, ...], style: str = "") -> list[Text]:
+    out = []
+    for r in reasons:
+        line = Text("• ", style=style)
+        line.append(r.text, style=style)
+        if r.findings:
+            line.append(f"  [{', '.join(r.findings)}]", style="dim")
+        out.append(line)
+    return out
+
+
+def recommendation_report(rec: Recommendation) -> Group:
+    from advisor.findings import finding
+
+    parts: list[Table | Text] = [Text(rec.summary, style=VERDICT_STYLE[rec.verdict]), Text("")]
+    if rec.config is not None:
+        parts += [config_table(rec.config), Text("")]
+    parts.append(Text("Why", style="bold underline"))
+    parts += reason_lines(rec.reasons)
+    if rec.warnings:
+        parts += [Text(""), Text("Warnings", style="bold underline")]
+        parts += reason_lines(rec.warnings, style="yellow")
+    if rec.runner_ups:
+        parts += [Text(""), Text("Other options", style="bold underline")]
+        for o in rec.runner_ups:
+            line = Text(f"• {o.summary}")
+            if o.tradeoff:
+                line.append(f"; {o.tradeoff}", style="dim")
+            parts.append(line)
+    if rec.curve is not None and rec.curve.sizes_bytes:
+        mark = rec.config.effective_bytes if rec.config else None
+        parts += [Text(""), Text(curve_plot(rec.curve.sizes_bytes, rec.curve.hit_ratio, 1, mark=mark))]
+    parts += [Text(""), Text("Sources", style="bold underline")]
+    for fid in rec.cited:
+        f = finding(fid)
+        parts.append(Text(f"{fid}: {f.citation}", style="dim"))
+    return Group(*parts)

@@ -1,0 +1,793 @@
+"""The recommendation engine: backend, cache size, mode and tunables, each with its reasons.
+
+Pure domain code. :func:`recommend` takes what was measured (probes, a workload analysis) or
+declared (a workload class from the thesis, a hot-data ratio), the platform (file system,
+LVM, mirrored SSDs, tool and kernel versions) and returns a :class:`Recommendation` whose
+every decision cites finding ids from advisor/data/findings.toml. Nothing here runs a
+command; :mod:`advisor.sysfacts` gathers the inputs.
+
+How it decides (docs/recommend.md has the long form):
+1. A profile of the workload: measured (curve, mix, rate) or modelled (a Zipf popularity
+   curve calibrated so the hot fraction of the data receives 90% of the I/O, L-SIZE-1).
+2. "Put the data on the SSD" when the data fits (T-SIZE-3); "don't cache" when the slow
+   device is not slow, the I/O is sequential (T-SEQ-1) or has no hot spots (L-SIZE-4).
+3. Every backend and mode is a candidate with an expected speed-up: the thesis's measured
+   factors for its workload classes, else a latency model from the predicted hit ratio.
+   Candidates that need a reformat, writeback without redundancy, or a tool that is missing
+   are not chosen but stay as runner-ups with that trade-off.
+4. The chosen cache is sized at the curve's knee (the smallest size reaching 90% of the
+   achievable hit ratio) times the backend's space overhead (T-SIZE-1), bounded by the SSD;
+   chunk and metadata follow lvm2's own rules (M-CHUNK-1, M-META-1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Literal
+
+import numpy as np
+
+from advisor import mrc
+from advisor.findings import finding
+from advisor.workload import Analysis
+
+RECOMMEND_SCHEMA = "cachewise.recommend/1"
+
+Backend = Literal["lvmcache", "lvmcache-writecache", "bcache"]
+Mode = Literal["writethrough", "writeback"]
+Verdict = Literal["cache", "move-to-ssd", "dont-cache"]
+DeviceClass = Literal["hdd", "ssd", "nvme", "unknown"]
+FileSystem = Literal["ext4", "xfs", "other"]
+WorkloadType = Literal["very-small-files", "database", "database-fsync", "mixed-files", "large-files",
+                       "very-large-datasets"]
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+BLOCK = 4096  # the modelled workload's block
+KNEE_SHARE = 0.90  # of the achievable hit ratio
+HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
+MOVE_FILL = 0.80  # data up to this share of the SSD "fits" (room for growth and overprovisioning)
+MIN_CACHE = 256 * MiB
+MIN_GAIN = 1.10  # below this expected speed-up, caching is not worth its risk and complexity
+WRITEBACK_MARGIN = 1.20  # writeback must beat writethrough by this much to be preferred
+
+# Space the backend needs on the SSD for the same hot data (T-SIZE-1: LVM cache 3.5x bcache).
+SPACE_OVERHEAD: dict[Backend, float] = {"lvmcache": 3.5, "lvmcache-writecache": 1.0, "bcache": 1.0}
+# Chance a read of an uncached block promotes it. bcache caches on first read (L-WARM-2);
+# dm-cache's smq promotes hot spots only: R-WARM-1's repeated reads were fully fast at pass
+# 22, which a per-read promotion chance of 1/8 reproduces (95% after 3/p = 24 passes).
+PROMOTION: dict[Backend, float] = {"lvmcache": 1 / 8, "bcache": 1.0}
+# lvm2's rules (M-CHUNK-1, M-META-1).
+LVM_EXTENT = 4 * MiB
+LVM_PV_METADATA = 1 * MiB
+CHUNK_UNIT = 32 * KiB
+DEFAULT_CHUNK = 64 * KiB
+MAX_CHUNKS = 1_000_000
+META_BYTES_PER_CHUNK = 16 + 20 + 8
+META_OVERHEAD = 4 * MiB
+# bcache defaults (T-SEQ-1) and its superblock/journal/bucket headroom on the cache device.
+BCACHE_SEQUENTIAL_CUTOFF = 4 * MiB
+BCACHE_WRITEBACK_PERCENT = 10
+BCACHE_RESERVE = 0.02
+# Latencies when a device was not probed (T-DEV-1), in ms.
+TYPICAL_LATENCY_MS: dict[DeviceClass, float] = {"hdd": 4.16, "ssd": 0.057, "nvme": 0.020, "unknown": 4.16}
+
+
+@dataclass(frozen=True)
+class WorkloadClass:
+    label: str
+    read_share: float
+    sequential_share: float
+    hot_fraction: float  # of the data, serving HOT_SHARE of the I/O
+    findings: tuple[str, ...]
+
+
+# The thesis's workload classes, with the mix assumed when nothing was measured.
+WORKLOADS: dict[WorkloadType, WorkloadClass] = {
+    "very-small-files": WorkloadClass("very small files (many 4 KiB files created)", 0.2, 0.1, 0.10, ("T-SMALL-1",)),
+    "database": WorkloadClass("database (random I/O)", 0.7, 0.05, 0.10, ("T-DB-1",)),
+    "database-fsync": WorkloadClass("database with frequent fsync", 0.5, 0.05, 0.10, ("T-DB-2",)),
+    "mixed-files": WorkloadClass("mixed file sizes, sequential and random", 0.6, 0.4, 0.15, ("T-MIX-1",)),
+    "large-files": WorkloadClass("large files (sequential streams)", 0.7, 0.9, 0.5, ("T-SEQ-1",)),
+    "very-large-datasets": WorkloadClass("very large datasets", 0.8, 0.3, 0.2, ("T-SIZE-3", "L-SIZE-2")),
+}
+
+# Speed-ups the thesis measured for its workload classes: (workload, fs, backend, mode) ->
+# (factor over uncached, findings). "any" fs applies to both. Missing entries fall back to
+# the latency model.
+Key = tuple[WorkloadType, str, Backend, Mode]
+MEASURED_GAIN: dict[Key, tuple[float, tuple[str, ...]]] = {
+    ("database", "ext4", "bcache", "writeback"): (29.0, ("T-DB-1",)),  # the write figure; reads 55x
+    ("database", "xfs", "bcache", "writeback"): (21.0, ("T-DB-1",)),  # reads 44x
+    ("database", "any", "bcache", "writethrough"): (10.0, ("T-BC-2",)),
+    ("database", "xfs", "lvmcache", "writethrough"): (0.982, ("T-DB-1",)),
+    ("database", "ext4", "lvmcache", "writethrough"): (1.26, ("T-LVM-1",)),
+    ("database", "ext4", "lvmcache", "writeback"): (1.23, ("T-LVM-1",)),
+    ("database", "xfs", "lvmcache", "writeback"): (1.22, ("T-LVM-1",)),
+    ("database-fsync", "ext4", "bcache", "writeback"): (3.57, ("T-DB-2",)),
+    ("database-fsync", "xfs", "bcache", "writeback"): (3.10, ("T-DB-2",)),
+    ("database-fsync", "any", "bcache", "writethrough"): (0.95, ("T-DB-2",)),
+    ("database-fsync", "any", "lvmcache", "writethrough"): (0.95, ("T-DB-2",)),
+    ("database-fsync", "any", "lvmcache", "writeback"): (0.95, ("T-DB-2",)),
+    ("very-small-files", "ext4", "lvmcache", "writeback"): (1.67, ("T-SMALL-1",)),
+    ("very-small-files", "ext4", "lvmcache", "writethrough"): (0.95, ("T-SMALL-1",)),
+    ("very-small-files", "ext4", "bcache", "writethrough"): (0.95, ("T-SMALL-1",)),
+    ("very-small-files", "ext4", "bcache", "writeback"): (0.95, ("T-SMALL-1",)),
+    ("very-small-files", "xfs", "lvmcache", "writethrough"): (0.52, ("T-SMALL-1",)),
+    ("very-small-files", "xfs", "bcache", "writethrough"): (0.52, ("T-SMALL-1",)),
+    ("very-small-files", "xfs", "lvmcache", "writeback"): (1.0, ("T-SMALL-1",)),
+    ("very-small-files", "xfs", "bcache", "writeback"): (1.13, ("T-SMALL-1",)),
+    ("mixed-files", "any", "lvmcache", "writethrough"): (1.28, ("T-MIX-1",)),
+    ("mixed-files", "any", "lvmcache", "writeback"): (1.32, ("T-MIX-1",)),
+    ("mixed-files", "any", "bcache", "writethrough"): (1.03, ("T-MIX-1", "T-SEQ-1")),
+    ("mixed-files", "any", "bcache", "writeback"): (1.05, ("T-MIX-1", "T-SEQ-1")),
+    ("large-files", "any", "lvmcache", "writethrough"): (1.0, ("T-SEQ-1", "T-DEV-1")),
+    ("large-files", "any", "lvmcache", "writeback"): (1.0, ("T-SEQ-1", "T-DEV-1")),
+    ("large-files", "any", "bcache", "writethrough"): (1.0, ("T-SEQ-1",)),
+    ("large-files", "any", "bcache", "writeback"): (1.0, ("T-SEQ-1",)),
+}
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Endurance:
+    """What SMART says about an SSD's wear (``smartctl -j``), and its rating if declared."""
+
+    percentage_used: int | None = None
+    data_written_bytes: int | None = None
+    rating: Literal["enterprise", "consumer", "unknown"] = "unknown"
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    path: str
+    size_bytes: int
+    device_class: DeviceClass
+    class_source: Literal["probe", "kernel flag", "declared"] = "declared"
+    latency_ms: float | None = None  # probe's median 4 KiB random read at queue depth 1
+    logical_sector_size: int = 512
+    identity: str | None = None
+    vg: str | None = None  # the VG it is a PV of, or the LV's VG
+    is_lv: bool = False
+    has_data: bool = False  # a file system or other signature
+    fs_type: str | None = None
+    endurance: Endurance | None = None
+
+    @property
+    def latency(self) -> float:
+        return self.latency_ms if self.latency_ms is not None else TYPICAL_LATENCY_MS[self.device_class]
+
+
+@dataclass(frozen=True)
+class Versions:
+    kernel: str | None = None
+    lvm2: str | None = None
+    bcache_tools: str | None = None
+
+
+@dataclass(frozen=True)
+class Inputs:
+    slow: DeviceFacts
+    fast: tuple[DeviceFacts, ...]
+    analysis: Analysis | None = None
+    workload: WorkloadType | None = None
+    hot_fraction: float | None = None  # declared: this share of the data serves 90% of I/O
+    read_share: float | None = None  # declared
+    filesystem: FileSystem | None = None  # default: the slow device's file system
+    data_bytes: int | None = None  # the dataset; default: the slow device's size
+    fast_mirrored: bool = False  # the fast devices are (or will be) a RAID1 pair
+    accept_writeback_risk: bool = False
+    reformat_ok: bool = False  # the slow device's data may be moved off and back (bcache)
+    cache_budget_bytes: int | None = None  # at most this much SSD space for the cache
+    read_iops: float | None = None  # declared read rate, for warm-up time without a trace
+    versions: Versions = field(default_factory=Versions)
+
+
+# --- outputs --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Reason:
+    text: str
+    findings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Warmup:
+    hot_blocks: int  # 4 KiB blocks of hot data the cache will hold
+    reads_63: int  # reads of the device until 63% of them are cached
+    reads_95: int
+    seconds_63: float | None  # at the measured (or declared) read rate
+    seconds_95: float | None
+    promotion_probability: float
+    findings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    backend: Backend
+    mode: Mode
+    size_bytes: int  # the cache's data area on the SSD
+    effective_bytes: int  # hot data it holds, after the backend's overhead (T-SIZE-1)
+    fast_space_bytes: int  # all SSD space used: data, metadata, spare metadata, PV label
+    chunk_size_bytes: int | None = None
+    metadata_size_bytes: int | None = None
+    spare_metadata_bytes: int | None = None
+    policy: str | None = None
+    sequential_cutoff_bytes: int | None = None
+    writeback_percent: int | None = None
+    writecache_block_size: int | None = None
+    predicted_hit_ratio: float | None = None
+    expected_speedup: float | None = None
+    speedup_basis: str = ""
+    warmup: Warmup | None = None
+    needs_reformat: bool = False
+    bounded_by_ssd: bool = False
+
+    @property
+    def label(self) -> str:
+        name = {"lvmcache": "lvmcache (dm-cache)", "lvmcache-writecache": "lvmcache writecache (dm-writecache)",
+                "bcache": "bcache"}[self.backend]
+        return f"{name} {self.mode}"
+
+
+@dataclass(frozen=True)
+class Option:
+    verdict: Verdict
+    config: CacheConfig | None
+    summary: str
+    tradeoff: str
+    findings: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CurveView:
+    source: Literal["trace", "model"]
+    sizes_bytes: list[int]
+    hit_ratio: list[float]
+    knee_bytes: int
+    achievable_hit_ratio: float
+    hot_bytes: int  # data serving HOT_SHARE of the I/O
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    verdict: Verdict
+    summary: str
+    config: CacheConfig | None
+    reasons: tuple[Reason, ...]
+    warnings: tuple[Reason, ...]
+    runner_ups: tuple[Option, ...]
+    curve: CurveView | None
+    inputs: dict[str, Any]
+    schema: str = RECOMMEND_SCHEMA
+
+    @property
+    def cited(self) -> list[str]:
+        """Every finding id cited, in order of first citation."""
+        ids: list[str] = []
+        for r in (*self.reasons, *self.warnings, *(Reason(o.summary, o.findings) for o in self.runner_ups)):
+            ids += [f for f in r.findings if f not in ids]
+        return ids
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["findings"] = {fid: {"text": finding(fid).text, "source": finding(fid).citation} for fid in self.cited}
+        return out
+
+
+class RecommendError(ValueError):
+    """The inputs cannot give a recommendation; the message says why and what to supply."""
+
+
+# --- the workload profile -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Profile:
+    kind: WorkloadType | None
+    read_share: float
+    sequential_share: float
+    sizes_bytes: np.ndarray[Any, Any]
+    hits: np.ndarray[Any, Any]
+    source: Literal["trace", "model"]
+    hot_bytes: int
+    footprint_bytes: int
+    read_rate: float | None  # 4 KiB block reads per second
+    reasons: tuple[Reason, ...]
+
+    def hit_at(self, size_bytes: float) -> float:
+        return float(np.interp(size_bytes, self.sizes_bytes, self.hits, left=0.0))
+
+    @property
+    def achievable(self) -> float:
+        return float(self.hits.max()) if len(self.hits) else 0.0
+
+    def knee(self) -> int:
+        target = KNEE_SHARE * self.achievable
+        return int(self.sizes_bytes[int(np.argmax(self.hits >= target))])
+
+
+def zipf_alpha_for_hot_fraction(items: int, hot_fraction: float, share: float = HOT_SHARE) -> float:
+    """The Zipf exponent under which the hottest ``hot_fraction`` of ``items`` receives
+    ``share`` of the references (L-SIZE-1 calibrates fio's zipf:1.2 to 10% -> 90%)."""
+    lo, hi = 0.0, 4.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if mrc.zipf_hot_items(mid, items, share) / items > hot_fraction:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def profile(inp: Inputs, data_bytes: int) -> Profile:
+    a = inp.analysis
+    if a is not None and a.curve_sizes_blocks:
+        reads = a.read_requests / max(a.requests, 1)
+        shares = dict(zip(a.hot_shares, a.hot_blocks, strict=True))
+        hot_blocks = shares.get(HOT_SHARE, a.footprint_blocks)
+        rate = a.block_accesses * reads / a.duration_s if a.duration_s > 0 else inp.read_iops
+        hot_pct = 100 * hot_blocks / max(a.footprint_blocks, 1)
+        return Profile(
+            kind=inp.workload, read_share=reads, sequential_share=a.sequential_share,
+            sizes_bytes=np.asarray(a.curve_sizes_blocks, dtype=np.float64) * a.block_size,
+            hits=np.asarray(a.curve_hit_ratio, dtype=np.float64), source="trace",
+            hot_bytes=hot_blocks * a.block_size, footprint_bytes=a.footprint_bytes, read_rate=rate,
+            reasons=(Reason(f"Measured from the trace {a.source}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
+                            f"{100 * a.sequential_share:.0f}% sequential, {hot_pct:.1f}% of the touched data serves "
+                            f"{100 * HOT_SHARE:.0f}% of the I/O.", ("L-SIZE-4",)),),
+        )
+    wc = WORKLOADS[inp.workload] if inp.workload else None
+    if wc is None and inp.hot_fraction is None:
+        raise RecommendError("there is neither a trace nor a declared workload; give --trace FILE (see `cachewise "
+                             "trace`) or --workload TYPE, or --hot-fraction for a Zipf-like random workload")
+    hot_fraction = inp.hot_fraction if inp.hot_fraction is not None else wc.hot_fraction  # type: ignore[union-attr]
+    if not 0 < hot_fraction <= 1:
+        raise RecommendError(f"the hot fraction must be between 0 and 1, not {hot_fraction}")
+    items = max(data_bytes // BLOCK, 1)
+    alpha = zipf_alpha_for_hot_fraction(items, hot_fraction)
+    sizes = np.unique(np.concatenate([mrc.default_sizes(items), [items]]))
+    hits = mrc.zipf_lru_curve(alpha, items, sizes)
+    read_share = inp.read_share if inp.read_share is not None else (wc.read_share if wc else 1.0)
+    label = wc.label if wc else "random I/O"
+    return Profile(
+        kind=inp.workload, read_share=read_share, sequential_share=wc.sequential_share if wc else 0.0,
+        sizes_bytes=sizes.astype(np.float64) * BLOCK, hits=hits, source="model",
+        hot_bytes=int(hot_fraction * data_bytes), footprint_bytes=data_bytes, read_rate=inp.read_iops,
+        reasons=(Reason(f"No trace: modelled as {label} over {_gib(data_bytes)} with {100 * hot_fraction:.0f}% of the "
+                        f"data serving {100 * HOT_SHARE:.0f}% of the I/O (a Zipf curve, exponent {alpha:.2f}). "
+                        "A trace of the real workload would be better.", ("L-SIZE-1", "L-SIZE-4")),),
+    )
+
+
+# --- sizing ---------------------------------------------------------------------------------
+
+def lvm_chunk_size(cache_bytes: int) -> int:
+    """lvm2's chunk size for a cache pool of this size: 64 KiB, or more to stay under
+    1,000,000 chunks, in multiples of 32 KiB (M-CHUNK-1)."""
+    chunk = DEFAULT_CHUNK
+    if cache_bytes // chunk > MAX_CHUNKS:
+        chunk = -(-cache_bytes // MAX_CHUNKS)
+        chunk = -(-chunk // CHUNK_UNIT) * CHUNK_UNIT
+    return chunk
+
+
+def lvm_metadata_size(cache_bytes: int, chunk: int, extent: int = LVM_EXTENT) -> int:
+    """lvm2's cache metadata size (M-META-1): 44 bytes per chunk plus 4 MiB, in whole extents."""
+    raw = -(-(cache_bytes // chunk) * META_BYTES_PER_CHUNK // 512) * 512 + META_OVERHEAD
+    return -(-raw // extent) * extent
+
+
+def _round_down(n: float, unit: int) -> int:
+    return int(n // unit) * unit
+
+
+def _round_up(n: float, unit: int) -> int:
+    return int(-(-n // unit)) * unit
+
+
+def lvm_space(cache_bytes: int) -> tuple[int, int, int]:
+    """(chunk, metadata, SSD space) for a cache pool: data + metadata + its pmspare + the PV's
+    own label and metadata area."""
+    chunk = lvm_chunk_size(cache_bytes)
+    meta = lvm_metadata_size(cache_bytes, chunk)
+    return chunk, meta, cache_bytes + 2 * meta + LVM_PV_METADATA
+
+
+def lvm_max_cache(fast_bytes: int) -> int:
+    """The largest cache pool data size (whole extents) that fits on a PV of this size."""
+    extents = (fast_bytes - LVM_PV_METADATA) // LVM_EXTENT
+    size = extents * LVM_EXTENT
+    while size > 0 and lvm_space(size)[2] - LVM_PV_METADATA > extents * LVM_EXTENT:
+        size -= LVM_EXTENT
+    return max(size, 0)
+
+
+def _gib(n: float) -> str:
+    if n >= GiB:
+        return f"{n / GiB:.1f} GiB"
+    return f"{n / MiB:.0f} MiB"
+
+
+def _version_tuple(text: str | None) -> tuple[int, ...]:
+    if not text:
+        return ()
+    parts: list[int] = []
+    for piece in text.replace("-", ".").split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        if not digits or digits != piece[: len(digits)]:
+            if digits:
+                parts.append(int(digits))
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+# --- candidates -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Context:
+    inp: Inputs
+    prof: Profile
+    fs: str
+    data_bytes: int
+    fast_bytes: int  # usable fast capacity (the smaller of a mirrored pair)
+    redundant: bool
+    writeback_allowed: bool
+    slow_has_data: bool
+
+
+def _speedup(ctx: _Context, backend: Backend, mode: Mode, hit: float) -> tuple[float, str, tuple[str, ...]]:
+    kind = ctx.prof.kind
+    if kind is not None and backend != "lvmcache-writecache":
+        # Other file systems borrow the ext4 figures (the thesis measured ext4 and XFS).
+        for fs in (ctx.fs if ctx.fs != "other" else "ext4", "any"):
+            if (kind, fs, backend, mode) in MEASURED_GAIN:
+                gain, ids = MEASURED_GAIN[(kind, fs, backend, mode)]
+                fs_note = "" if fs == "any" else f" on {fs}"
+                return gain, f"measured in the thesis for {WORKLOADS[kind].label}{fs_note}", ids
+    # Latency model: reads hit with the predicted ratio; writes go to the SSD only in writeback.
+    ts, tf = ctx.inp.slow.latency, min(f.latency for f in ctx.inp.fast)
+    r = ctx.prof.read_share
+    read_hit = hit if backend != "lvmcache-writecache" else 0.0
+    read_cost = read_hit * tf + (1 - read_hit) * ts
+    write_cost = tf if mode == "writeback" else ts
+    cost = r * read_cost + (1 - r) * write_cost
+    gain = ts / cost if cost > 0 else 1.0
+    ids = ("T-DEV-1", "T-LVM-3") if backend == "lvmcache" and mode == "writeback" else ("T-DEV-1",)
+    return gain, "latency model from the predicted hit ratio and the devices' latency", ids
+
+
+def _size(ctx: _Context, backend: Backend) -> tuple[int, int, bool]:
+    """(cache size, SSD space, bounded by the SSD) for a backend, from the knee."""
+    overhead = SPACE_OVERHEAD[backend]
+    wanted = max(ctx.prof.knee() * overhead, MIN_CACHE)
+    if backend == "bcache":
+        limit = _round_down(ctx.fast_bytes * (1 - BCACHE_RESERVE), MiB)
+    else:
+        limit = lvm_max_cache(ctx.fast_bytes)
+    if ctx.inp.cache_budget_bytes:
+        limit = min(limit, ctx.inp.cache_budget_bytes)
+    unit = MiB if backend == "bcache" else LVM_EXTENT
+    size = min(_round_up(wanted, unit), limit)
+    bounded = size < _round_up(wanted, unit)
+    space = size if backend == "bcache" else (lvm_space(size)[2] if backend == "lvmcache" else size + LVM_EXTENT)
+    return size, space, bounded
+
+
+def _warmup(ctx: _Context, backend: Backend, effective: int, hit: float) -> Warmup | None:
+    if backend == "lvmcache-writecache" or hit <= 0:
+        return None
+    p = PROMOTION[backend]
+    hot = max(1, min(effective, ctx.prof.footprint_bytes) // BLOCK)
+    # C-FILL-1: under uniform reads of N hot blocks, N reads cache 63%, 3N cache 95%; only the
+    # share `hit` of all reads goes to those blocks, and each promotes with probability p.
+    reads_63 = hot / p / hit
+    reads_95 = 3 * hot / p / hit
+    rate = ctx.prof.read_rate
+    ids = ("C-FILL-1", "R-WARM-1") if backend == "lvmcache" else ("C-FILL-1", "L-WARM-2")
+    return Warmup(hot, int(reads_63), int(reads_95), round(reads_63 / rate, 1) if rate else None,
+                  round(reads_95 / rate, 1) if rate else None, p, ids)
+
+
+def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
+    size, space, bounded = _size(ctx, backend)
+    effective = int(size / SPACE_OVERHEAD[backend])
+    hit = ctx.prof.hit_at(effective)
+    gain, basis, _ = _speedup(ctx, backend, mode, hit)
+    cfg = CacheConfig(backend=backend, mode=mode, size_bytes=size, effective_bytes=effective, fast_space_bytes=space,
+                      predicted_hit_ratio=round(hit, 4) if backend != "lvmcache-writecache" else None,
+                      expected_speedup=round(gain, 2), speedup_basis=basis,
+                      warmup=_warmup(ctx, backend, effective, hit), bounded_by_ssd=bounded,
+                      needs_reformat=backend == "bcache" and ctx.slow_has_data)
+    if backend == "lvmcache":
+        chunk, meta, _ = lvm_space(size)
+        cfg = replace(cfg, chunk_size_bytes=chunk, metadata_size_bytes=meta, spare_metadata_bytes=meta, policy="smq")
+    elif backend == "lvmcache-writecache":
+        small = ctx.inp.slow.logical_sector_size < 4096 and ctx.fs == "xfs"
+        cfg = replace(cfg, writecache_block_size=512 if small else 4096)
+    else:
+        cfg = replace(cfg, sequential_cutoff_bytes=BCACHE_SEQUENTIAL_CUTOFF, policy="lru",
+                      writeback_percent=BCACHE_WRITEBACK_PERCENT if mode == "writeback" else 0)
+    return cfg
+
+
+def _blockers(ctx: _Context, backend: Backend, mode: Mode) -> list[str]:
+    """Why this candidate cannot be the recommendation as things stand (empty: it can)."""
+    inp, why = ctx.inp, []
+    if mode == "writeback" and not ctx.writeback_allowed:
+        why.append("writeback needs mirrored SSDs or an explicit acceptance of the risk")
+    if backend == "bcache" and ctx.slow_has_data and not inp.reformat_ok:
+        why.append("bcache needs a reformat of the slow device (move the data off and back)")
+    if backend == "lvmcache-writecache":
+        lvm_ok = _version_tuple(inp.versions.lvm2) >= (2, 3) or not inp.versions.lvm2
+        kernel_ok = _version_tuple(inp.versions.kernel) >= (4, 18) or not inp.versions.kernel
+        if not (lvm_ok and kernel_ok):
+            why.append("writecache needs lvm2 2.03 and kernel 4.18")
+        if ctx.prof.read_share > 0.5:
+            why.append("writecache caches only writes, and this workload is mostly reads")
+        elif ctx.prof.kind is not None and any(k[0] == ctx.prof.kind for k in MEASURED_GAIN):
+            why.append("the thesis measured lvmcache and bcache for this workload, not dm-writecache")
+    if backend.startswith("lvmcache") and inp.versions.lvm2 == "":
+        why.append("lvm2 is not installed")
+    if backend == "bcache" and inp.versions.bcache_tools == "":
+        why.append("bcache-tools is not installed")
+    return why
+
+
+def _candidates(ctx: _Context) -> list[tuple[CacheConfig, list[str]]]:
+    out = []
+    modes: tuple[Mode, ...] = ("writethrough", "writeback")
+    backends: tuple[Backend, ...] = ("lvmcache", "bcache")
+    for backend in backends:
+        for mode in modes:
+            out.append((_config(ctx, backend, mode), _blockers(ctx, backend, mode)))
+    out.append((_config(ctx, "lvmcache-writecache", "writeback"), _blockers(ctx, "lvmcache-writecache", "writeback")))
+    return out
+
+
+def _tradeoff(cfg: CacheConfig, blockers: list[str]) -> str:
+    bits = list(blockers)
+    if cfg.backend == "bcache" and not cfg.needs_reformat:
+        bits.append("bcache owns the whole backing device (its superblock); removal needs a detach")
+    if cfg.backend == "lvmcache":
+        bits.append("in place, attached and removed with lvconvert")
+    return "; ".join(bits)
+
+
+# --- the recommendation ---------------------------------------------------------------------
+
+def recommend(inp: Inputs) -> Recommendation:
+    if not inp.fast:
+        raise RecommendError("no fast device was given; name the SSD to cache with (--fast DEV)")
+    slow = inp.slow
+    paths = [slow.path, *(f.path for f in inp.fast)]
+    if len(set(paths)) != len(paths):
+        raise RecommendError("the same device is named twice; the slow and fast devices must differ")
+    data_bytes = inp.data_bytes or slow.size_bytes
+    if data_bytes <= 0:
+        raise RecommendError(f"the size of the data on {slow.path} is unknown; give --data-size")
+    fs_raw = (inp.filesystem or slow.fs_type or "other").lower()
+    fs: FileSystem = fs_raw if fs_raw in ("ext4", "xfs") else "other"  # type: ignore[assignment]
+    redundant = inp.fast_mirrored or len(inp.fast) >= 2
+    fast_bytes = min(f.size_bytes for f in inp.fast) if redundant else inp.fast[0].size_bytes
+    prof = profile(inp, data_bytes)
+    ctx = _Context(inp, prof, fs, data_bytes, fast_bytes, redundant,
+                   writeback_allowed=redundant or inp.accept_writeback_risk, slow_has_data=slow.has_data)
+    reasons: list[Reason] = list(prof.reasons)
+    warnings: list[Reason] = []
+    curve = CurveView(prof.source, [int(s) for s in prof.sizes_bytes], [round(float(h), 6) for h in prof.hits],
+                      prof.knee(), round(prof.achievable, 6), prof.hot_bytes)
+    summary_inputs = {
+        "slow": slow.path, "fast": [f.path for f in inp.fast], "filesystem": fs, "data_bytes": data_bytes,
+        "workload": inp.workload or ("measured" if prof.source == "trace" else "zipf"),
+        "fast_mirrored": inp.fast_mirrored, "accept_writeback_risk": inp.accept_writeback_risk,
+        "reformat_ok": inp.reformat_ok, "fast_usable_bytes": fast_bytes, "versions": asdict(inp.versions),
+        "device_classes": {d.path: f"{d.device_class} ({d.class_source})" for d in (slow, *inp.fast)},
+    }
+    for d in (slow, *inp.fast):
+        if d.class_source != "probe":
+            warnings.append(Reason(f"{d.path} was not probed; its class ({d.device_class}) comes from the "
+                                   f"{d.class_source}, which USB bridges and RAID controllers get wrong. "
+                                   f"Run `cachewise probe {d.path}`.", ("T-DEV-1",)))
+    candidates = _candidates(ctx)
+    runner_ups: list[Option] = []
+
+    def done(verdict: Verdict, summary: str, config: CacheConfig | None) -> Recommendation:
+        chosen = config
+        for cfg, blockers in sorted(candidates, key=lambda c: -(c[0].expected_speedup or 0)):
+            if chosen is not None and (cfg.backend, cfg.mode) == (chosen.backend, chosen.mode):
+                continue
+            if cfg.backend == "lvmcache-writecache" and any("mostly reads" in b for b in blockers):
+                continue
+            _, _, ids = _speedup(ctx, cfg.backend, cfg.mode, cfg.predicted_hit_ratio or 0.0)
+            hit = f", predicted hit ratio {cfg.predicted_hit_ratio:.0%}" if cfg.predicted_hit_ratio is not None else ""
+            runner_ups.append(Option("cache", cfg, f"{cfg.label}: about {cfg.expected_speedup:g}x "
+                                     f"({cfg.speedup_basis}){hit}", _tradeoff(cfg, blockers), ids))
+        if verdict == "cache":
+            runner_ups.append(Option("dont-cache", None, "no cache: HDD performance, nothing to fail or wear",
+                                     "gives up the speed-up", ("T-MODE-2",)))
+        return Recommendation(verdict, summary, config, tuple(reasons), tuple(warnings), tuple(runner_ups[:4]),
+                              curve, summary_inputs)
+
+    # 1. The slow device is not slow, or the fast one is not fast.
+    if slow.device_class in ("ssd", "nvme"):
+        reasons.append(Reason(f"{slow.path} measured as {slow.device_class.upper()} "
+                              f"({slow.latency:.3f} ms); an SSD cache in front of it gains little.", ("T-DEV-1",)))
+        return done("dont-cache", f"Don't cache: {slow.path} is already flash.", None)
+    for f in inp.fast:
+        if f.device_class in ("hdd", "unknown") or f.latency >= slow.latency / 4:
+            reasons.append(Reason(f"{f.path} measured as {f.device_class} ({f.latency:.3f} ms median read), "
+                                  f"not much faster than {slow.path} ({slow.latency:.3f} ms).", ("T-DEV-1",)))
+            return done("dont-cache", f"Don't cache: {f.path} is not a fast device.", None)
+
+    # 2. The data fits on the SSD (or in the part of it set aside): move it (T-SIZE-3).
+    room = min(fast_bytes, inp.cache_budget_bytes or fast_bytes)
+    if data_bytes <= MOVE_FILL * room:
+        reasons.append(Reason(f"The data ({_gib(data_bytes)}) fits in {_gib(room)} of SSD: put it there instead of "
+                              "caching it. Every read and write then runs at SSD speed, with no warm-up and no cache "
+                              "to fail.", ("T-SIZE-3", "T-DEV-2")))
+        if ctx.redundant:
+            reasons.append(Reason("Mirror the two SSDs (md RAID1 or an LVM raid1 LV) to keep the data redundant.",
+                                  ("T-MODE-1",)))
+        return done("move-to-ssd", f"Don't cache: move the data ({_gib(data_bytes)}) onto the SSD.", None)
+
+    # 3. Sequential streams and workloads without hot spots gain nothing.
+    if prof.sequential_share >= 0.7:
+        reasons.append(Reason(f"{100 * prof.sequential_share:.0f}% of the I/O is sequential: hard disks stream well "
+                              "(175 MB/s for 7200 rpm) and bcache bypasses such streams by design.",
+                              ("T-SEQ-1", "T-DEV-1")))
+        return done("dont-cache", "Don't cache: the workload is sequential streams.", None)
+    best_hit = max(c.predicted_hit_ratio or 0.0 for c, _ in candidates)
+    if best_hit < 0.3 and prof.read_share >= 0.5:
+        reasons.append(Reason(f"Even the largest cache this SSD allows would serve only {best_hit:.0%} of reads: the "
+                              "workload has no hot spots a cache can hold.", ("L-SIZE-4", "L-SIZE-3")))
+        return done("dont-cache", "Don't cache: the workload has too few hot spots.", None)
+
+    # 4. Choose among the candidates that can be done as things stand.
+    allowed = [(c, b) for c, b in candidates if not b]
+    allowed.sort(key=lambda cb: -(cb[0].expected_speedup or 0))
+    if not allowed or (allowed[0][0].expected_speedup or 0) < MIN_GAIN:
+        best_blocked = max(candidates, key=lambda cb: cb[0].expected_speedup or 0)
+        why = "; ".join(best_blocked[1]) or "it gains too little"
+        if allowed:
+            top = allowed[0][0]
+            reasons.append(Reason(f"The best cache possible as things stand, {top.label}, is expected to give "
+                                  f"{top.expected_speedup:g}x ({top.speedup_basis}): not worth a cache's risk and "
+                                  "complexity.", _speedup(ctx, top.backend, top.mode, top.predicted_hit_ratio or 0)[2]))
+        reasons.append(Reason(f"{best_blocked[0].label} would give about {best_blocked[0].expected_speedup:g}x, "
+                              f"but {why}.", _speedup(ctx, best_blocked[0].backend, best_blocked[0].mode,
+                                                      best_blocked[0].predicted_hit_ratio or 0)[2]))
+        if prof.kind == "very-small-files" and fs == "ext4":
+            reasons.append(Reason("For creating many small files, moving from ext4 to XFS gave 4 to 7x whatever the "
+                                  "cache.", ("T-SMALL-1",)))
+        return done("dont-cache", "Don't cache: no cache that can be set up here is expected to help this workload.",
+                    None)
+    chosen = allowed[0][0]
+    wt = next((c for c, _ in allowed if c.backend == chosen.backend and c.mode == "writethrough"), None)
+    if chosen.mode == "writeback" and wt is not None and (chosen.expected_speedup or 0) < WRITEBACK_MARGIN * (wt.expected_speedup or 0):
+        chosen = wt
+    ids = _speedup(ctx, chosen.backend, chosen.mode, chosen.predicted_hit_ratio or 0.0)[2]
+    reasons.append(Reason(f"{chosen.label} is expected to give about {chosen.expected_speedup:g}x "
+                          f"({chosen.speedup_basis}).", ids))
+    reasons += _backend_reasons(ctx, chosen)
+    reasons += _mode_reasons(ctx, chosen)
+    reasons += _size_reasons(ctx, chosen)
+    warnings += _warnings(ctx, chosen)
+    summary = (f"Cache with {chosen.label}, {_gib(chosen.size_bytes)} on the SSD"
+               + (f", predicted hit ratio {chosen.predicted_hit_ratio:.0%}" if chosen.predicted_hit_ratio is not None else "")
+               + ".")
+    return done("cache", summary, chosen)
+
+
+def _backend_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
+    out = []
+    slow = ctx.inp.slow
+    if cfg.backend.startswith("lvmcache"):
+        if slow.is_lv:
+            out.append(Reason(f"{slow.path} is already an LV in VG {slow.vg}: lvmcache attaches in place, no "
+                              "reformat, and detaches the same way.", ("T-LVM-2", "M-SAME-VG-1")))
+        else:
+            out.append(Reason("lvmcache needs the data on an LV; the SSD joins the same VG.", ("T-LVM-2", "M-SAME-VG-1")))
+        if cfg.backend == "lvmcache-writecache":
+            out.append(Reason("The workload is mostly writes: dm-writecache absorbs them on the SSD.", ("M-WC-1",)))
+    else:
+        if cfg.needs_reformat:
+            out.append(Reason(f"bcache needs its own superblock on {slow.path}: back the data up, make-bcache, "
+                              "restore (you allowed a reformat).", ("T-LVM-2",)))
+        else:
+            out.append(Reason(f"{slow.path} holds no data, so bcache can be set up without moving anything; it was "
+                              "the fastest cache in the thesis.", ("T-BC-1", "T-BC-2")))
+    return out
+
+
+def _mode_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
+    if cfg.mode == "writethrough":
+        if ctx.writeback_allowed:
+            return [Reason("Writethrough: writeback would not be much faster for this workload, and writethrough "
+                           "loses nothing if the SSD fails.", ("T-MODE-1", "T-MODE-2"))]
+        return [Reason("Writethrough: the SSD holds no data that is not also on the disk, so an SSD failure only "
+                       "costs speed. Writeback needs mirrored SSDs or your explicit acceptance of the risk.",
+                       ("T-MODE-1", "T-MODE-2"))]
+    why = ("the fast devices are mirrored" if ctx.redundant else "you accepted the risk of losing dirty data if the "
+           "SSD fails")
+    return [Reason(f"Writeback: {why}.", ("T-MODE-1",))]
+
+
+def _size_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
+    prof = ctx.prof
+    knee = prof.knee()
+    out = [Reason(f"The curve's knee is {_gib(knee)}: the smallest cache reaching {100 * KNEE_SHARE:.0f}% of the "
+                  f"achievable hit ratio ({prof.achievable:.0%}).", ("L-SIZE-4",))]
+    if cfg.backend == "lvmcache":
+        out.append(Reason(f"dm-cache needs about {SPACE_OVERHEAD['lvmcache']:g}x the SSD space bcache needs for the "
+                          f"same hot data, so {_gib(cfg.size_bytes)} holds about {_gib(cfg.effective_bytes)} of it.",
+                          ("T-SIZE-1",)))
+        out.append(Reason(f"Chunk {cfg.chunk_size_bytes // KiB if cfg.chunk_size_bytes else 0} KiB and metadata "
+                          f"{_gib(cfg.metadata_size_bytes or 0)} (plus a spare of the same size) as lvm2 computes them; "
+                          f"{_gib(cfg.fast_space_bytes)} of the SSD in all.", ("M-CHUNK-1", "M-META-1")))
+    if cfg.backend == "bcache":
+        out.append(Reason("sequential_cutoff 4 MiB keeps streams from evicting the hot data; writeback_percent "
+                          f"{cfg.writeback_percent}.", ("T-SEQ-1",)))
+    if cfg.bounded_by_ssd:
+        out.append(Reason(f"The knee needs more than the SSD offers; the cache uses what there is "
+                          f"({_gib(cfg.size_bytes)}).", ("T-SIZE-2",)))
+    if cfg.predicted_hit_ratio is not None:
+        out.append(Reason(f"Predicted hit ratio at this size: {cfg.predicted_hit_ratio:.0%}.", ("L-SIZE-2",)))
+    if cfg.warmup is not None:
+        w = cfg.warmup
+        when = (f", about {_duration(w.seconds_63)} and {_duration(w.seconds_95)} at the measured read rate"
+                if w.seconds_63 is not None and w.seconds_95 is not None else "")
+        slow_fill = " dm-cache promotes only blocks read repeatedly, so it fills slowly." if cfg.backend == "lvmcache" else ""
+        out.append(Reason(f"Warm-up: about {w.reads_63:,} reads bring 63% of the hot data into the cache and "
+                          f"{w.reads_95:,} reads 95%{when}.{slow_fill}", w.findings))
+    return out
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def _warnings(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
+    inp, out = ctx.inp, []
+    kernel = _version_tuple(inp.versions.kernel)
+    if cfg.backend == "lvmcache" and kernel and kernel < (4, 12):
+        out.append(Reason(f"Kernel {inp.versions.kernel} predates 4.12: its dm-cache smq policy stays near HDD speed "
+                          "once the cache is full of older data. Upgrade the kernel, or prefer bcache.", ("L-WARM-1",)))
+    big = max(f.logical_sector_size for f in inp.fast)
+    if big > inp.slow.logical_sector_size:
+        out.append(Reason(f"The SSD has {big}-byte logical sectors and {inp.slow.path} {inp.slow.logical_sector_size}-"
+                          "byte ones: a file system made with 512-byte sectors may not mount through the cache. Check "
+                          "the file system's sector size (xfs_info, tune2fs) before attaching.", ("M-SECT-1",)))
+    if ctx.prof.hot_bytes > cfg.size_bytes:
+        out.append(Reason(f"The hot data ({_gib(ctx.prof.hot_bytes)}, serving {100 * HOT_SHARE:.0f}% of the I/O) is "
+                          f"larger than the cache ({_gib(cfg.size_bytes)}): expect periodic dips to HDD speed.",
+                          ("L-SIZE-2",)))
+    if ctx.data_bytes >= 8 * cfg.size_bytes:
+        out.append(Reason(f"The data is {ctx.data_bytes / cfg.size_bytes:.0f}x the cache: averages will look good "
+                          "but the slowest 1% of requests can be slightly worse than the bare disk.", ("L-SIZE-3",)))
+    if ctx.prof.kind == "very-small-files" and ctx.fs == "ext4":
+        out.append(Reason("Creating many small files on ext4: caching can make it slower; XFS gave 4 to 7x.",
+                          ("T-SMALL-1",)))
+    if not ctx.slow_has_data:
+        out.append(Reason(f"{inp.slow.path} holds no file system yet: make it and load the data first (mkfs writes "
+                          "its tables through the cache and leaves it full of cold data), then attach the cache.",
+                          ("D-WARM-1",)))
+    if cfg.mode == "writeback":
+        for f in inp.fast:
+            e = f.endurance
+            if e is not None and e.percentage_used is not None and e.percentage_used >= 80:
+                out.append(Reason(f"{f.path} has used {e.percentage_used}% of its rated endurance (SMART); writeback "
+                                  "writes every write to it.", ("T-DEV-3",)))
+            elif e is None or e.rating != "enterprise":
+                out.append(Reason(f"Writeback wears {f.path}: check its rated endurance (TBW or DWPD). Consumer SSDs "
+                                  "are advisable only for writethrough.", ("T-DEV-3",)))
+    return out
+

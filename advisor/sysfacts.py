@@ -1,0 +1,149 @@
+"""The facts a recommendation needs from this machine: device facts (with the latest probe
+from history), tool and kernel versions, and SSD wear from ``smartctl -j``.
+
+Parsers take the tools' output text, so unit tests replay output captured in the lab guest
+(tests/fixtures/lab-recommend)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from advisor.devices import Device, Inventory
+from advisor.recommend import DeviceFacts, Endurance, Versions
+
+__all__ = ["DeviceFacts", "Endurance", "Versions", "device_facts", "endurance", "find_device", "versions"]
+from advisor.runner import CommandError, CommandRunner
+
+ProbeLookup = Callable[[Device], dict[str, Any] | None]
+
+
+def underlying_disks(inv: Inventory, dev: Device) -> list[Device]:
+    """The whole disks a device sits on: itself for a disk, its parent for a partition, the
+    disks under an LV, md array or bcache device (through the slaves)."""
+    if dev.kind == "disk":
+        return [dev]
+    if dev.kind == "partition" and dev.parent:
+        parent = inv.by_name(dev.parent)
+        return [parent] if parent else []
+    out: list[Device] = []
+    for name in dev.slaves:
+        lower = inv.by_name(name)
+        if lower is not None:
+            out += [d for d in underlying_disks(inv, lower) if d not in out]
+    return out
+
+
+def device_facts(inv: Inventory, dev: Device, probe_of: ProbeLookup, endurance: Endurance | None = None) -> DeviceFacts:
+    """DeviceFacts for a device. Its class comes from the newest probe of the disk(s) under
+    it (the slowest, if several), else from the kernel's rotational flag."""
+    disks = underlying_disks(inv, dev) or [dev]
+    probes = [p for p in (probe_of(d) for d in disks) if p]
+    vg = dev.lvm.vg if dev.lvm is not None else None
+    common = dict(path=dev.display_path, size_bytes=dev.size_bytes, logical_sector_size=dev.logical_sector_size or 512,
+                  identity=dev.identity, vg=vg, is_lv=dev.lvm is not None and dev.lvm.role == "lv",
+                  has_data=bool(dev.fs_type or dev.lvm is not None and dev.lvm.role == "pv" or dev.bcache or dev.md
+                                or dev.partition_table or dev.partitions),
+                  fs_type=dev.fs_type, endurance=endurance)
+    if probes:
+        slowest = max(probes, key=lambda p: _p50(p) or 0.0)
+        return DeviceFacts(device_class=slowest["classification"]["device_class"], class_source="probe",
+                           latency_ms=_p50(slowest), **common)  # type: ignore[arg-type]
+    rotational = any(d.rotational for d in disks)
+    nvme = all(d.transport == "nvme" for d in disks)
+    cls = "hdd" if rotational else ("nvme" if nvme else "ssd")
+    if any(d.rotational is None for d in disks):
+        cls = "unknown"
+    return DeviceFacts(device_class=cls, class_source="kernel flag", **common)  # type: ignore[arg-type]
+
+
+def _p50(probe: dict[str, Any]) -> float | None:
+    for phase in probe.get("phases", ()):
+        if phase.get("name") == "randread-qd1":
+            value = phase.get("lat_p50_ms")
+            return float(value) if value is not None else None
+    return None
+
+
+def parse_lvm_version(text: str) -> str | None:
+    """`lvm version` -> '2.03.16'."""
+    match = re.search(r"LVM version:\s*([0-9.]+)", text)
+    return match[1] if match else None
+
+
+def parse_smartctl(text: str) -> Endurance | None:
+    """`smartctl -j -a DEV` -> wear: NVMe percentage_used and data units written, or the ATA
+    device statistics' "Percentage Used Endurance Indicator" and logical sectors written."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    used: int | None = None
+    written: int | None = None
+    nvme = data.get("nvme_smart_health_information_log")
+    if isinstance(nvme, dict):
+        used = nvme.get("percentage_used")
+        units = nvme.get("data_units_written")
+        written = int(units) * 512_000 if isinstance(units, int) else None
+    stats = data.get("ata_device_statistics", {})
+    for page in stats.get("pages", []) if isinstance(stats, dict) else []:
+        for entry in page.get("table", []):
+            name = str(entry.get("name", ""))
+            if name.startswith("Percentage Used Endurance Indicator"):
+                used = entry.get("value")
+            elif name == "Logical Sectors Written" and isinstance(entry.get("value"), int):
+                written = entry["value"] * 512
+    if used is None and written is None:
+        return None
+    return Endurance(percentage_used=used, data_written_bytes=written)
+
+
+def versions(runner: CommandRunner) -> Versions:
+    """Kernel, lvm2 and bcache-tools versions; '' means the tool is not installed, None that
+    its version could not be read."""
+    lvm: str | None = ""
+    if runner.which("lvm"):
+        try:
+            lvm = parse_lvm_version(runner.run(["lvm", "version"], timeout=20, check=False).stdout)
+        except CommandError:
+            lvm = None
+    bcache: str | None = ""
+    if runner.which("make-bcache"):
+        bcache = None
+        if runner.which("dpkg-query"):
+            try:
+                out = runner.run(["dpkg-query", "-W", "-f", "${Version}", "bcache-tools"], timeout=20, check=False)
+                bcache = out.stdout.strip() or None
+            except CommandError:
+                bcache = None
+    return Versions(kernel=os.uname().release, lvm2=lvm, bcache_tools=bcache)
+
+
+def endurance(runner: CommandRunner, devnode: str) -> Endurance | None:
+    if not runner.which("smartctl"):
+        return None
+    try:
+        return parse_smartctl(runner.run(["smartctl", "-j", "-a", devnode], timeout=30, check=False).stdout)
+    except CommandError:
+        return None
+
+
+def find_device(inv: Inventory, path: str) -> Device | None:
+    """The device a path names: its node, a by-id or other link, /dev/VG/LV, or the kernel name."""
+    candidates = {path, os.path.realpath(path)} if path.startswith("/") else {path, f"/dev/{path}"}
+    if os.path.exists(path):
+        try:
+            st = os.stat(path)
+            devnum = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+            hit = next((d for d in inv.devices if d.devnum == devnum), None)
+            if hit is not None:
+                return hit
+        except OSError:
+            pass
+    for d in inv.devices:
+        if candidates & {d.devnode, d.name, d.stable_path or "", *d.links}:
+            return d
+    return None

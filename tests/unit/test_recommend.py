@@ -1,0 +1,249 @@
+"""The recommendation engine, table-driven: the thesis's workload classes on ext4 and XFS,
+the published lvmcache experiment, "move it to the SSD", writeback rules, version warnings,
+and lvm2's sizing rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor import mrc
+from advisor.findings import finding, findings
+from advisor.recommend import (
+    CacheConfig,
+    DeviceFacts,
+    Endurance,
+    GiB,
+    Inputs,
+    MiB,
+    Recommendation,
+    RecommendError,
+    Versions,
+    lvm_chunk_size,
+    lvm_max_cache,
+    lvm_metadata_size,
+    lvm_space,
+    recommend,
+)
+from advisor.traces import load_trace
+from advisor.workload import analyze
+
+TiB = 1 << 40
+ROOT = Path(__file__).resolve().parents[2]
+
+# A server already on LVM: a 2 TiB LV with a file system on 7200 rpm disks, one 480 GB SSD.
+HDD_LV = DeviceFacts("/dev/vg0/data", 2 * TiB, "hdd", "probe", 4.2, vg="vg0", is_lv=True, has_data=True, fs_type="ext4")
+SSD = DeviceFacts("/dev/disk/by-id/ata-SSD1", 480 * 10**9, "ssd", "probe", 0.06)
+SSD2 = DeviceFacts("/dev/disk/by-id/ata-SSD2", 480 * 10**9, "ssd", "probe", 0.06)
+EMPTY_HDD = dataclasses.replace(HDD_LV, path="/dev/sdb", is_lv=False, vg=None, has_data=False, fs_type=None)
+NEW_KERNEL = Versions(kernel="6.1.0-56-amd64", lvm2="2.03.16", bcache_tools="1.0.8-5")
+
+
+def rec(**kw: object) -> Recommendation:
+    base = {"slow": HDD_LV, "fast": (SSD,), "versions": NEW_KERNEL}
+    base.update(kw)
+    return recommend(Inputs(**base))  # type: ignore[arg-type]
+
+
+def choice(r: Recommendation) -> tuple[str, str | None, str | None]:
+    return (r.verdict, r.config.backend if r.config else None, r.config.mode if r.config else None)
+
+
+def cited(r: Recommendation) -> set[str]:
+    return set(r.cited)
+
+
+# workload, fs, platform, expected (verdict, backend, mode), a finding that must be cited
+CASES = [
+    ("very-small-files", "ext4", {}, ("dont-cache", None, None), "T-SMALL-1"),
+    ("very-small-files", "xfs", {}, ("dont-cache", None, None), "T-SMALL-1"),
+    ("very-small-files", "ext4", {"fast": (SSD, SSD2)}, ("cache", "lvmcache", "writeback"), "T-SMALL-1"),
+    ("database", "ext4", {}, ("cache", "lvmcache", "writethrough"), "T-LVM-1"),
+    ("database", "xfs", {}, ("dont-cache", None, None), "T-DB-1"),
+    ("database", "xfs", {"fast": (SSD, SSD2), "reformat_ok": True}, ("cache", "bcache", "writeback"), "T-DB-1"),
+    ("database", "ext4", {"slow": EMPTY_HDD}, ("cache", "bcache", "writethrough"), "T-BC-2"),
+    ("database-fsync", "ext4", {}, ("dont-cache", None, None), "T-DB-2"),
+    ("database-fsync", "xfs", {}, ("dont-cache", None, None), "T-DB-2"),
+    ("database-fsync", "xfs", {"fast": (SSD, SSD2), "slow": EMPTY_HDD}, ("cache", "bcache", "writeback"), "T-DB-2"),
+    ("mixed-files", "ext4", {}, ("cache", "lvmcache", "writethrough"), "T-MIX-1"),
+    ("mixed-files", "xfs", {}, ("cache", "lvmcache", "writethrough"), "T-MIX-1"),
+    ("large-files", "ext4", {}, ("dont-cache", None, None), "T-SEQ-1"),
+    ("large-files", "xfs", {}, ("dont-cache", None, None), "T-SEQ-1"),
+    ("very-large-datasets", "ext4", {}, ("cache", "lvmcache", "writethrough"), "L-SIZE-2"),
+    ("very-large-datasets", "xfs", {}, ("cache", "lvmcache", "writethrough"), "L-SIZE-2"),
+]
+
+
+@pytest.mark.parametrize(("workload", "fs", "platform", "expected", "must_cite"), CASES,
+                         ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_thesis_workload_classes(workload: str, fs: str, platform: dict[str, object],
+                                 expected: tuple[str, str | None, str | None], must_cite: str) -> None:
+    r = rec(workload=workload, filesystem=fs, **platform)
+    print(r.summary, [x.text for x in r.reasons])
+    assert choice(r) == expected
+    assert must_cite in cited(r)
+    assert r.reasons and all(reason.findings for reason in r.reasons), "every reason cites a finding"
+    if r.config is not None:
+        assert r.config.fast_space_bytes <= SSD.size_bytes
+        assert r.config.predicted_hit_ratio is None or 0 < r.config.predicted_hit_ratio <= 1
+    else:
+        assert r.runner_ups, "a 'don't cache' still shows what caching would give"
+
+
+def test_database_on_xfs_names_the_faster_option_that_needs_a_reformat() -> None:
+    r = rec(workload="database", filesystem="xfs")
+    best = r.runner_ups[0]
+    assert best.config is not None and best.config.backend == "bcache"
+    assert "reformat" in best.tradeoff
+
+
+def lvmcache_experiment(data_gib: int) -> Recommendation:
+    """L-SIZE-2: a 4 GiB cache, fio zipf:1.2 random 4 KiB reads (10% of data -> 90% of reads,
+    L-SIZE-1) over 1 to 48 GiB of data."""
+    return rec(hot_fraction=0.10, read_share=1.0, data_bytes=data_gib * GiB, cache_budget_bytes=4 * GiB)
+
+
+def cache_option(r: Recommendation) -> CacheConfig:
+    if r.config is not None:
+        return r.config
+    cfg = next(o.config for o in r.runner_ups if o.config is not None and o.config.backend == "lvmcache")
+    assert cfg is not None
+    return cfg
+
+
+def test_published_lvmcache_experiment() -> None:
+    sizes = [1, 2, 4, 8, 16, 32, 48]
+    runs = {g: lvmcache_experiment(g) for g in sizes}
+    for g in (1, 2):
+        assert runs[g].verdict == "move-to-ssd", "1 and 2 GiB fit in the 4 GiB set aside"
+    hits = []
+    for g in sizes[2:]:
+        cfg = runs[g].config
+        assert cfg is not None and cfg.backend == "lvmcache" and cfg.size_bytes <= 4 * GiB
+        assert cfg.size_bytes == 4 * GiB or g == 4, "from 8 GiB on the knee needs more than the 4 GiB allowed"
+        hits.append(cfg.predicted_hit_ratio)
+    print(dict(zip(sizes[2:], hits, strict=True)))
+    assert all(a > b for a, b in zip(hits, hits[1:], strict=False)), "predicted hit ratio falls as data grows"
+    # L-SIZE-2: 70 to 80% of I/Os at near-SSD latency at every size; the model lands close.
+    assert all(0.7 <= h <= 0.92 for h in hits if h is not None)
+    flagged = {g for g in sizes[2:] if "L-SIZE-2" in {f for w in runs[g].warnings for f in w.findings}}
+    assert flagged == {48}, "only at 48 GiB does the hot 10% (4.8 GiB) exceed the 4 GiB cache"
+
+
+def test_dataset_that_fits_on_the_ssd_is_moved_not_cached() -> None:
+    r = rec(workload="database", filesystem="ext4", data_bytes=100 * GiB)
+    assert r.verdict == "move-to-ssd" and r.config is None
+    assert "T-SIZE-3" in cited(r)
+    assert "SSD" in r.summary
+
+
+def test_writeback_refused_without_redundancy_unless_accepted() -> None:
+    writes = {"slow": EMPTY_HDD, "hot_fraction": 0.1, "read_share": 0.3, "data_bytes": 2 * TiB}
+    plain = rec(**writes)
+    assert choice(plain) == ("cache", "bcache", "writethrough")
+    assert any("writeback needs mirrored SSDs" in o.tradeoff for o in plain.runner_ups)
+    accepted = rec(accept_writeback_risk=True, **writes)
+    assert choice(accepted) == ("cache", "bcache", "writeback")
+    assert "T-DEV-3" in {f for w in accepted.warnings for f in w.findings}, "a consumer-grade SSD is warned about"
+    mirrored = rec(fast=(SSD, SSD2), **writes)
+    assert choice(mirrored) == ("cache", "bcache", "writeback")
+    enterprise = dataclasses.replace(SSD, endurance=Endurance(percentage_used=3, rating="enterprise"))
+    worn = dataclasses.replace(SSD, endurance=Endurance(percentage_used=91))
+    assert "T-DEV-3" not in {f for w in rec(fast=(enterprise,), accept_writeback_risk=True, **writes).warnings
+                             for f in w.findings}
+    assert any("91%" in w.text for w in rec(fast=(worn,), accept_writeback_risk=True, **writes).warnings)
+
+
+@pytest.mark.parametrize(("kernel", "warned"), [("4.9.0-8-amd64", True), ("4.11.12", True), ("4.12.3", False),
+                                                 ("6.1.0-56-amd64", False)])
+def test_pre_4_12_kernel_warning_for_dm_cache(kernel: str, warned: bool) -> None:
+    r = rec(workload="mixed-files", filesystem="xfs", versions=dataclasses.replace(NEW_KERNEL, kernel=kernel))
+    assert r.config is not None and r.config.backend == "lvmcache"
+    assert ("L-WARM-1" in {f for w in r.warnings for f in w.findings}) is warned
+
+
+def test_sector_size_mismatch_and_bulk_initialisation_warnings() -> None:
+    four_k = dataclasses.replace(SSD, logical_sector_size=4096)
+    r = rec(workload="mixed-files", fast=(four_k,))
+    assert any("M-SECT-1" in w.findings and "4096-byte" in w.text for w in r.warnings)
+    fresh = rec(workload="database", slow=EMPTY_HDD)
+    assert any("D-WARM-1" in w.findings for w in fresh.warnings)
+
+
+def test_not_slow_or_not_fast_means_dont_cache() -> None:
+    assert rec(workload="database", slow=dataclasses.replace(HDD_LV, device_class="ssd", latency_ms=0.1)).verdict == "dont-cache"
+    r = rec(workload="database", fast=(dataclasses.replace(SSD, device_class="hdd", latency_ms=5.0),))
+    assert r.verdict == "dont-cache" and "not a fast device" in r.summary
+
+
+def test_bad_inputs_say_what_to_supply() -> None:
+    with pytest.raises(RecommendError, match="--trace FILE"):
+        rec()
+    with pytest.raises(RecommendError, match="named twice"):
+        rec(workload="database", fast=(dataclasses.replace(SSD, path=HDD_LV.path),))
+    with pytest.raises(RecommendError, match="no fast device"):
+        rec(workload="database", fast=())
+
+
+def test_recommendation_from_a_measured_trace() -> None:
+    trace = load_trace(ROOT / "tests/fixtures/traces/fio-v3.iolog")
+    analysis = analyze(trace)
+    r = rec(analysis=analysis, data_bytes=64 * GiB)
+    assert r.curve is not None and r.curve.source == "trace"
+    assert r.curve.sizes_bytes == [s * analysis.block_size for s in analysis.curve_sizes_blocks]
+    assert any("Measured from the trace" in x.text for x in r.reasons)
+    if r.config is not None and r.config.warmup is not None and analysis.duration_s > 0:
+        assert r.config.warmup.seconds_63 is not None
+
+
+# --- lvm2's rules (checked against real lvm2 in the lab tier, tests/lab/test_recommend_lab.py) ---
+
+def test_chunk_size_stays_under_a_million_chunks_in_32k_steps() -> None:
+    assert lvm_chunk_size(4 * GiB) == 64 * 1024
+    assert lvm_chunk_size(64 * GiB) == 96 * 1024  # 64 GiB / 1e6 = 68.7 KiB -> 96 KiB
+    big = lvm_chunk_size(1 << 40)
+    assert big % (32 * 1024) == 0 and (1 << 40) // big <= 1_000_000 and (1 << 40) // (big - 32 * 1024) > 1_000_000
+
+
+def test_metadata_size_follows_lvm2() -> None:
+    # 4 GiB / 64 KiB = 65,536 chunks x 44 bytes = 2.75 MiB, + 4 MiB, rounded up to 4 MiB extents.
+    assert lvm_metadata_size(4 * GiB, 64 * 1024) == 8 * MiB
+    assert lvm_metadata_size(256 * MiB, 64 * 1024) == 8 * MiB
+    chunk, meta, space = lvm_space(100 * GiB)
+    assert space == 100 * GiB + 2 * meta + MiB
+    assert lvm_space(lvm_max_cache(SSD.size_bytes))[2] <= SSD.size_bytes
+
+
+def test_zipf_model_matches_exact_lru_on_a_sampled_trace() -> None:
+    n, alpha = 100_000, 1.1
+    p = np.arange(1, n + 1, dtype=np.float64) ** -alpha
+    blocks = np.random.default_rng(7).choice(n, size=1_500_000, p=p / p.sum()).astype(np.int64)
+    sizes = np.array([500, 2_000, 5_000, 10_000])
+    exact = mrc.exact_curve(blocks, sizes).hit_ratio
+    model = mrc.zipf_lru_curve(alpha, n, sizes)
+    print(exact, model)
+    assert np.max(np.abs(exact - model)) <= 0.01
+
+
+# --- findings as data ---
+
+def test_every_cited_finding_exists_with_a_source() -> None:
+    code = "\n".join(p.read_text() for p in (ROOT / "advisor").glob("*.py"))
+    ids = set(re.findall(r"\b[TLRDCM]-[A-Z]+(?:-[A-Z]+)*-\d\b", code))
+    assert ids and ids <= set(findings()), f"unknown ids: {ids - set(findings())}"
+    for f in findings().values():
+        assert f.text and f.source.title
+
+
+def test_json_carries_the_cited_findings_and_their_sources() -> None:
+    r = rec(workload="mixed-files", filesystem="xfs")
+    data = json.loads(json.dumps(r.to_json()))
+    assert data["schema"] == "cachewise.recommend/1"
+    assert set(data["findings"]) == set(r.cited)
+    assert data["findings"]["T-MIX-1"]["source"].startswith("[T] P. Bělousov")
+    assert finding("T-MIX-1").text in data["findings"]["T-MIX-1"]["text"]
