@@ -28,6 +28,7 @@ from advisor.units import human_size
 from screens.probing import ConfirmProbe, ProbeFinished, ProbePanel, ProbeUpdate, measured_text
 
 if TYPE_CHECKING:
+    from advisor.recommend import Inputs
     from advisor.workload import Analysis
     from screens.app import CachewiseApp
 
@@ -116,6 +117,7 @@ class DisksScreen(Screen[None]):
         Binding("space", "toggle_mark", "Mark"),
         Binding("p", "probe", "Probe"),
         Binding("t", "analyze_trace", "Analyse trace"),
+        Binding("c", "recommend", "Recommend"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -136,6 +138,7 @@ class DisksScreen(Screen[None]):
         self.marked: set[str] = set()
         self.probes: dict[str, ProbeResult] = {}
         self.probing: set[str] = set()
+        self.analysis: Analysis | None = None  # the latest trace analysed here, for Recommend
 
     @property
     def cw_app(self) -> CachewiseApp:
@@ -338,7 +341,37 @@ class DisksScreen(Screen[None]):
         except (TraceError, ValueError) as exc:
             self.notify(str(exc), severity="error")
             return
+        self.analysis = analysis
         await self.app.push_screen(AnalysisScreen(analysis))
+
+    @work(group="recommend", description="gather the facts for a recommendation", exit_on_error=False)
+    async def action_recommend(self) -> None:
+        """Recommend a cache for the highlighted device (the slow one) with the marked SSDs."""
+        inv, slow_name = self.inventory, self.selected_name
+        fast_names = sorted(self.marked - {slow_name}) if slow_name else []
+        if inv is None or slow_name is None or not fast_names:
+            self.notify("Mark the SSD(s) with space, then highlight the slow disk or LV and press c.",
+                        severity="warning")
+            return
+        from screens.recommend import RecommendScreen
+
+        inputs = await asyncio.to_thread(self._recommend_inputs, inv, slow_name, fast_names)
+        await self.app.push_screen(RecommendScreen(inputs))
+
+    def _recommend_inputs(self, inv: Inventory, slow_name: str, fast_names: list[str]) -> Inputs:
+        from advisor import sysfacts
+        from advisor.recommend import Inputs, Versions
+
+        def probe_of(d: Device) -> dict[str, object] | None:
+            result = self.probes.get(d.identity or d.name)
+            return result.to_json() if result is not None else None
+
+        runner = getattr(self.cw_app.discovery, "runner", None)
+        devices = [inv.by_name(n) for n in (slow_name, *fast_names)]
+        slow, *fast = [sysfacts.device_facts(inv, d, probe_of) for d in devices if d is not None]
+        versions = sysfacts.versions(runner) if runner is not None else Versions()
+        return Inputs(slow=slow, fast=tuple(fast), analysis=self.analysis, versions=versions,
+                      workload=None if self.analysis is not None else "mixed-files")
 
     def _analyze(self, path: Path) -> Analysis:
         from advisor.traces import file_sha256, load_trace

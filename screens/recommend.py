@@ -1,0 +1,131 @@
+"""The Recommend screen: the choice, its numbers, the curve with the chosen size marked, and a
+Why panel where each reason shows the findings it rests on and their sources."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Checkbox, Footer, Header, OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from advisor.findings import finding
+from advisor.recommend import WORKLOADS, Inputs, Reason, Recommendation, RecommendError, recommend
+from cachewise.render import VERDICT_STYLE, config_table, curve_plot
+
+MEASURED = "measured"
+
+
+class RecommendScreen(Screen[None]):
+    """Pick the workload and the platform facts on the left; the recommendation follows."""
+
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+
+    def __init__(self, inputs: Inputs) -> None:
+        super().__init__()
+        self.base = inputs
+        self.recommendation: Recommendation | None = None
+        self._reasons: list[tuple[str, Reason]] = []
+
+    def compose(self) -> ComposeResult:
+        choices: list[tuple[str, str]] = []
+        if self.base.analysis is not None:
+            choices.append((f"measured: {self.base.analysis.source}", MEASURED))
+        choices += [(wc.label, key) for key, wc in WORKLOADS.items()]
+        initial = MEASURED if self.base.analysis is not None else (self.base.workload or "mixed-files")
+        fs = self.base.filesystem or (self.base.slow.fs_type if self.base.slow.fs_type in ("ext4", "xfs") else "other")
+        yield Header()
+        with Horizontal(id="recommend"):
+            with Vertical(id="recommend-form"):
+                yield Static(f"[b]Slow[/]: {self.base.slow.path} ({self.base.slow.device_class})\n"
+                             + "\n".join(f"[b]Fast[/]: {f.path} ({f.device_class})" for f in self.base.fast))
+                yield Static("Workload")
+                yield Select(choices, value=initial, allow_blank=False, id="workload")
+                yield Static("File system")
+                yield Select([("ext4", "ext4"), ("XFS", "xfs"), ("other", "other")], value=fs, allow_blank=False,
+                             id="fs")
+                yield Checkbox("SSDs mirrored", self.base.fast_mirrored, id="mirrored")
+                yield Checkbox("Accept writeback risk", self.base.accept_writeback_risk, id="accept")
+                yield Checkbox("Reformat allowed (bcache)", self.base.reformat_ok, id="reformat")
+            with VerticalScroll(id="recommend-result"):
+                yield Static("Working out a recommendation…", id="rec-summary")
+                yield Static("", id="rec-config")
+                yield Static("", id="rec-curve")
+                yield Static("[b]Why[/] (select a reason to see its sources)", id="why-title")
+                yield OptionList(id="why")
+                yield Static("", id="why-source")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_recommendation()
+
+    def current_inputs(self) -> Inputs:
+        workload = self.query_one("#workload", Select).value
+        fs = self.query_one("#fs", Select).value
+        measured = workload == MEASURED
+        return replace(
+            self.base,
+            analysis=self.base.analysis if measured else None,
+            workload=None if measured else workload,  # type: ignore[arg-type]
+            filesystem=fs,  # type: ignore[arg-type]
+            fast_mirrored=self.query_one("#mirrored", Checkbox).value,
+            accept_writeback_risk=self.query_one("#accept", Checkbox).value,
+            reformat_ok=self.query_one("#reformat", Checkbox).value,
+        )
+
+    @on(Select.Changed)
+    @on(Checkbox.Changed)
+    def _inputs_changed(self, _event: Any) -> None:
+        self.refresh_recommendation()
+
+    def refresh_recommendation(self) -> None:
+        self._compute(self.current_inputs())
+
+    @work(thread=True, exclusive=True, group="recommend")
+    def _compute(self, inputs: Inputs) -> None:
+        try:
+            rec = recommend(inputs)
+        except RecommendError as exc:
+            self.app.call_from_thread(self._show_error, str(exc))
+            return
+        self.app.call_from_thread(self._show, rec)
+
+    def _show_error(self, message: str) -> None:
+        self.query_one("#rec-summary", Static).update(Text(message, style="red"))
+
+    def _show(self, rec: Recommendation) -> None:
+        self.recommendation = rec
+        self.query_one("#rec-summary", Static).update(Text(rec.summary, style=VERDICT_STYLE[rec.verdict]))
+        self.query_one("#rec-config", Static).update(config_table(rec.config) if rec.config else "")
+        if rec.curve is not None:
+            mark = rec.config.effective_bytes if rec.config else None
+            self.query_one("#rec-curve", Static).update(
+                curve_plot(rec.curve.sizes_bytes, rec.curve.hit_ratio, 1, width=56, height=9, mark=mark))
+        self._reasons = ([("why", r) for r in rec.reasons] + [("warning", r) for r in rec.warnings]
+                         + [("option", Reason(f"{o.summary}; {o.tradeoff}" if o.tradeoff else o.summary, o.findings))
+                            for o in rec.runner_ups])
+        why = self.query_one("#why", OptionList)
+        why.clear_options()
+        for kind, r in self._reasons:
+            prefix = {"why": "• ", "warning": "⚠ ", "option": "○ "}[kind]
+            style = {"why": "", "warning": "yellow", "option": "dim"}[kind]
+            why.add_option(Option(Text(prefix + r.text + (f"  [{', '.join(r.findings)}]" if r.findings else ""),
+                                       style=style)))
+        why.highlighted = 0 if self._reasons else None
+
+    @on(OptionList.OptionHighlighted, "#why")
+    def _reason_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if not 0 <= event.option_index < len(self._reasons):
+            return
+        _, reason = self._reasons[event.option_index]
+        text = Text()
+        for fid in reason.findings:
+            f = finding(fid)
+            text.append_text(Text.assemble((fid, "bold"), ": ", f.text, "\n", (f"Source: {f.citation}", "dim"), "\n"))
+        self.query_one("#why-source", Static).update(text)

@@ -1,0 +1,61 @@
+"""The Recommend screen: from the Disks screen with a marked SSD and a highlighted disk; the
+choice, the numbers, the curve with the chosen size marked, and the Why panel's sources."""
+
+from __future__ import annotations
+
+from textual.widgets import Checkbox, OptionList, Select, Static
+
+from screens.app import CachewiseApp
+from screens.disks import DisksScreen
+from screens.recommend import RecommendScreen
+from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
+from tests.tui.test_probe_screen import select
+
+
+def static_text(app: CachewiseApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).content)
+
+
+async def test_recommend_from_marked_ssd_and_highlighted_hdd() -> None:
+    app = CachewiseApp(discovery=FakeDiscovery(lab_inventory()), watch_hotplug=False)
+    async with app.run_test(size=(170, 60)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("c")
+        await pilot.pause()
+        assert isinstance(app.screen, DisksScreen), "nothing marked: a hint, no screen"
+        await select(pilot, app, "nvme0n1")
+        await pilot.press("space")
+        await select(pilot, app, "sda")
+        await pilot.press("c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RecommendScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        rec = screen.recommendation
+        assert rec is not None and rec.inputs["slow"].endswith("wwn-0x5000c500a1b2c3d4")
+        assert rec.summary in static_text(app, "#rec-summary")
+        if rec.config is not None:
+            assert "│" in static_text(app, "#rec-curve"), "the chosen size is marked on the curve"
+        why = screen.query_one("#why", OptionList)
+        assert why.option_count == len(rec.reasons) + len(rec.warnings) + len(rec.runner_ups)
+        first = rec.reasons[0].findings[0]
+        assert first in static_text(app, "#why-source") and "Source:" in static_text(app, "#why-source")
+
+        # Declaring a database with frequent fsync on one SSD: no cache helps (T-DB-2).
+        screen.query_one("#workload", Select).value = "database-fsync"
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert screen.recommendation is not None and screen.recommendation.verdict == "dont-cache"
+        # Mirrored SSDs make bcache writeback possible on the empty disk.
+        screen.query_one("#mirrored", Checkbox).value = True
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        cfg = screen.recommendation.config
+        assert cfg is not None and (cfg.backend, cfg.mode) == ("bcache", "writeback")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DisksScreen)
