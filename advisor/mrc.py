@@ -218,6 +218,7 @@ def zipf_exponent(counts: npt.NDArray[np.int64], min_count: int = 5, max_ranks: 
 
 ZIPF_EXACT_RANKS = 10_000  # ranks summed one by one; beyond, in geometric groups
 ZIPF_GROUPS = 4_000
+ZIPF_T_POINTS = 600
 
 
 def _zipf_groups(alpha: float, items: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
@@ -244,22 +245,16 @@ def zipf_lru_curve(alpha: float, items: int, sizes: npt.NDArray[np.int64]) -> np
     if items < 1:
         raise ValueError("a Zipf model needs at least one item")
     counts, p = _zipf_groups(alpha, items)
-    out = np.empty(len(sizes))
-    for k, size in enumerate(np.asarray(sizes, dtype=np.float64)):
-        if size >= items:
-            out[k] = 1.0
-            continue
-        lo, hi = 0.0, 1.0 / float(p.min()) * 64.0
-        while float((counts * -np.expm1(-p * hi)).sum()) < size:
-            hi *= 4
-        for _ in range(80):
-            mid = (lo + hi) / 2
-            if float((counts * -np.expm1(-p * mid)).sum()) < size:
-                lo = mid
-            else:
-                hi = mid
-        out[k] = float((counts * p * -np.expm1(-p * hi)).sum())
-    return out
+    # Sweep the characteristic time T instead of solving for it per size: occupancy C(T) and
+    # hit ratio H(T) both rise with T, so H at each size is read off by interpolation.
+    t = np.geomspace(1e-3 / float(p.max()), 64.0 / float(p.min()), ZIPF_T_POINTS)
+    filled = -np.expm1(-np.outer(t, p))  # chance each item is cached, for each T
+    occupancy = filled @ counts
+    hits = filled @ (counts * p)
+    sizes_f = np.asarray(sizes, dtype=np.float64)
+    out = np.interp(np.log(np.maximum(sizes_f, 1e-9)), np.log(occupancy), hits)
+    out[sizes_f >= items] = 1.0
+    return np.asarray(out, dtype=np.float64)
 
 
 def zipf_hot_items(alpha: float, items: int, share: float) -> int:

@@ -247,3 +247,27 @@ def test_json_carries_the_cited_findings_and_their_sources() -> None:
     assert set(data["findings"]) == set(r.cited)
     assert data["findings"]["T-MIX-1"]["source"].startswith("[T] P. Bělousov")
     assert finding("T-MIX-1").text in data["findings"]["T-MIX-1"]["text"]
+
+
+# --- the system facts, from output captured in the lab guest (tests/fixtures/lab-recommend) ---
+
+LAB = ROOT / "tests/fixtures/lab-recommend"
+
+
+def test_lvm_version_parsed_from_the_real_tool() -> None:
+    from advisor.sysfacts import parse_lvm_version
+
+    assert parse_lvm_version((LAB / "lvm-version.txt").read_text()) == "2.03.16"
+    assert parse_lvm_version("garbage") is None
+
+
+def test_smartctl_wear_from_the_real_tool() -> None:
+    from advisor.sysfacts import parse_smartctl
+
+    # qemu's SATA SSD reports SMART attributes but no device statistics: no wear figures.
+    assert parse_smartctl((LAB / "smartctl-sata.json").read_text()) is None
+    nvme = LAB / "smartctl-nvme.json"
+    if nvme.exists():
+        wear = parse_smartctl(nvme.read_text())
+        assert wear is not None and wear.percentage_used == 0
+    assert parse_smartctl("not json") is None

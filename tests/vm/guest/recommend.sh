@@ -3,6 +3,7 @@
 # attached for real with lvm2, and the data read back through the cache.
 . "$LAB_GUEST/common.sh"
 set -e
+PS4='+ [$(date +%s)] '
 udevadm settle --timeout=30
 hdd=$(by_serial HDD0001)
 ssd=$(by_serial SSD0001)
@@ -10,6 +11,7 @@ ssd_id=$(ls /dev/disk/by-id/*SSD0001 | head -1)
 # Fixtures for the unit tests: the tools' own output on this guest.
 lvm version > "$LAB_OUT/lvm-version.txt"
 smartctl -j -a "$ssd" > "$LAB_OUT/smartctl-sata.json" || true
+smartctl -j -a "$(by_serial NVME0001)" > "$LAB_OUT/smartctl-nvme.json" || true
 dpkg-query -W -f '${Version}' bcache-tools > "$LAB_OUT/bcache-tools-version.txt" || true
 uname -r > "$LAB_OUT/kernel.txt"
 
@@ -33,8 +35,7 @@ fio --name=zipf --filename=/run/lab/data/db.img --readonly --direct=1 --ioengine
 wait $tracer
 
 cw recommend --slow /dev/labvg/data --fast "$ssd_id" --trace "$LAB_OUT/data.cwtrace" --json > "$LAB_OUT/rec.json"
-COLUMNS=100 cw recommend --slow /dev/labvg/data --fast "$ssd_id" --trace "$LAB_OUT/data.cwtrace" > "$LAB_OUT/rec.txt"
-cw recommend --slow /dev/labvg/data --fast "$ssd_id" --workload database --json > "$LAB_OUT/rec-declared.json"
+COLUMNS=100 cw recommend --slow /dev/labvg/data --fast "$ssd_id" --workload database > "$LAB_OUT/rec.txt"
 cw recommend --slow /dev/labvg/data --fast /dev/nonexistent --workload database 2> "$LAB_OUT/bad-missing.err" || true
 cw recommend --slow /dev/labvg/data --fast /dev/labvg/data --workload database 2> "$LAB_OUT/bad-twice.err" || true
 cw recommend --slow /dev/labvg/data --fast "$ssd_id" 2> "$LAB_OUT/bad-noworkload.err" || true
