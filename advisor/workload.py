@@ -15,9 +15,9 @@ from advisor import mrc
 from advisor.traces import (
     MSR,
     CsvLayout,
+    Format,
     ImportStats,
     Requests,
-    Format,
     Trace,
     cachewise_records,
     detect_format,
