@@ -37,6 +37,7 @@ SALTS = (0x0, 0x5BD1E9955BD1E995, 0x27D4EB2F165667C5, 0x165667B19E3779F9,
          0x85EBCA77C2B2AE3D, 0xC2B2AE3D27D4EB4F, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9)
 SHARDS_TARGET_PER_SAMPLE = 200_000  # sampled references per sample
 SHARDS_MIN_RATE = 0.001
+INTERPRETED_LIMIT = 20_000  # accesses; shorter traces skip the numba compile
 EXACT_LIMIT = 12_000_000  # block accesses; past this, auto mode samples (memory stays under 1 GB)
 
 
@@ -93,7 +94,12 @@ def _compiled() -> Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]]
 def stack_distances(blocks: Blocks) -> npt.NDArray[np.int64]:
     """LRU stack distance of every access (-1 for a first access)."""
     _, dense = np.unique(blocks, return_inverse=True)
-    return _compiled()(dense.astype(np.int64), int(dense.max()) + 1 if dense.size else 0)
+    distinct = int(dense.max()) + 1 if dense.size else 0
+    if dense.size <= INTERPRETED_LIMIT:
+        # Short traces: the same loop interpreted beats compiling it (numba takes 1.5 s here
+        # and over a minute in an emulated guest).
+        return _stack_distances(dense.astype(np.int64), distinct)
+    return _compiled()(dense.astype(np.int64), distinct)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import logging
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from advisor.collect import RawSystem, collect
 from advisor.discovery import build_inventory
@@ -25,6 +26,9 @@ from advisor.probe import (
 )
 from advisor.runner import CommandError, CommandRunner
 from cachewise import __version__
+
+if TYPE_CHECKING:
+    from recipes.lvmcache import CacheSpec
 
 WORKLOAD_TYPES = ("very-small-files", "database", "database-fsync", "mixed-files", "large-files",
                   "very-large-datasets")
@@ -124,6 +128,48 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--from-raw", type=Path, metavar="FILE", help="plan from a raw snapshot saved with `scan --save-raw`")
     rec.add_argument("--json", action="store_true", help="print JSON (schema cachewise.recommend/1)")
 
+    plan = sub.add_parser(
+        "plan", help="make a plan (a dry run): the exact commands to attach or remove a cache",
+        description="Build a plan and print it: the exact commands, the layout before and after, what will be "
+        "destroyed, the space used and the expected time. Nothing runs; `cachewise apply PLAN` runs a plan "
+        "saved with -o.")
+    plan_sub = plan.add_subparsers(dest="recipe", metavar="RECIPE", required=True)
+    attach = plan_sub.add_parser("lvmcache-attach", help="attach an lvmcache to an LV in place",
+                                 description="Attach a cache pool on an SSD to an existing LV: pvcreate, vgextend, "
+                                 "lvcreate (data and metadata), lvconvert --type cache-pool, lvconvert --type cache.")
+    attach.add_argument("--lv", required=True, help="the LV to cache, as VG/LV")
+    attach.add_argument("--ssd", required=True, metavar="DEV", help="the SSD (a whole disk, or a PV of the same VG)")
+    attach.add_argument("--size", metavar="SIZE", help="cache size, e.g. 40g (or take it from --recommendation)")
+    attach.add_argument("--recommendation", type=Path, metavar="FILE",
+                        help="a `cachewise recommend --json` output: size, chunk, metadata, mode and policy")
+    attach.add_argument("--mode", choices=["writethrough", "writeback"], help="cache mode (default writethrough)")
+    attach.add_argument("--chunk", metavar="SIZE", help="chunk size, a multiple of 32k (default: lvm2's rule)")
+    attach.add_argument("--metadata", metavar="SIZE", help="metadata size (default: lvm2's rule)")
+    attach.add_argument("--wipe", action="store_true", help="the SSD holds data that may be destroyed")
+    attach.add_argument("--allow-partition", action="store_true", help="use a partition of the SSD, not the whole disk")
+    uncache = plan_sub.add_parser("lvmcache-uncache", help="remove an lvmcache (dirty blocks are flushed first)",
+                                  description="Flush and remove the cache of an LV (lvconvert --uncache), or keep the "
+                                  "cache pool as an LV (--keep-pool, lvconvert --splitcache).")
+    uncache.add_argument("--lv", required=True, help="the cached LV, as VG/LV")
+    uncache.add_argument("--keep-pool", action="store_true", help="split the cache off but keep the cache pool LV")
+    uncache.add_argument("--release-ssd", metavar="DEV", help="then take this SSD out of the VG and remove its label")
+    for p in (attach, uncache):
+        p.add_argument("-o", "--output", type=Path, metavar="FILE", help="save the plan (JSON) for `cachewise apply`")
+        p.add_argument("--json", action="store_true", help="print the plan as JSON (schema cachewise.plan/1)")
+        p.add_argument("--dry-run", action="store_true", help="only preview (what plan always does; for clarity)")
+        p.add_argument("--from-raw", type=Path, metavar="FILE", help="plan against a raw snapshot (`scan --save-raw`)")
+
+    apply_p = sub.add_parser(
+        "apply", help="run a saved plan, journaled; or resume or roll back an interrupted one",
+        description="Run a plan saved with `cachewise plan ... -o FILE`. The devices must be the ones the plan was "
+        "made for. Each step is journaled, so an interrupted run can be resumed (--resume) or undone (--rollback).")
+    apply_p.add_argument("plan", nargs="?", type=Path, metavar="PLAN")
+    apply_p.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")
+    what = apply_p.add_mutually_exclusive_group()
+    what.add_argument("--resume", action="store_true", help="finish the interrupted plan")
+    what.add_argument("--rollback", action="store_true", help="undo the steps of the interrupted plan")
+    apply_p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+
     hist = sub.add_parser("history", help="list recorded discovery snapshots",
                           description="List the discovery snapshots recorded in the history database.")
     hist.add_argument("--json", action="store_true", help="print JSON")
@@ -154,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_recommend(args)
         if args.command == "history":
             return cmd_history(args)
+        if args.command == "plan":
+            return cmd_plan(args)
+        if args.command == "apply":
+            return cmd_apply(args)
         return cmd_tui(args)
     except KeyboardInterrupt:
         print("cachewise: interrupted; nothing was changed.", file=sys.stderr)
@@ -479,6 +529,156 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     from cachewise.render import recommendation_report
 
     Console().print(recommendation_report(rec))
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from recipes.lvmcache import RecipeError, lvmcache_attach, lvmcache_uncache
+
+    nothing = "Nothing was changed."
+    if args.output is not None and args.output.exists():
+        return _error(f"{args.output} already exists; choose another name or remove it. {nothing}")
+    if args.from_raw:
+        try:
+            raw = RawSystem.load(args.from_raw)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            return _error(f"cannot read the raw snapshot {args.from_raw}: {exc}. {nothing}")
+    else:
+        raw = collect(CommandRunner())
+    inv = build_inventory(raw)
+    try:
+        if args.recipe == "lvmcache-attach":
+            spec = _cache_spec(args)
+            plan = lvmcache_attach(inv, args.lv, args.ssd, spec, wipe=args.wipe, allow_partition=args.allow_partition)
+        else:
+            plan = lvmcache_uncache(inv, args.lv, keep_pool=args.keep_pool, release=args.release_ssd)
+    except (RecipeError, ValueError) as exc:
+        return _error(str(exc) if nothing in str(exc) else f"{exc}. {nothing}")
+    if args.output is not None:
+        args.output.write_text(plan.dumps())
+    if args.json:
+        sys.stdout.write(plan.dumps())
+        return 0
+    from rich.console import Console
+
+    from cachewise.render import plan_preview
+
+    Console().print(plan_preview(plan))
+    if args.output is not None:
+        print(f"\nSaved to {args.output}. Run it with: sudo cachewise apply {args.output}")
+    return 0
+
+
+def _cache_spec(args: argparse.Namespace) -> CacheSpec:
+    from recipes.lvmcache import CacheSpec
+
+    size = parse_size(args.size) if args.size else None
+    chunk = parse_size(args.chunk) if args.chunk else None
+    meta = parse_size(args.metadata) if args.metadata else None
+    mode, policy = args.mode, "smq"
+    if args.recommendation is not None:
+        try:
+            rec = json.loads(args.recommendation.read_text())
+            cfg = rec["config"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"cannot read the recommendation {args.recommendation}: {exc}") from None
+        if not cfg or cfg.get("backend") != "lvmcache":
+            raise ValueError(f"the recommendation in {args.recommendation} is not an lvmcache "
+                             f"({rec.get('summary', 'no cache')})")
+        size = size or int(cfg["size_bytes"])
+        chunk = chunk or cfg.get("chunk_size_bytes")
+        meta = meta or cfg.get("metadata_size_bytes")
+        mode = mode or cfg["mode"]
+        policy = cfg.get("policy") or policy
+    if size is None:
+        raise ValueError("give the cache size (--size 40g) or a recommendation (--recommendation rec.json)")
+    return CacheSpec(size_bytes=size, mode=mode or "writethrough", chunk_bytes=chunk, metadata_bytes=meta, policy=policy)
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    from advisor.execute import (
+        ApplyError,
+        Event,
+        Journal,
+        LiveState,
+        apply,
+        preflight,
+        rollback,
+        unfinished_journals,
+    )
+    from recipes.plan import Plan, PlanError
+
+    nothing = "Nothing was changed."
+    state_dir = args.state_dir or default_state_dir()
+    runner = CommandRunner()
+    pending = unfinished_journals(state_dir) if state_dir.is_dir() else []
+    journal: Journal | None = None
+    if args.resume or args.rollback:
+        if not pending:
+            return _error(f"there is no interrupted plan to {'resume' if args.resume else 'roll back'}. {nothing}")
+        journal = pending[-1]
+        plan = journal.plan
+    else:
+        if args.plan is None:
+            if pending:
+                return _error(f"an earlier plan was interrupted ({pending[-1].path.name}): run `cachewise apply "
+                              f"--resume` to finish it or `cachewise apply --rollback` to undo it. {nothing}")
+            return _error(f"name the plan to apply (cachewise apply plan.json). {nothing}")
+        if pending:
+            return _error(f"an earlier plan was interrupted ({pending[-1].path.name}); finish it with `cachewise "
+                          f"apply --resume` or undo it with `cachewise apply --rollback` first. {nothing}")
+        try:
+            plan = Plan.loads(args.plan.read_text())
+        except OSError as exc:
+            return _error(f"cannot read the plan {args.plan}: {exc.strerror}. {nothing}")
+        except PlanError as exc:
+            return _error(f"{args.plan}: {exc}. {nothing}")
+    state = LiveState.read(runner)
+    problems = preflight(plan, runner, state, resuming=journal is not None)
+    if problems:
+        changed = [p for p in problems if "now a different device" in p or "changed size" in p or "not present" in p]
+        lead = "the devices changed since the plan was made" if changed else "the plan cannot run as things stand"
+        return _error(f"{lead}:\n  - " + "\n  - ".join(problems) + f"\n{nothing} Make a new plan if the disks changed.")
+    target = next((d.path for d in plan.devices if d.role == "origin"), plan.devices[0].path)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            return _error(f"applying changes disks; pass --yes to confirm without a terminal. {nothing}")
+        from rich.console import Console
+
+        from cachewise.render import plan_preview
+
+        Console().print(plan_preview(plan))
+        answer = input(f"Type the device name to confirm ({target}): ").strip()
+        if answer != target:
+            return _error(f"the name did not match; {nothing}")
+
+    def report(e: Event) -> None:
+        if args.json:
+            return
+        text = {"skip": f"= {e.step.description} (already done)", "run": f"$ {e.message}",
+                "ok": f"  ok: {e.step.description}", "progress": f"  … {e.message}",
+                "undo": f"$ {e.message}"}.get(e.kind, e.message)
+        print(text, file=sys.stderr, flush=True)
+
+    try:
+        if args.rollback:
+            assert journal is not None
+            rollback(journal, runner, state_dir, report)
+            outcome = "rolled-back"
+        else:
+            journal = apply(plan, runner, state_dir, report, journal=journal)
+            outcome = "done"
+    except ApplyError as exc:
+        if args.json:
+            json.dump({"outcome": "stopped", "message": str(exc)}, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        print(f"cachewise: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump({"outcome": outcome, "plan": plan.kind, "journal": str(journal.path)}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(f"{plan.title}: {outcome}. Journal: {journal.path}")
     return 0
 
 

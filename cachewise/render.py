@@ -16,6 +16,7 @@ from advisor.units import human_size
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
     from advisor.recommend import CacheConfig, Reason, Recommendation
     from advisor.workload import Analysis
+    from recipes.plan import Plan
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
 
@@ -194,4 +195,27 @@ def recommendation_report(rec: Recommendation) -> Group:
     for fid in rec.cited:
         f = finding(fid)
         parts.append(Text(f"{fid}: {f.citation}", style="dim"))
+    return Group(*parts)
+
+
+def plan_preview(plan: Plan) -> Group:
+    """A plan as a dry run: the exact commands, the layout before and after, what is destroyed."""
+    parts: list[Table | Text] = [Text(plan.title, style="bold"), Text("")]
+    t = Table(title="Commands (nothing has run)", title_justify="left", show_lines=False)
+    t.add_column("#", justify="right")
+    t.add_column("What")
+    t.add_column("Command", style="cyan", overflow="fold")
+    for i, step in enumerate(plan.steps, 1):
+        t.add_row(str(i), step.description + (" [red](destructive)[/]" if step.destructive else ""), step.command)
+    parts += [t, Text("")]
+    for label, rows in (("Before", plan.layout_before), ("After", plan.layout_after)):
+        parts.append(Text(label, style="bold underline"))
+        parts += [Text(f"  {r}") for r in rows]
+    parts.append(Text("Destroys", style="bold underline"))
+    parts += [Text(f"  {d}", style="red") for d in plan.destroys] or [Text("  nothing (no data is overwritten)")]
+    if plan.space:
+        parts.append(Text("Space", style="bold underline"))
+        parts += [Text(f"  {k.replace('_', ' ')}: {human_size(v)}") for k, v in plan.space.items()]
+    parts.append(Text(f"Expected time: about {plan.expected_seconds:.0f} s (longer while dirty blocks flush)"))
+    parts += [Text(f"Note: {n}", style="dim") for n in plan.notes]
     return Group(*parts)

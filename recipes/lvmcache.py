@@ -1,0 +1,237 @@
+"""lvmcache recipes: attach a cache pool to an LV in place, change its mode, uncache.
+
+Recipes read an inventory and build a :class:`~recipes.plan.Plan`; they run nothing. Every
+refusal is a :class:`RecipeError` whose message says what is wrong, that nothing was changed,
+and what to do.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from advisor.devices import Device, Inventory
+from advisor.recommend import (
+    CHUNK_UNIT,
+    LVM_EXTENT,
+    LVM_PV_METADATA,
+    lvm_chunk_size,
+    lvm_metadata_size,
+)
+from advisor.units import human_size
+from recipes.plan import BoundDevice, Check, Plan, Step
+
+NAME_RE = re.compile(r"[A-Za-z0-9+_.][A-Za-z0-9+_.-]*")
+NOTHING = "Nothing was changed."
+PV_HEADER = LVM_PV_METADATA
+
+
+class RecipeError(ValueError):
+    """The plan cannot be made; the message says why, that nothing changed, and what to do."""
+
+
+@dataclass(frozen=True)
+class CacheSpec:
+    size_bytes: int
+    mode: str = "writethrough"
+    chunk_bytes: int | None = None  # default: lvm2's rule
+    metadata_bytes: int | None = None
+    policy: str = "smq"
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def bind(dev: Device, role: str) -> BoundDevice:
+    signature = dev.fs_type or (f"LVM PV of {dev.lvm.vg}" if dev.lvm and dev.lvm.role == "pv" else None) or \
+        (f"{dev.partition_table} partition table" if dev.partition_table else None)
+    return BoundDevice(role=role, path=dev.display_path, devnode=dev.devnode, identity=dev.identity,
+                       serial=dev.serial, wwn=dev.wwn, size_bytes=dev.size_bytes, signature=signature)
+
+
+def find_lv(inv: Inventory, name: str) -> Device:
+    """An LV named VG/LV, /dev/VG/LV or /dev/mapper/VG-LV."""
+    text = name.removeprefix("/dev/")
+    for d in inv.devices:
+        if d.lvm is not None and d.lvm.role == "lv" and (f"{d.lvm.vg}/{d.lvm.lv}" == text or d.display_path == name
+                                                         or d.devnode == name or name in d.links):
+            return d
+    raise RecipeError(f"{name} is not a logical volume on this machine (give it as VG/LV; see `cachewise scan`). "
+                      f"{NOTHING}")
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not NAME_RE.fullmatch(name) or len(name) > 100:
+        raise RecipeError(f"the {kind} name {name!r} has characters lvm2 does not allow (only letters, digits, "
+                          f"+ _ . -). {NOTHING}")
+
+
+def _fast_device(inv: Inventory, ssd: Device, origin: Device, allow_partition: bool) -> None:
+    if ssd.name == origin.name or ssd.name in origin.slaves:
+        raise RecipeError(f"{ssd.display_path} is the slow device itself; name a different SSD. {NOTHING}")
+    if ssd.kind not in ("disk", "partition"):
+        raise RecipeError(f"{ssd.display_path} is a {ssd.kind} device, not a disk; give the SSD's whole disk. {NOTHING}")
+    if ssd.kind == "partition" and not allow_partition:
+        raise RecipeError(f"{ssd.display_path} is a partition, and a whole disk is expected for the cache; give the "
+                          f"disk (/dev/{ssd.parent}) or pass --allow-partition to use just this partition. {NOTHING}")
+    if ssd.mountpoints or ssd.swap:
+        where = ", ".join(ssd.mountpoints) or "swap"
+        raise RecipeError(f"{ssd.display_path} is mounted ({where}); unmount it first if its data can go. {NOTHING}")
+    for part in ssd.partitions:
+        p = inv.by_name(part)
+        if p is not None and (p.mountpoints or p.holders or p.lvm is not None):
+            raise RecipeError(f"{ssd.display_path} has a partition in use ({p.display_path}: {p.in_use_reason or 'in use'}). "
+                              f"{NOTHING}")
+    if ssd.read_only:
+        raise RecipeError(f"{ssd.display_path} is read-only. {NOTHING}")
+
+
+def lvmcache_attach(inv: Inventory, lv_name: str, ssd_path: str, spec: CacheSpec, *, wipe: bool = False,
+                    allow_partition: bool = False) -> Plan:
+    """Attach a cache pool on ``ssd_path`` to the LV ``lv_name`` in place: the SSD becomes a PV
+    of the LV's VG, a cache pool of the given size is made on it, and lvconvert attaches it."""
+    from advisor.sysfacts import find_device
+
+    origin = find_lv(inv, lv_name)
+    assert origin.lvm is not None
+    vg, lv = origin.lvm.vg or "", origin.lvm.lv or ""
+    _check_name("VG", vg)
+    _check_name("LV", lv)
+    if origin.lvm.segtype in ("cache", "writecache"):
+        raise RecipeError(f"{vg}/{lv} is already cached ({origin.lvm.segtype}); uncache it first. {NOTHING}")
+    ssd = find_device(inv, ssd_path)
+    if ssd is None:
+        raise RecipeError(f"{ssd_path} is not a block device on this machine (see `cachewise scan`). {NOTHING}")
+    _fast_device(inv, ssd, origin, allow_partition)
+    if spec.mode not in ("writethrough", "writeback"):
+        raise RecipeError(f"cache mode {spec.mode!r} is not writethrough or writeback. {NOTHING}")
+    if spec.policy not in ("smq", "mq", "cleaner"):
+        raise RecipeError(f"cache policy {spec.policy!r} is not smq, mq or cleaner. {NOTHING}")
+    ssd_lss, origin_lss = ssd.logical_sector_size or 512, origin.logical_sector_size or 512
+    if ssd_lss > origin_lss:
+        raise RecipeError(f"{ssd.display_path} has {ssd_lss}-byte logical sectors and {vg}/{lv} {origin_lss}-byte "
+                          "ones: a file system made with 512-byte sectors may not work through a 4 KiB-sector cache "
+                          f"(lvmcache(7)). {NOTHING}")
+    in_vg = ssd.lvm is not None and ssd.lvm.role == "pv"
+    if in_vg and ssd.lvm is not None and ssd.lvm.vg not in (vg, None):
+        raise RecipeError(f"{ssd.display_path} is a physical volume of another VG ({ssd.lvm.vg}); a cache must be in "
+                          f"the same VG as the LV ({vg}) (lvmcache(7)). Free it from {ssd.lvm.vg} first. {NOTHING}")
+    destroys: list[str] = []
+    if not in_vg:
+        signature = ssd.fs_type or ssd.partition_table or (ssd.bcache and "bcache") or (ssd.md and "RAID member")
+        if signature or ssd.partitions:
+            if not wipe:
+                raise RecipeError(f"{ssd.display_path} holds data ({signature or 'partitions'}); making it a cache "
+                                  "destroys that. If it can go, pass --wipe (and confirm). " + NOTHING)
+            destroys.append(f"{ssd.display_path}: {signature or 'partitions ' + ', '.join(ssd.partitions)}")
+
+    chunk = spec.chunk_bytes or lvm_chunk_size(spec.size_bytes)
+    if chunk % CHUNK_UNIT or not CHUNK_UNIT <= chunk <= 1 << 30:
+        raise RecipeError(f"chunk size {human_size(chunk)} is not a multiple of 32 KiB between 32 KiB and 1 GiB. {NOTHING}")
+    size = -(-spec.size_bytes // LVM_EXTENT) * LVM_EXTENT
+    meta = spec.metadata_bytes or lvm_metadata_size(size, chunk)
+    meta = -(-meta // LVM_EXTENT) * LVM_EXTENT
+    need = size + 2 * meta + (0 if in_vg else PV_HEADER)
+    if need > ssd.size_bytes:
+        raise RecipeError(f"{ssd.display_path} ({human_size(ssd.size_bytes)}) is too small for a {human_size(size)} "
+                          f"cache with {human_size(meta)} of metadata and its spare ({human_size(need)} in all); "
+                          f"choose a smaller --size. {NOTHING}")
+
+    pv = ssd.display_path
+    vglv = f"{vg}/{lv}"
+    pool, pool_meta = f"{lv}_cache", f"{lv}_cache_meta"
+    if len(lv) > 80:
+        raise RecipeError(f"the LV name {lv!r} is too long to name its cache pool after. {NOTHING}")
+    steps: list[Step] = []
+    common_pre = (Check("not_mounted", {"device": pv}),)
+    if not in_vg:
+        steps.append(Step("pvcreate", f"make {pv} an LVM physical volume",
+                          ("pvcreate", "--yes", *(["--force"] if destroys else []), pv),
+                          pre=common_pre + (() if destroys else (Check("no_signature", {"device": pv}),)),
+                          post=(Check("pv", {"device": pv}),), undo=(("pvremove", "--yes", pv),),
+                          destructive=True))
+        steps.append(Step("vgextend", f"add {pv} to VG {vg}", ("vgextend", vg, pv),
+                          pre=(Check("pv", {"device": pv}),), post=(Check("pv_in_vg", {"device": pv, "vg": vg}),),
+                          undo=(("vgreduce", vg, pv),)))
+    steps.append(Step("lvcreate-data", f"create the cache data LV {vg}/{pool} ({human_size(size)}) on {pv}",
+                      ("lvcreate", "--yes", "--wipesignatures", "y", "-n", pool, "-L", f"{size // 1024}k", vg, pv),
+                      pre=(Check("pv_in_vg", {"device": pv, "vg": vg}), Check("no_lv", {"lv": f"{vg}/{pool}"})),
+                      post=(Check("lv", {"lv": f"{vg}/{pool}"}),), undo=(("lvremove", "--yes", f"{vg}/{pool}"),)))
+    steps.append(Step("lvcreate-meta", f"create the cache metadata LV {vg}/{pool_meta} ({human_size(meta)}) on {pv}",
+                      ("lvcreate", "--yes", "--wipesignatures", "y", "-n", pool_meta, "-L", f"{meta // 1024}k", vg, pv),
+                      pre=(Check("no_lv", {"lv": f"{vg}/{pool_meta}"}),),
+                      post=(Check("lv", {"lv": f"{vg}/{pool_meta}"}),),
+                      undo=(("lvremove", "--yes", f"{vg}/{pool_meta}"),)))
+    steps.append(Step("cache-pool", f"combine them into a cache pool (chunk {human_size(chunk)}, {spec.mode}, "
+                      f"{spec.policy})",
+                      ("lvconvert", "--yes", "--type", "cache-pool", "--poolmetadata", f"{vg}/{pool_meta}",
+                       "--chunksize", f"{chunk // 1024}k", "--cachemode", spec.mode, "--cachepolicy", spec.policy,
+                       f"{vg}/{pool}"),
+                      pre=(Check("lv", {"lv": f"{vg}/{pool}"}), Check("lv", {"lv": f"{vg}/{pool_meta}"})),
+                      post=(Check("segtype", {"lv": f"{vg}/{pool}", "segtype": "cache-pool"}),),
+                      undo=(("lvremove", "--yes", f"{vg}/{pool}"),)))
+    steps.append(Step("attach", f"attach the cache pool to {vglv} (in place; the data stays where it is)",
+                      ("lvconvert", "--yes", "--type", "cache", "--cachepool", f"{vg}/{pool}", vglv),
+                      pre=(Check("segtype", {"lv": f"{vg}/{pool}", "segtype": "cache-pool"}),
+                           Check("not_segtype", {"lv": vglv, "segtype": "cache"})),
+                      post=(Check("segtype", {"lv": vglv, "segtype": "cache"}),
+                            Check("cache_mode", {"lv": vglv, "mode": spec.mode})),
+                      undo=(("lvconvert", "--yes", "--uncache", vglv),), seconds=3.0, progress="cache_dirty"))
+    space = {"cache_bytes": size, "metadata_bytes": meta, "spare_metadata_bytes": meta,
+             "ssd_bytes_used": need, "ssd_bytes": ssd.size_bytes}
+    notes = ["The cached LV keeps its name and device path; its file system stays mounted.",
+             f"Undo with `cachewise plan lvmcache-uncache --lv {vglv}` (flushes dirty blocks first)."]
+    if spec.mode == "writeback":
+        notes.append("Writeback: blocks written are on the SSD only until flushed; an SSD failure loses them "
+                     "(T-MODE-1).")
+    return Plan(
+        kind="lvmcache-attach", title=f"Attach a {human_size(size)} {spec.mode} lvmcache on {pv} to {vglv}",
+        devices=(bind(origin, "origin"), bind(ssd, "ssd")), steps=tuple(steps), destroys=tuple(destroys),
+        layout_before=(f"{vglv}: {origin.lvm.segtype or 'linear'} LV, {human_size(origin.size_bytes)}",
+                       f"{pv}: {'PV of ' + vg if in_vg else (destroys[0] if destroys else 'empty')}"),
+        layout_after=(f"{vglv}: cache LV, {human_size(origin.size_bytes)} (origin {vglv}_corig)",
+                      f"{vg}/{pool}: cache pool {human_size(size)}, chunk {human_size(chunk)}, {spec.mode}, "
+                      f"{spec.policy}, metadata {human_size(meta)} + spare on {pv}"),
+        space=space, notes=tuple(notes), created=_now(), host=socket.gethostname())
+
+
+def lvmcache_uncache(inv: Inventory, lv_name: str, *, keep_pool: bool = False, release: str | None = None) -> Plan:
+    """Remove the cache from an LV: lvconvert flushes dirty blocks (cleaner policy), then drops
+    the cache pool (--uncache) or keeps it as an LV (--splitcache); ``release`` names the SSD
+    to take out of the VG afterwards."""
+    from advisor.sysfacts import find_device
+
+    origin = find_lv(inv, lv_name)
+    assert origin.lvm is not None
+    vg, lv = origin.lvm.vg or "", origin.lvm.lv or ""
+    vglv = f"{vg}/{lv}"
+    if origin.lvm.segtype != "cache":
+        raise RecipeError(f"{vglv} is not cached (segment type {origin.lvm.segtype or 'unknown'}). {NOTHING}")
+    flag = "--splitcache" if keep_pool else "--uncache"
+    steps = [Step("uncache", f"flush dirty blocks to the slow device and {'split off' if keep_pool else 'remove'} "
+                  f"the cache of {vglv}", ("lvconvert", "--yes", flag, vglv),
+                  pre=(Check("segtype", {"lv": vglv, "segtype": "cache"}),),
+                  post=(Check("not_segtype", {"lv": vglv, "segtype": "cache"}),), seconds=5.0,
+                  progress="cache_dirty")]
+    devices = [bind(origin, "origin")]
+    if release is not None:
+        if keep_pool:
+            raise RecipeError(f"--keep-pool keeps the cache on the SSD, so it cannot be released too. {NOTHING}")
+        ssd = find_device(inv, release)
+        if ssd is None or ssd.lvm is None or ssd.lvm.role != "pv" or ssd.lvm.vg != vg:
+            raise RecipeError(f"{release} is not a physical volume of VG {vg}. {NOTHING}")
+        pv = ssd.display_path
+        devices.append(bind(ssd, "ssd"))
+        steps.append(Step("vgreduce", f"take {pv} out of VG {vg}", ("vgreduce", vg, pv),
+                          pre=(Check("not_segtype", {"lv": vglv, "segtype": "cache"}),),
+                          post=(Check("not_pv_in_vg", {"device": pv, "vg": vg}),), undo=(("vgextend", vg, pv),)))
+        steps.append(Step("pvremove", f"remove the LVM label from {pv}", ("pvremove", "--yes", pv),
+                          post=(Check("not_pv", {"device": pv}),), undo=(("pvcreate", "--yes", pv),)))
+    return Plan(kind="lvmcache-uncache", title=f"Remove the cache from {vglv}", devices=tuple(devices),
+                steps=tuple(steps), layout_before=(f"{vglv}: cache LV",),
+                layout_after=(f"{vglv}: plain LV, same data",) + ((f"{release}: free",) if release else ()),
+                notes=("Dirty blocks are written back before the cache goes; this can take a while with a big "
+                       "writeback cache.",), created=_now(), host=socket.gethostname())

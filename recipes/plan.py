@@ -1,0 +1,150 @@
+"""Plans: ordered steps of commands, built by recipes and never run by them.
+
+A :class:`Plan` is bound to the identities of the devices it touches (serial or WWN, size,
+by-id path), so a plan applied later refuses if a device changed. Each :class:`Step` has the
+exact argv, a one-line description, checks that must hold before it runs, checks that tell
+afterwards whether it took effect (so an interrupted plan can be resumed), and the argv that
+undoes it. Checks are data (:class:`Check`), evaluated against the live system by
+``advisor.execute``.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PLAN_SCHEMA = "cachewise.plan/1"
+PLAN_SCHEMA_VERSION = 1
+
+# What each check kind means; ``advisor.execute`` evaluates them.
+CHECK_KINDS = {
+    "pv": "{device} is an LVM physical volume",
+    "pv_in_vg": "{device} is a physical volume of VG {vg}",
+    "not_pv": "{device} is not an LVM physical volume",
+    "not_pv_in_vg": "{device} is not a physical volume of VG {vg}",
+    "lv": "LV {lv} exists",
+    "no_lv": "LV {lv} does not exist",
+    "segtype": "LV {lv} has segment type {segtype}",
+    "not_segtype": "LV {lv} is not of segment type {segtype}",
+    "cache_mode": "LV {lv} caches in {mode} mode",
+    "no_signature": "{device} holds no file system, RAID, LVM or other signature",
+    "not_mounted": "{device} and its partitions are not mounted or held",
+    "vg_free": "VG {vg} has at least {bytes} bytes free",
+}
+
+
+class PlanError(ValueError):
+    """A plan file cannot be used; the message says why and that nothing was changed."""
+
+
+@dataclass(frozen=True)
+class Check:
+    kind: str
+    args: dict[str, str]
+
+    def describe(self) -> str:
+        return CHECK_KINDS[self.kind].format(**self.args)
+
+
+@dataclass(frozen=True)
+class Step:
+    id: str
+    description: str
+    argv: tuple[str, ...]
+    pre: tuple[Check, ...] = ()
+    post: tuple[Check, ...] = ()
+    undo: tuple[tuple[str, ...], ...] = ()
+    destructive: bool = False
+    seconds: float = 2.0  # expected duration
+    progress: str = ""  # "cache_dirty": the executor shows dirty blocks while it runs
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv)
+
+
+@dataclass(frozen=True)
+class BoundDevice:
+    """A device as it was when the plan was made."""
+
+    role: str  # "origin", "ssd", "backing", "cache"
+    path: str  # the stable path the plan's commands use
+    devnode: str
+    identity: str | None
+    serial: str | None
+    wwn: str | None
+    size_bytes: int
+    signature: str | None = None  # what it held when planned (destroyed if destructive)
+
+
+@dataclass(frozen=True)
+class Plan:
+    kind: str  # "lvmcache-attach", "lvmcache-uncache", ...
+    title: str
+    devices: tuple[BoundDevice, ...]
+    steps: tuple[Step, ...]
+    destroys: tuple[str, ...] = ()
+    layout_before: tuple[str, ...] = ()
+    layout_after: tuple[str, ...] = ()
+    space: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    created: str = ""
+    host: str = ""
+    schema: str = PLAN_SCHEMA
+
+    @property
+    def expected_seconds(self) -> float:
+        return sum(s.seconds for s in self.steps)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["expected_seconds"] = self.expected_seconds
+        return out
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, data: Any) -> Plan:
+        if not isinstance(data, dict) or "schema" not in data:
+            raise PlanError("this is not a cachewise plan (no schema field)")
+        schema = str(data["schema"])
+        name, _, version = schema.partition("/")
+        if name != "cachewise.plan" or not version.isdigit():
+            raise PlanError(f"this is not a cachewise plan (schema {schema!r})")
+        if int(version) > PLAN_SCHEMA_VERSION:
+            raise PlanError(f"the plan uses schema {schema}, newer than this cachewise understands "
+                            f"({PLAN_SCHEMA}); upgrade cachewise or make the plan again with this one")
+        try:
+            steps = tuple(
+                Step(id=s["id"], description=s["description"], argv=tuple(s["argv"]),
+                     pre=tuple(Check(c["kind"], dict(c["args"])) for c in s.get("pre", ())),
+                     post=tuple(Check(c["kind"], dict(c["args"])) for c in s.get("post", ())),
+                     undo=tuple(tuple(u) for u in s.get("undo", ())), destructive=bool(s.get("destructive")),
+                     seconds=float(s.get("seconds", 2.0)), progress=str(s.get("progress", "")))
+                for s in data["steps"])
+            devices = tuple(BoundDevice(**d) for d in data["devices"])
+            plan = cls(kind=data["kind"], title=data["title"], devices=devices, steps=steps,
+                       destroys=tuple(data.get("destroys", ())), layout_before=tuple(data.get("layout_before", ())),
+                       layout_after=tuple(data.get("layout_after", ())), space=dict(data.get("space", {})),
+                       notes=tuple(data.get("notes", ())), created=str(data.get("created", "")),
+                       host=str(data.get("host", "")), schema=schema)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PlanError(f"the plan file is incomplete or damaged ({type(exc).__name__}: {exc})") from None
+        for step in plan.steps:
+            if not step.argv or not all(isinstance(a, str) for a in step.argv):
+                raise PlanError(f"step {step.id} of the plan has no valid command")
+            for check in (*step.pre, *step.post):
+                if check.kind not in CHECK_KINDS:
+                    raise PlanError(f"step {step.id} uses an unknown check {check.kind!r}")
+        return plan
+
+    @classmethod
+    def loads(cls, text: str) -> Plan:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise PlanError(f"the plan file is not valid JSON ({exc})") from None
+        return cls.from_json(data)
