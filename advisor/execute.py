@@ -33,16 +33,23 @@ class ApplyError(Exception):
 
 @dataclass
 class LiveState:
-    """What the checks look at: LVM's view and the inventory."""
+    """What the checks look at: LVM's view, and the inventory (discovered on first use, as
+    most checks need only pvs and lvs and a full discovery takes seconds)."""
 
-    inv: Inventory
+    runner: CommandRunner | None = None
     pvs: dict[str, str] = field(default_factory=dict)  # real device path -> VG ('' when none)
     lvs: dict[str, dict[str, str]] = field(default_factory=dict)  # "vg/lv" -> row
+    _inv: Inventory | None = None
+
+    @property
+    def inv(self) -> Inventory:
+        if self._inv is None:
+            self._inv = build_inventory(collect(self.runner or CommandRunner()))
+        return self._inv
 
     @classmethod
     def read(cls, runner: CommandRunner) -> LiveState:
-        inv = build_inventory(collect(runner))
-        state = cls(inv)
+        state = cls(runner)
         if runner.which("lvs") is None:
             return state
         pvs = _report(runner, ["pvs", "-o", "pv_name,vg_name"], "pv")

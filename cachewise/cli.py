@@ -608,7 +608,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
     )
     from recipes.plan import Plan, PlanError
 
+    import os
+
     nothing = "Nothing was changed."
+    if os.geteuid() != 0:
+        return _error(f"applying a plan changes disks and needs root; run it with sudo. {nothing}")
     state_dir = args.state_dir or default_state_dir()
     runner = CommandRunner()
     pending = unfinished_journals(state_dir) if state_dir.is_dir() else []
@@ -633,8 +637,11 @@ def cmd_apply(args: argparse.Namespace) -> int:
             return _error(f"cannot read the plan {args.plan}: {exc.strerror}. {nothing}")
         except PlanError as exc:
             return _error(f"{args.plan}: {exc}. {nothing}")
-    state = LiveState.read(runner)
-    problems = preflight(plan, runner, state, resuming=journal is not None)
+    try:
+        state = LiveState.read(runner)
+        problems = preflight(plan, runner, state, resuming=journal is not None)
+    except CommandError as exc:
+        return _error(f"cannot read the system's state: {exc}. {nothing}")
     if problems:
         changed = [p for p in problems if "now a different device" in p or "changed size" in p or "not present" in p]
         lead = "the devices changed since the plan was made" if changed else "the plan cannot run as things stand"

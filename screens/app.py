@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from textual import work
 from textual.app import App
 
 from advisor.collect import RawSystem, collect, refresh
@@ -14,6 +15,10 @@ from advisor.discovery import build_inventory
 from advisor.probe import DEFAULT_SECONDS, ProbeProgress, ProbeResult, probe_device
 from advisor.runner import CommandRunner
 from screens.disks import DisksScreen
+
+if TYPE_CHECKING:
+    from advisor.execute import Event, Journal
+    from recipes.plan import Plan
 
 
 class DiscoveryBackend(Protocol):
@@ -74,6 +79,47 @@ class LiveProber:
         return probe_device(device, self.runner, seconds=seconds, on_progress=on_progress)
 
 
+class Executor(Protocol):
+    """Runs plans (advisor.execute), so tests can hand the app a fake."""
+
+    def apply(self, plan: Plan, report: Callable[[Event], None], journal: Journal | None = None) -> str: ...
+
+    def rollback(self, journal: Journal, report: Callable[[Event], None]) -> str: ...
+
+    def pending(self) -> list[Journal]: ...
+
+
+class LiveExecutor:
+    def __init__(self, runner: CommandRunner, state_dir: Path) -> None:
+        self.runner = runner
+        self.state_dir = state_dir
+
+    def _preflight(self, plan: Plan, resuming: bool) -> None:
+        from advisor.execute import ApplyError, LiveState, preflight
+
+        problems = preflight(plan, self.runner, LiveState.read(self.runner), resuming=resuming)
+        if problems:
+            raise ApplyError("the plan cannot run as things stand: " + "; ".join(problems) + ". Nothing was changed.")
+
+    def apply(self, plan: Plan, report: Callable[[Event], None], journal: Journal | None = None) -> str:
+        from advisor.execute import apply
+
+        self._preflight(plan, resuming=journal is not None)
+        apply(plan, self.runner, self.state_dir, report, journal=journal)
+        return "done"
+
+    def rollback(self, journal: Journal, report: Callable[[Event], None]) -> str:
+        from advisor.execute import rollback
+
+        rollback(journal, self.runner, self.state_dir, report)
+        return "rolled back"
+
+    def pending(self) -> list[Journal]:
+        from advisor.execute import unfinished_journals
+
+        return unfinished_journals(self.state_dir)
+
+
 class CachewiseApp(App[None]):
     TITLE = "cachewise"
     SUB_TITLE = "SSD caches for hard disks, without guessing"
@@ -87,6 +133,7 @@ class CachewiseApp(App[None]):
         watch_hotplug: bool = True,
         prober: Prober | None = None,
         probe_seconds: float = DEFAULT_SECONDS,
+        executor: Executor | None = None,
     ) -> None:
         super().__init__()
         self.discovery = discovery
@@ -94,6 +141,29 @@ class CachewiseApp(App[None]):
         self.probe_seconds = probe_seconds
         self.state_dir = state_dir
         self.watch_hotplug = watch_hotplug
+        self.executor: Executor | None = executor
+        if executor is None and state_dir is not None:
+            self.executor = LiveExecutor(CommandRunner(), state_dir)
 
     def on_mount(self) -> None:
         self.push_screen(DisksScreen(watch_hotplug=self.watch_hotplug))
+        if self.executor is not None:
+            pending = self.executor.pending()
+            if pending:
+                self.offer_resume(pending[-1])
+
+    @work(group="journal", exit_on_error=False)
+    async def offer_resume(self, journal: Journal) -> None:
+        """An earlier plan was interrupted: offer to resume or roll it back."""
+        from screens.apply import ApplyScreen, InterruptedPlan
+
+        plan = journal.plan
+        done = [r["step"] for r in journal.records() if r["event"] in ("step-end", "step-skip")]
+        choice = await self.push_screen_wait(InterruptedPlan(plan, done))
+        executor = self.executor
+        if choice is None or executor is None:
+            return
+        if choice == "resume":
+            await self.push_screen(ApplyScreen(plan, lambda report: executor.apply(plan, report, journal), "resume"))
+        else:
+            await self.push_screen(ApplyScreen(plan, lambda report: executor.rollback(journal, report), "roll back"))

@@ -113,10 +113,10 @@ class DevicesChanged(Message):
 class DisksScreen(Screen[None]):
     BINDINGS = [
         Binding("r", "rescan", "Rescan"),
-        Binding("a", "toggle_all", "Show all"),
+        Binding("a", "toggle_all", "All"),
         Binding("space", "toggle_mark", "Mark"),
         Binding("p", "probe", "Probe"),
-        Binding("t", "analyze_trace", "Analyse trace"),
+        Binding("t", "analyze_trace", "Trace"),
         Binding("c", "recommend", "Recommend"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -356,7 +356,7 @@ class DisksScreen(Screen[None]):
         from screens.recommend import RecommendScreen
 
         inputs = await asyncio.to_thread(self._recommend_inputs, inv, slow_name, fast_names)
-        await self.app.push_screen(RecommendScreen(inputs))
+        await self.app.push_screen(RecommendScreen(inputs, inv))
 
     def _recommend_inputs(self, inv: Inventory, slow_name: str, fast_names: list[str]) -> Inputs:
         from advisor import sysfacts

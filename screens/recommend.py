@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Checkbox, Footer, Header, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from advisor.devices import Inventory
 from advisor.findings import finding
 from advisor.recommend import WORKLOADS, Inputs, Reason, Recommendation, RecommendError, recommend
 from cachewise.render import VERDICT_STYLE, config_table, curve_plot
@@ -25,13 +26,15 @@ MEASURED = "measured"
 class RecommendScreen(Screen[None]):
     """Pick the workload and the platform facts on the left; the recommendation follows."""
 
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"), Binding("a", "plan", "Plan and apply")]
 
-    def __init__(self, inputs: Inputs) -> None:
+    def __init__(self, inputs: Inputs, inventory: Inventory | None = None) -> None:
         super().__init__()
         self.base = inputs
+        self.inventory = inventory
         self.recommendation: Recommendation | None = None
         self._reasons: list[tuple[str, Reason]] = []
+        self._generation = 0
 
     def compose(self) -> ComposeResult:
         choices: list[tuple[str, str]] = []
@@ -85,16 +88,18 @@ class RecommendScreen(Screen[None]):
         self.refresh_recommendation()
 
     def refresh_recommendation(self) -> None:
-        self._compute(self.current_inputs())
+        self._generation += 1
+        self._compute(self.current_inputs(), self._generation)
 
-    @work(thread=True, exclusive=True, group="recommend")
-    def _compute(self, inputs: Inputs) -> None:
+    @work(thread=True, group="recommend")
+    def _compute(self, inputs: Inputs, generation: int) -> None:
         try:
             rec = recommend(inputs)
         except RecommendError as exc:
             self.app.call_from_thread(self._show_error, str(exc))
             return
-        self.app.call_from_thread(self._show, rec)
+        if generation == self._generation:  # a newer choice supersedes this one
+            self.app.call_from_thread(self._show, rec)
 
     def _show_error(self, message: str) -> None:
         self.query_one("#rec-summary", Static).update(Text(message, style="red"))
@@ -118,6 +123,30 @@ class RecommendScreen(Screen[None]):
             why.add_option(Option(Text(prefix + r.text + (f"  [{', '.join(r.findings)}]" if r.findings else ""),
                                        style=style)))
         why.highlighted = 0 if self._reasons else None
+
+    def action_plan(self) -> None:
+        """Turn the recommended lvmcache into a plan, preview it, and apply it on confirmation."""
+        from recipes.lvmcache import CacheSpec, RecipeError, lvmcache_attach
+        from screens.apply import ApplyScreen
+
+        rec, inv = self.recommendation, self.inventory
+        executor = getattr(self.app, "executor", None)
+        if rec is None or rec.config is None:
+            self.notify("There is no cache to set up: the recommendation is not to cache.", severity="warning")
+            return
+        if rec.config.backend != "lvmcache" or inv is None or executor is None:
+            self.notify(f"cachewise has no guided recipe for {rec.config.label} here yet; nothing was changed.",
+                        severity="warning")
+            return
+        cfg = rec.config
+        try:
+            plan = lvmcache_attach(inv, self.base.slow.path, self.base.fast[0].path,
+                                   CacheSpec(cfg.size_bytes, cfg.mode, cfg.chunk_size_bytes, cfg.metadata_size_bytes,
+                                             cfg.policy or "smq"))
+        except RecipeError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.app.push_screen(ApplyScreen(plan, lambda report: executor.apply(plan, report)))
 
     @on(OptionList.OptionHighlighted, "#why")
     def _reason_highlighted(self, event: OptionList.OptionHighlighted) -> None:

@@ -266,8 +266,6 @@ def test_smartctl_wear_from_the_real_tool() -> None:
 
     # qemu's SATA SSD reports SMART attributes but no device statistics: no wear figures.
     assert parse_smartctl((LAB / "smartctl-sata.json").read_text()) is None
-    nvme = LAB / "smartctl-nvme.json"
-    if nvme.exists():
-        wear = parse_smartctl(nvme.read_text())
-        assert wear is not None and wear.percentage_used == 0
+    wear = parse_smartctl((LAB / "smartctl-nvme.json").read_text())
+    assert wear is not None and wear.percentage_used == 0 and wear.data_written_bytes is not None
     assert parse_smartctl("not json") is None

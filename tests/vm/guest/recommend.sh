@@ -3,7 +3,6 @@
 # attached for real with lvm2, and the data read back through the cache.
 . "$LAB_GUEST/common.sh"
 set -e
-PS4='+ [$(date +%s)] '
 udevadm settle --timeout=30
 hdd=$(by_serial HDD0001)
 ssd=$(by_serial SSD0001)
@@ -66,7 +65,6 @@ lvs --reportformat json --units k -a -o lv_name,lv_size,segtype,chunk_size,cache
 dmsetup status labvg-data > "$LAB_OUT/dm-status.txt"
 echo 3 > /proc/sys/vm/drop_caches
 sha256sum /run/lab/data/db.img > "$LAB_OUT/sha-after.txt"
-cw scan --json > "$LAB_OUT/scan-after.json"
 umount /run/lab/data
 lvconvert -q -y --uncache labvg/data > "$LAB_OUT/uncache.txt" 2>&1
 echo scenario-done

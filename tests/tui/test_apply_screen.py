@@ -1,0 +1,103 @@
+"""Plan and apply from the TUI: the preview comes first, a wrong name changes nothing, the
+right name runs the plan with each command shown; an interrupted plan is offered at start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from textual.widgets import Input, RichLog, Static
+
+from advisor import sysfacts
+from advisor.execute import Event, Journal
+from advisor.recommend import GiB, Inputs, Versions
+from recipes.lvmcache import CacheSpec, lvmcache_attach
+from recipes.plan import Plan
+from screens.app import CachewiseApp
+from screens.apply import ApplyScreen, InterruptedPlan
+from screens.recommend import RecommendScreen
+from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
+
+
+class FakeExecutor:
+    def __init__(self, pending: list[Journal] | None = None) -> None:
+        self.applied: list[tuple[Plan, Journal | None]] = []
+        self.rolled_back: list[Journal] = []
+        self._pending = pending or []
+
+    def apply(self, plan: Plan, report: Callable[[Event], None], journal: Journal | None = None) -> str:
+        for step in plan.steps:
+            report(Event("run", step, step.command))
+            report(Event("ok", step))
+        self.applied.append((plan, journal))
+        return "done"
+
+    def rollback(self, journal: Journal, report: Callable[[Event], None]) -> str:
+        self.rolled_back.append(journal)
+        return "rolled back"
+
+    def pending(self) -> list[Journal]:
+        return self._pending
+
+
+def text(app: CachewiseApp, selector: str) -> str:
+    return str(app.screen.query_one(selector, Static).content)
+
+
+async def test_recommended_lvmcache_is_previewed_then_applied_after_typing_the_name() -> None:
+    inv = lab_inventory()
+    lv, nvme = inv.by_name("dm-1"), inv.by_name("nvme0n1")
+    assert lv is not None and nvme is not None
+    facts = [sysfacts.device_facts(inv, d, lambda _d: None) for d in (lv, nvme)]
+    inputs = Inputs(slow=facts[0], fast=(facts[1],), workload="mixed-files", filesystem="xfs", data_bytes=100 * GiB,
+                    versions=Versions(kernel="6.1.0"))
+    executor = FakeExecutor()
+    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False, executor=executor)
+    async with app.run_test(size=(170, 60)) as pilot:
+        await app.workers.wait_for_complete()
+        await app.push_screen(RecommendScreen(inputs, inv))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.screen.recommendation is not None  # type: ignore[attr-defined]
+        assert app.screen.recommendation.config.backend == "lvmcache"  # type: ignore[attr-defined]
+        await pilot.press("a")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ApplyScreen)
+        assert [s.id for s in screen.plan.steps][-1] == "attach"
+        assert "Nothing has run yet" in text(app, "#confirm-hint")
+        screen.query_one("#confirm-name", Input).value = "sdb"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "did not match" in text(app, "#apply-status") and executor.applied == []
+        screen.query_one("#confirm-name", Input).value = screen.target
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert len(executor.applied) == 1 and screen.outcome == "done"
+        log = "\n".join(str(line.text) for line in screen.query_one("#apply-log", RichLog).lines)
+        assert "lvconvert --yes --type cache --cachepool labvg/data_cache labvg/data" in log
+        assert "done" in text(app, "#apply-status")
+
+
+async def test_interrupted_plan_is_offered_at_start_and_can_be_rolled_back(tmp_path: Path) -> None:
+    inv = lab_inventory()
+    plan = lvmcache_attach(inv, "labvg/data", "nvme0n1", CacheSpec(256 << 20))
+    journal = Journal(tmp_path / "j.jsonl")
+    journal.write("plan", plan=plan.to_json())
+    journal.write("step-begin", step="pvcreate")
+    journal.write("step-end", step="pvcreate", returncode=0)
+    executor = FakeExecutor([journal])
+    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False, executor=executor)
+    async with app.run_test(size=(170, 60)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, InterruptedPlan)
+        assert "pvcreate" in str(app.screen.query_one(Static).content)
+        await pilot.press("b")
+        await pilot.pause()
+        assert isinstance(app.screen, ApplyScreen) and app.screen.verb == "roll back"
+        app.screen.query_one("#confirm-name", Input).value = app.screen.target
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert executor.rolled_back == [journal]

@@ -1,0 +1,153 @@
+# Scenario: lvmcache attach and uncache through `cachewise plan` / `cachewise apply` on a
+# mounted ext4 LV whose files' sha256 are recorded: writethrough, then writeback with dirty
+# blocks flushed by the uncache; SIGKILL after each step of an attach, then resume or roll
+# back; 20-odd bad inputs that must leave every disk byte-identical.
+. "$LAB_GUEST/common.sh"
+set -e
+udevadm settle --timeout=30
+hdd=$(by_serial HDD0001)
+ssd=$(by_serial SSD0001)
+part=$(by_serial PART0001)
+other=$(by_serial OTHER0001)
+ssd_id=$(ls /dev/disk/by-id/*SSD0001 | head -1)
+export CACHEWISE_STATE_DIR="$LAB_WORK/state"
+mnt=/run/lab/data
+
+pvcreate -q "$hdd"
+vgcreate -q labvg "$hdd"
+lvcreate -q -y -L 640M -n data labvg
+mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 /dev/labvg/data
+mkdir -p $mnt && mount /dev/labvg/data $mnt
+for i in 1 2 3; do head -c 16M /dev/urandom > $mnt/f$i; done
+sync
+(cd $mnt && sha256sum f*) > "$LAB_OUT/sums.txt"
+# Other disks for bad inputs: a partitioned disk (p1 mounted ext4, p2 ext4), a PV of another VG.
+sfdisk -q "$part" <<'PT'
+label: gpt
+size=96M
+size=96M
+PT
+udevadm settle
+mkfs.ext4 -q "${part}1"; mkfs.ext4 -q "${part}2"
+mkdir -p /run/lab/p1 && mount "${part}1" /run/lab/p1
+pvcreate -q "$other"; vgcreate -q othervg "$other"
+
+verify() {  # verify NAME: remount without caches and check every recorded sum
+  sync; umount $mnt; echo 3 > /proc/sys/vm/drop_caches; mount /dev/labvg/data $mnt
+  if (cd $mnt && sha256sum -c --quiet "$LAB_OUT/sums.txt") > "$LAB_OUT/verify-$1.txt" 2>&1; then
+    echo ok >> "$LAB_OUT/verify-$1.txt"
+  else
+    echo FAILED >> "$LAB_OUT/verify-$1.txt"
+  fi
+}
+lvm_state() { lvs -a --reportformat json -o vg_name,lv_name,segtype,cache_mode,cache_dirty_blocks > "$LAB_OUT/$1-lvs.json"; pvs --reportformat json -o pv_name,vg_name > "$LAB_OUT/$1-pvs.json"; }
+
+# --- bad inputs: nothing may change on any disk ---
+cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m -o "$LAB_OUT/good.json" > /dev/null
+sync; for d in "$hdd" "$ssd" "$part" "$other"; do sha256sum "$d"; done > "$LAB_OUT/disks-before.txt"
+python3 - "$LAB_OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+plan = json.load(open(f"{out}/good.json"))
+def variant(name, change):
+    p = json.loads(json.dumps(plan)); change(p); json.dump(p, open(f"{out}/{name}.json", "w"))
+variant("changed-size", lambda p: p["devices"][1].__setitem__("size_bytes", p["devices"][1]["size_bytes"] + 4096))
+variant("changed-identity", lambda p: p["devices"][1].__setitem__("identity", "wwn-0x5000000000000bad"))
+variant("newer-schema", lambda p: p.__setitem__("schema", "cachewise.plan/2"))
+open(f"{out}/corrupt.json", "w").write(json.dumps(plan)[:700])
+open(f"{out}/garbage.json", "w").write("\x00\x01 not a plan")
+PY
+echo '{"config": null, "summary": "Don'"'"'t cache"}' > "$LAB_OUT/rec-none.json"
+J() { printf '%s\t%s\t%s\n' "$1" "$2" "${3-}"; }
+modules_loaded=$(test -d /sys/module/dm_cache && echo yes || echo no)
+echo "$modules_loaded" > "$LAB_OUT/dm-cache-loaded-before.txt"
+{
+J nonexistent-ssd '["plan","lvmcache-attach","--lv","labvg/data","--ssd","/dev/nonexistent","--size","128m"]'
+J partition-not-disk "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"${part}2\",\"--size\",\"64m\"]"
+J mounted-target "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"${part}1\",\"--size\",\"64m\",\"--allow-partition\"]"
+J has-filesystem "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"${part}2\",\"--size\",\"64m\",\"--allow-partition\"]"
+J same-device-twice "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"$hdd\",\"--size\",\"64m\"]"
+J ssd-too-small "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"$ssd_id\",\"--size\",\"4g\"]"
+J other-vg "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"$other\",\"--size\",\"64m\"]"
+J not-an-lv "[\"plan\",\"lvmcache-attach\",\"--lv\",\"$ssd\",\"--ssd\",\"$ssd_id\",\"--size\",\"64m\"]"
+J shell-metachar-lv "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data;reboot\",\"--ssd\",\"$ssd_id\",\"--size\",\"64m\"]"
+J shell-metachar-ssd "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"/dev/sdb\$(reboot)\",\"--size\",\"64m\"]"
+J bad-size "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"$ssd_id\",\"--size\",\"12q\"]"
+J bad-chunk "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"$ssd_id\",\"--size\",\"64m\",\"--chunk\",\"48k\"]"
+J not-lvmcache-recommendation "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"$ssd_id\",\"--recommendation\",\"$LAB_OUT/rec-none.json\"]"
+J output-exists "[\"plan\",\"lvmcache-attach\",\"--lv\",\"labvg/data\",\"--ssd\",\"$ssd_id\",\"--size\",\"64m\",\"-o\",\"$LAB_OUT/good.json\"]"
+J uncache-not-cached '["plan","lvmcache-uncache","--lv","labvg/data"]'
+J changed-size "[\"apply\",\"$LAB_OUT/changed-size.json\",\"--yes\"]"
+J changed-identity "[\"apply\",\"$LAB_OUT/changed-identity.json\",\"--yes\"]"
+J corrupt-plan "[\"apply\",\"$LAB_OUT/corrupt.json\",\"--yes\"]"
+J garbage-plan "[\"apply\",\"$LAB_OUT/garbage.json\",\"--yes\"]"
+J newer-schema "[\"apply\",\"$LAB_OUT/newer-schema.json\",\"--yes\"]"
+J missing-plan "[\"apply\",\"$LAB_OUT/nope.json\",\"--yes\"]"
+J no-yes-no-tty "[\"apply\",\"$LAB_OUT/good.json\"]"
+J not-root "[\"apply\",\"$LAB_OUT/good.json\",\"--yes\"]" '{"AS_NOBODY":"1"}'
+J missing-tool "[\"apply\",\"$LAB_OUT/good.json\",\"--yes\"]" '{"HIDE":"/usr/sbin/lvm"}'
+[ "$modules_loaded" = no ] && J missing-module "[\"apply\",\"$LAB_OUT/good.json\",\"--yes\"]" "{\"HIDE\":\"/lib/modules/$(uname -r)\"}"
+J nothing-to-resume '["apply","--resume","--yes"]'
+} > "$LAB_OUT/bad-cases.tsv"
+"$CW_PY" "$LAB_GUEST/bad_inputs.py" "$LAB_OUT/bad-cases.tsv" < /dev/null > "$LAB_OUT/bad-inputs.log" 2>&1
+sync; for d in "$hdd" "$ssd" "$part" "$other"; do sha256sum "$d"; done > "$LAB_OUT/disks-after.txt"
+
+# --- writethrough: attach, a fio workload, uncache ---
+cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 256m --mode writethrough -o "$LAB_OUT/wt.json" > "$LAB_OUT/wt-preview.txt"
+cw apply "$LAB_OUT/wt.json" --yes > "$LAB_OUT/wt-apply.txt" 2>&1
+lvm_state wt-attached
+fio --name=work --filename=$mnt/work --size=32M --rw=randrw --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
+    --time_based --runtime=8 --output-format=terse > /dev/null
+sync; (cd $mnt && sha256sum work) >> "$LAB_OUT/sums.txt"
+verify wt-cached
+cw plan lvmcache-uncache --lv labvg/data --release-ssd "$ssd_id" -o "$LAB_OUT/wt-un.json" > /dev/null
+cw apply "$LAB_OUT/wt-un.json" --yes > "$LAB_OUT/wt-uncache.txt" 2>&1
+lvm_state wt-uncached
+verify wt-uncached
+
+# --- writeback: attach, writes that stay dirty, uncache flushes them ---
+cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 256m --mode writeback -o "$LAB_OUT/wb.json" > /dev/null
+cw apply "$LAB_OUT/wb.json" --yes > "$LAB_OUT/wb-apply.txt" 2>&1
+for round in 1 2 3; do
+  fio --name=hot --filename=$mnt/hot --size=8M --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
+      --time_based --runtime=6 --output-format=terse > /dev/null
+  dirty=$(lvs --noheadings -o cache_dirty_blocks labvg/data | tr -d ' ')
+  echo "round $round: $dirty dirty blocks" >> "$LAB_OUT/wb-dirty.txt"
+  [ "${dirty:-0}" -gt 0 ] && break
+done
+sync; (cd $mnt && sha256sum hot) >> "$LAB_OUT/sums.txt"
+lvm_state wb-dirty
+cw plan lvmcache-uncache --lv labvg/data --release-ssd "$ssd_id" -o "$LAB_OUT/wb-un.json" > /dev/null
+cw apply "$LAB_OUT/wb-un.json" --yes > "$LAB_OUT/wb-uncache.txt" 2>&1
+lvm_state wb-uncached
+verify wb-uncached
+
+# --- crash test: SIGKILL after each step of an attach; odd steps resume, even ones roll back ---
+cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m -o "$LAB_OUT/crash.json" > /dev/null
+steps=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['steps']))" "$LAB_OUT/crash.json")
+mkdir -p "$CACHEWISE_STATE_DIR/old"
+for k in $(seq 1 "$steps"); do
+  mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
+  "$CW_PY" -m cachewise apply "$LAB_OUT/crash.json" --yes > "$LAB_OUT/crash-$k-apply.txt" 2>&1 &
+  pid=$!
+  while kill -0 $pid 2> /dev/null; do
+    n=$(cat "$CACHEWISE_STATE_DIR"/journal/*.jsonl 2> /dev/null | grep -c '"step-end"' || true)
+    [ "${n:-0}" -ge "$k" ] && break
+    sleep 0.1
+  done
+  kill -9 $pid 2> /dev/null || true
+  wait $pid 2> /dev/null || true
+  lvm_state "crash-$k-killed"
+  if [ $((k % 2)) = 1 ]; then
+    cw apply --resume --yes > "$LAB_OUT/crash-$k-after.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/crash-$k-after.txt" || echo "rc $?" >> "$LAB_OUT/crash-$k-after.txt"
+    lvm_state "crash-$k-after"
+    verify "crash-$k"
+    lvconvert -q -y --uncache labvg/data; vgreduce -q labvg "$ssd"; pvremove -q -y "$ssd"
+  else
+    cw apply --rollback --yes > "$LAB_OUT/crash-$k-after.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/crash-$k-after.txt" || echo "rc $?" >> "$LAB_OUT/crash-$k-after.txt"
+    lvm_state "crash-$k-after"
+    verify "crash-$k"
+  fi
+done
+cp "$CACHEWISE_STATE_DIR/audit.log" "$LAB_OUT/audit.log"
+echo scenario-done
