@@ -596,6 +596,8 @@ def _cache_spec(args: argparse.Namespace) -> CacheSpec:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    import os
+
     from advisor.execute import (
         ApplyError,
         Event,
@@ -607,8 +609,6 @@ def cmd_apply(args: argparse.Namespace) -> int:
         unfinished_journals,
     )
     from recipes.plan import Plan, PlanError
-
-    import os
 
     nothing = "Nothing was changed."
     if os.geteuid() != 0:

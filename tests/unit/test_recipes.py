@@ -8,8 +8,8 @@ import json
 import pytest
 
 from advisor.collect import RawSystem
-from advisor.discovery import build_inventory
 from advisor.devices import Inventory
+from advisor.discovery import build_inventory
 from recipes.lvmcache import CacheSpec, RecipeError, lvmcache_attach, lvmcache_uncache
 from recipes.plan import PLAN_SCHEMA, Plan, PlanError
 from tests.conftest import FIXTURES
