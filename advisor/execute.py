@@ -24,7 +24,8 @@ from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
 from recipes.plan import Check, Plan, PlanError, Step
 
 NOTHING = "Nothing was changed."
-MODULES = {"lvmcache-attach": ("dm_cache", "dm_cache_smq"), "lvmcache-uncache": (), "bcache": ("bcache",)}
+MODULES = {"lvmcache-attach": ("dm_cache", "dm_cache_smq"), "lvmcache-uncache": (), "bcache-create": ("bcache",),
+           "bcache-detach": ()}
 
 
 class ApplyError(Exception):
@@ -72,8 +73,39 @@ def _report(runner: CommandRunner, argv: list[str], key: str) -> list[dict[str, 
     return rows
 
 
-def holds(check: Check, state: LiveState) -> bool:
+def resolve(path: str, plan: Plan | None, state: LiveState) -> str:
+    """Replace ``{ROLE}`` with the sysfs directory of the plan's device with that role."""
+    if not path.startswith("{") or plan is None:
+        return path
+    role, _, rest = path[1:].partition("}")
+    bound = next((d for d in plan.devices if d.role == role), None)
+    dev = state.device(bound.path) if bound is not None else None
+    if dev is None:
+        raise ApplyError(f"the plan's {role} device is not present; nothing more was changed")
+    return f"/sys/class/block/{dev.name}{rest}"
+
+
+def read_sysfs(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _matches(text: str | None, value: str) -> bool:
+    return text is not None and any(alt in text for alt in value.split("|"))
+
+
+def holds(check: Check, state: LiveState, plan: Plan | None = None) -> bool:
     a = check.args
+    if check.kind in ("sysfs", "sysfs_exists", "no_sysfs"):
+        path = resolve(a["path"], plan, state)
+        if check.kind == "sysfs":
+            return _matches(read_sysfs(path), a["value"])
+        return os.path.exists(path) == (check.kind == "sysfs_exists")
+    if check.kind == "bcache_sb":
+        dev = state.device(a["device"])
+        return dev is not None and (dev.fs_type == "bcache" or dev.bcache is not None)
     if check.kind in ("pv", "not_pv", "pv_in_vg", "not_pv_in_vg"):
         real = os.path.realpath(a["device"])
         result = real in state.pvs and (check.kind in ("pv", "not_pv") or state.pvs[real] == a["vg"])
@@ -120,7 +152,7 @@ def preflight(plan: Plan, runner: CommandRunner, state: LiveState, *, resuming: 
     problems: list[str] = []
     if os.geteuid() != 0:
         problems.append("applying a plan changes disks and needs root; run it with sudo")
-    for tool in sorted({s.argv[0] for s in plan.steps}):
+    for tool in sorted({s.argv[0] for s in plan.steps if s.argv}):
         if runner.which(tool) is None:
             package = TOOL_PACKAGES.get(tool, tool)
             problems.append(f"{tool} is not installed (apt-get install {package})")
@@ -136,7 +168,7 @@ def preflight(plan: Plan, runner: CommandRunner, state: LiveState, *, resuming: 
                 problems.append(f"the kernel module {module} cannot be loaded ({why}); this kernel lacks it")
     problems += verify_devices(plan, state)
     if not problems and not resuming:
-        first = next((s for s in plan.steps if not all(holds(c, state) for c in s.post)), None)
+        first = next((s for s in plan.steps if not s.post or not all(holds(c, state, plan) for c in s.post)), None)
         if first is not None:
             problems += [f"before '{first.description}': expected that {c.describe()}, but it is not so"
                          for c in first.pre if not holds(c, state)]
@@ -205,8 +237,13 @@ class Event:
 Reporter = Callable[[Event], None]
 
 
-def _run_step(step: Step, runner: CommandRunner, state_dir: Path, report: Reporter) -> tuple[int, str]:
+def _run_step(step: Step, runner: CommandRunner, state_dir: Path, report: Reporter,
+              plan: Plan | None = None) -> tuple[int, str]:
     start = time.monotonic()
+    if step.write is not None or step.wait is not None:
+        code, message = _sysfs_step(step, runner, report, plan)
+        _audit(state_dir, step, code, time.monotonic() - start)
+        return code, message
     if step.progress == "cache_dirty":
         lv = step.argv[-1]
         proc = runner.start(list(step.argv), timeout=None)
@@ -222,6 +259,34 @@ def _run_step(step: Step, runner: CommandRunner, state_dir: Path, report: Report
         result = runner.run(list(step.argv), timeout=3600, check=False)
     _audit(state_dir, step, result.returncode, time.monotonic() - start)
     return result.returncode, (result.stderr or result.stdout).strip()
+
+
+def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan | None) -> tuple[int, str]:
+    state = LiveState(runner)
+    if step.write is not None:
+        path = resolve(step.write[0], plan, state)
+        try:
+            with open(path, "w") as fh:
+                fh.write(step.write[1])
+        except OSError as exc:
+            return 1, f"writing {step.write[1]!r} to {path} failed: {exc.strerror or exc}"
+        return 0, ""
+    assert step.wait is not None
+    path = resolve(step.wait[0], plan, state)
+    dirty_path = os.path.join(os.path.dirname(path), "dirty_data")
+    deadline = time.monotonic() + step.timeout
+    last = None
+    while time.monotonic() < deadline:
+        current = read_sysfs(path)
+        if _matches(current, step.wait[1]):
+            return 0, ""
+        if step.progress == "bcache_dirty":
+            dirty = read_sysfs(dirty_path)
+            if dirty is not None and (dirty, current) != last:
+                report(Event("progress", step, f"{dirty} dirty data to write back (state {current})"))
+                last = (dirty, current)
+        time.sleep(0.5)
+    return 1, f"{path} still reads {read_sysfs(path)!r} after {step.timeout:.0f} s"
 
 
 def _dirty_blocks(runner: CommandRunner, lv: str) -> int | None:
@@ -245,32 +310,49 @@ def apply(plan: Plan, runner: CommandRunner, state_dir: Path, report: Reporter, 
     else:
         journal.write("resume")
     done: list[str] = []
-    for step in plan.steps:
-        state = read()
-        if step.post and all(holds(c, state) for c in step.post):
+    # Steps run in order, so once a step is in effect every step before it has run, even when
+    # its own postcondition no longer shows (lvconvert absorbs the metadata LV into the pool).
+    state = read()
+    last_done = max((i for i, s in enumerate(plan.steps) if s.post and all(holds(c, state, plan) for c in s.post)),
+                    default=-1)
+    for index, step in enumerate(plan.steps):
+        state = read() if index else state
+        if index <= last_done or (step.post and all(holds(c, state, plan) for c in step.post)):
             journal.write("step-skip", step=step.id)
             report(Event("skip", step, "already in effect"))
             done.append(step.id)
             continue
-        unmet = [c.describe() for c in step.pre if not holds(c, state)]
+        unmet = [c.describe() for c in step.pre if not holds(c, state, plan)]
         if unmet:
             journal.write("step-blocked", step=step.id, unmet=unmet)
             raise ApplyError(_stopped(plan, step, done, f"its precondition does not hold: {'; '.join(unmet)}"))
         journal.write("step-begin", step=step.id, argv=list(step.argv))
         report(Event("run", step, step.command))
-        code, output = _run_step(step, runner, state_dir, report)
+        code, output = _run_step(step, runner, state_dir, report, plan)
         journal.write("step-end", step=step.id, returncode=code)
-        if code != 0:
+        missing = [c.describe() for c in step.post if not _eventually(c, read, plan, code == 0 and step.write is not None)]
+        if code != 0 and (missing or not step.post):
             raise ApplyError(_stopped(plan, step, done, f"`{step.command}` failed with exit code {code}: {output}"))
-        if step.post:
-            state = read()
-            missing = [c.describe() for c in step.post if not holds(c, state)]
-            if missing:
-                raise ApplyError(_stopped(plan, step, done, f"it ran but did not take effect: {'; '.join(missing)}"))
+        if code != 0:  # failed, yet what it was for is in effect (udev registered the device first, say)
+            journal.write("step-effective", step=step.id)
+        if missing:
+            raise ApplyError(_stopped(plan, step, done, f"it ran but did not take effect: {'; '.join(missing)}"))
         done.append(step.id)
         report(Event("ok", step))
     journal.write("done")
     return journal
+
+
+def _eventually(check: Check, read: Callable[[], LiveState], plan: Plan, poll: bool) -> bool:
+    """Whether a postcondition holds; after a sysfs write, give the kernel up to 30 s (bcache
+    attaches, detaches and stops asynchronously)."""
+    deadline = time.monotonic() + (30.0 if poll else 0.0)
+    while True:
+        if holds(check, read(), plan):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
 
 
 def _stopped(plan: Plan, step: Step, done: list[str], why: str) -> str:
@@ -288,12 +370,12 @@ def rollback(journal: Journal, runner: CommandRunner, state_dir: Path, report: R
     journal.write("rollback")
     for step in reversed(plan.steps):
         state = read()
-        if not step.post or not all(holds(c, state) for c in step.post):
+        if not step.post or not all(holds(c, state, plan) for c in step.post):
             continue
         for argv in step.undo:
             undo = Step(f"undo-{step.id}", f"undo: {step.description}", argv)
             report(Event("undo", undo, undo.command))
-            code, output = _run_step(undo, runner, state_dir, report)
+            code, output = _run_step(undo, runner, state_dir, report, plan)
             journal.write("undo-end", step=step.id, argv=list(argv), returncode=code)
             if code != 0:
                 raise ApplyError(f"rolling back '{step.description}' failed: `{undo.command}` exit {code}: {output}. "

@@ -153,7 +153,22 @@ def _parser() -> argparse.ArgumentParser:
     uncache.add_argument("--lv", required=True, help="the cached LV, as VG/LV")
     uncache.add_argument("--keep-pool", action="store_true", help="split the cache off but keep the cache pool LV")
     uncache.add_argument("--release-ssd", metavar="DEV", help="then take this SSD out of the VG and remove its label")
-    for p in (attach, uncache):
+    bcreate = plan_sub.add_parser("bcache-create", help="make a bcache device on empty disks",
+                                  description="Format an empty HDD as bcache backing and an empty SSD as its cache "
+                                  "(make-bcache), register and attach them, set cache_mode, sequential_cutoff and "
+                                  "writeback_percent. Refuses a backing device that holds data (use lvmcache).")
+    bcreate.add_argument("--backing", required=True, metavar="DEV", help="the slow device (empty)")
+    bcreate.add_argument("--cache", required=True, metavar="DEV", help="the SSD (empty)")
+    bcreate.add_argument("--mode", choices=["writethrough", "writeback"], default="writethrough")
+    bcreate.add_argument("--sequential-cutoff", default="4m", metavar="SIZE", help="default 4m (T-SEQ-1)")
+    bcreate.add_argument("--writeback-percent", type=int, default=10, metavar="N", help="default 10")
+    bcreate.add_argument("--wipe", action="store_true", help="the devices hold data that may be destroyed")
+    bdetach = plan_sub.add_parser("bcache-detach", help="detach a bcache cache safely (flush first)",
+                                  description="Switch to writethrough, write back every dirty block, wait for state "
+                                  "clean, detach, wait for 'no cache', stop the cache set.")
+    bdetach.add_argument("--device", required=True, metavar="DEV", help="the bcache device or its backing device")
+    bdetach.add_argument("--wipe-cache", action="store_true", help="then erase the cache device's bcache superblock")
+    for p in (attach, uncache, bcreate, bdetach):
         p.add_argument("-o", "--output", type=Path, metavar="FILE", help="save the plan (JSON) for `cachewise apply`")
         p.add_argument("--json", action="store_true", help="print the plan as JSON (schema cachewise.plan/1)")
         p.add_argument("--dry-run", action="store_true", help="only preview (what plan always does; for clarity)")
@@ -533,6 +548,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from recipes.bcache import bcache_create, bcache_detach
     from recipes.lvmcache import RecipeError, lvmcache_attach, lvmcache_uncache
 
     nothing = "Nothing was changed."
@@ -550,8 +566,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
         if args.recipe == "lvmcache-attach":
             spec = _cache_spec(args)
             plan = lvmcache_attach(inv, args.lv, args.ssd, spec, wipe=args.wipe, allow_partition=args.allow_partition)
-        else:
+        elif args.recipe == "lvmcache-uncache":
             plan = lvmcache_uncache(inv, args.lv, keep_pool=args.keep_pool, release=args.release_ssd)
+        elif args.recipe == "bcache-create":
+            plan = bcache_create(inv, args.backing, args.cache, mode=args.mode,
+                                 sequential_cutoff=parse_size(args.sequential_cutoff),
+                                 writeback_percent=args.writeback_percent, wipe=args.wipe)
+        else:
+            plan = bcache_detach(inv, args.device, wipe_cache=args.wipe_cache)
     except (RecipeError, ValueError) as exc:
         return _error(str(exc) if nothing in str(exc) else f"{exc}. {nothing}")
     if args.output is not None:
@@ -681,12 +703,32 @@ def cmd_apply(args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
         print(f"cachewise: {exc}", file=sys.stderr)
         return 1
+    result: dict[str, object] = {"outcome": outcome, "plan": plan.kind, "journal": str(journal.path)}
+    if plan.kind == "bcache-create" and outcome == "done":
+        result["bcache_device"] = _bcache_path(plan, runner)
     if args.json:
-        json.dump({"outcome": outcome, "plan": plan.kind, "journal": str(journal.path)}, sys.stdout, indent=2)
+        json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(f"{plan.title}: {outcome}. Journal: {journal.path}")
+        if result.get("bcache_device"):
+            print(f"The bcache device: {result['bcache_device']} (use this path; bcacheN numbers change between boots)")
     return 0
+
+
+def _bcache_path(plan: object, runner: CommandRunner) -> str | None:
+    """The stable path of the bcache device made on the plan's backing device."""
+    from advisor.sysfacts import find_device
+
+    backing_path = next(d.path for d in plan.devices if d.role == "backing")  # type: ignore[attr-defined]
+    inv = build_inventory(collect(runner))
+    backing = find_device(inv, backing_path)
+    if backing is None:
+        return None
+    for d in inv.devices:
+        if d.kind == "bcache" and backing.name in d.slaves:
+            return d.stable_path or d.devnode
+    return None
 
 
 def cmd_history(args: argparse.Namespace) -> int:

@@ -32,7 +32,15 @@ CHECK_KINDS = {
     "no_signature": "{device} holds no file system, RAID, LVM or other signature",
     "not_mounted": "{device} and its partitions are not mounted or held",
     "vg_free": "VG {vg} has at least {bytes} bytes free",
+    "bcache_sb": "{device} has a bcache superblock",
+    "sysfs": "{path} reads {value}",
+    "sysfs_exists": "{path} exists",
+    "no_sysfs": "{path} does not exist",
 }
+# Paths a plan may write: sysfs only. ``{ROLE}`` stands for the sysfs directory of the plan's
+# device with that role (/sys/class/block/NAME), resolved when the step runs, since kernel
+# names change between boots.
+SYSFS_PREFIXES = ("/sys/fs/bcache/", "{")
 
 
 class PlanError(ValueError):
@@ -58,10 +66,17 @@ class Step:
     undo: tuple[tuple[str, ...], ...] = ()
     destructive: bool = False
     seconds: float = 2.0  # expected duration
-    progress: str = ""  # "cache_dirty": the executor shows dirty blocks while it runs
+    progress: str = ""  # "cache_dirty" / "bcache_dirty": the executor shows what is left to flush
+    write: tuple[str, str] | None = None  # (sysfs path, value) instead of a command
+    wait: tuple[str, str] | None = None  # (sysfs path, value): wait until it reads so
+    timeout: float = 3600.0
 
     @property
     def command(self) -> str:
+        if self.write is not None:
+            return f"echo {shlex.quote(self.write[1])} > {self.write[0]}"
+        if self.wait is not None:
+            return f"wait until {self.wait[0]} reads {self.wait[1]}"
         return shlex.join(self.argv)
 
 
@@ -123,7 +138,10 @@ class Plan:
                      pre=tuple(Check(c["kind"], dict(c["args"])) for c in s.get("pre", ())),
                      post=tuple(Check(c["kind"], dict(c["args"])) for c in s.get("post", ())),
                      undo=tuple(tuple(u) for u in s.get("undo", ())), destructive=bool(s.get("destructive")),
-                     seconds=float(s.get("seconds", 2.0)), progress=str(s.get("progress", "")))
+                     seconds=float(s.get("seconds", 2.0)), progress=str(s.get("progress", "")),
+                     write=tuple(s["write"]) if s.get("write") else None,
+                     wait=tuple(s["wait"]) if s.get("wait") else None,
+                     timeout=float(s.get("timeout", 3600.0)))
                 for s in data["steps"])
             devices = tuple(BoundDevice(**d) for d in data["devices"])
             plan = cls(kind=data["kind"], title=data["title"], devices=devices, steps=steps,
@@ -134,7 +152,12 @@ class Plan:
         except (KeyError, TypeError, ValueError) as exc:
             raise PlanError(f"the plan file is incomplete or damaged ({type(exc).__name__}: {exc})") from None
         for step in plan.steps:
-            if not step.argv or not all(isinstance(a, str) for a in step.argv):
+            for target in (step.write, step.wait):
+                if target is not None and (len(target) != 2 or not str(target[0]).startswith(SYSFS_PREFIXES)
+                                           or ".." in str(target[0])):
+                    raise PlanError(f"step {step.id} would write or wait on {target[0]!r}; plans only touch sysfs")
+            if step.write is None and step.wait is None and (
+                    not step.argv or not all(isinstance(a, str) for a in step.argv)):
                 raise PlanError(f"step {step.id} of the plan has no valid command")
             for check in (*step.pre, *step.post):
                 if check.kind not in CHECK_KINDS:

@@ -1,0 +1,167 @@
+"""bcache recipes: a cached device on empty disks, and a safe detach.
+
+bcache needs its own superblock on the backing device, so it is only made on devices without
+data (or with --wipe, which lists what is destroyed); for data in place, lvmcache is the
+answer (T-LVM-2). Tunables and detach are sysfs writes; paths start with ``{backing}``, the
+backing device's sysfs directory, resolved when the step runs (kernel names change).
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+
+from advisor.devices import Device, Inventory
+from advisor.units import human_size
+from recipes.lvmcache import NOTHING, RecipeError, _now, bind
+from recipes.plan import Check, Plan, Step
+
+REGISTER = "/usr/lib/udev/bcache-register"  # bcache-tools' helper: writes the device to /sys/fs/bcache/register
+B = "{backing}/bcache"
+
+
+def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | None:
+    """Refuse devices that are mounted or in use; return the signature that --wipe destroys."""
+    if dev.kind not in ("disk", "partition"):
+        raise RecipeError(f"{dev.display_path} is a {dev.kind} device; bcache's {role} must be a disk or partition. "
+                          f"{NOTHING}")
+    if dev.mountpoints or dev.swap or dev.holders:
+        raise RecipeError(f"{dev.display_path} is in use ({dev.in_use_reason or 'mounted or held'}). {NOTHING}")
+    for part in dev.partitions:
+        p = inv.by_name(part)
+        if p is not None and (p.mountpoints or p.holders):
+            raise RecipeError(f"{dev.display_path} has a partition in use ({p.display_path}). {NOTHING}")
+    signature = dev.fs_type or dev.partition_table or ("LVM PV" if dev.lvm else None) or (
+        "RAID member" if dev.md else None)
+    if signature and not wipe:
+        if role == "backing":
+            raise RecipeError(
+                f"{dev.display_path} holds data ({signature}). bcache needs a reformat of the backing device: its own "
+                "superblock goes where the data starts, so the data would be lost. Back it up and restore it onto "
+                "the bcache device afterwards (then pass --wipe), or keep the data in place with lvmcache "
+                f"(`cachewise plan lvmcache-attach`, on LVM). {NOTHING}")
+        raise RecipeError(f"{dev.display_path} holds data ({signature}); making it a bcache cache destroys that. "
+                          f"If it can go, pass --wipe. {NOTHING}")
+    return signature
+
+
+def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: str = "writethrough",
+                  sequential_cutoff: int = 4 << 20, writeback_percent: int = 10, wipe: bool = False) -> Plan:
+    from advisor.sysfacts import find_device
+
+    if mode not in ("writethrough", "writeback"):
+        raise RecipeError(f"cache mode {mode!r} is not writethrough or writeback. {NOTHING}")
+    if not 0 <= writeback_percent <= 40:
+        raise RecipeError(f"writeback_percent must be 0 to 40, not {writeback_percent}. {NOTHING}")
+    devs = []
+    for path in (backing_path, cache_path):
+        dev = find_device(inv, path)
+        if dev is None:
+            raise RecipeError(f"{path} is not a block device on this machine (see `cachewise scan`). {NOTHING}")
+        devs.append(dev)
+    backing, cache = devs
+    if backing.name == cache.name or cache.parent == backing.name or backing.parent == cache.name:
+        raise RecipeError(f"{backing_path} and {cache_path} are the same device; name the HDD and the SSD. {NOTHING}")
+    destroys = []
+    for dev, role in ((backing, "backing"), (cache, "cache")):
+        signature = _empty_device(inv, dev, role, wipe)
+        if signature:
+            destroys.append(f"{dev.display_path}: {signature}")
+    if (cache.logical_sector_size or 512) > (backing.logical_sector_size or 512):
+        raise RecipeError(f"{cache.display_path} has larger logical sectors ({cache.logical_sector_size}) than "
+                          f"{backing.display_path} ({backing.logical_sector_size}). {NOTHING}")
+    cset = str(uuid.uuid4())
+    bp, cp = backing.display_path, cache.display_path
+    steps: list[Step] = []
+    if destroys:
+        for dev in (backing, cache):
+            steps.append(Step(f"wipefs-{dev.name}", f"erase the signatures on {dev.display_path}",
+                              ("wipefs", "--all", dev.display_path), pre=(Check("not_mounted", {"device": dev.display_path}),),
+                              post=(Check("no_signature", {"device": dev.display_path}),), destructive=True))
+    steps.append(Step("make-bcache", f"format {bp} as bcache backing and {cp} as its cache (cache set {cset})",
+                      ("make-bcache", "--cset-uuid", cset, *(["--writeback"] if mode == "writeback" else []),
+                       "-B", bp, "-C", cp),
+                      pre=(Check("no_signature", {"device": bp}), Check("no_signature", {"device": cp}),
+                           Check("not_mounted", {"device": bp}), Check("not_mounted", {"device": cp})),
+                      post=(Check("bcache_sb", {"device": bp}), Check("bcache_sb", {"device": cp})),
+                      undo=(("wipefs", "--all", bp), ("wipefs", "--all", cp)), destructive=True, seconds=3.0))
+    steps.append(Step("register-cache", f"register the cache {cp} with the kernel", (REGISTER, cp),
+                      post=(Check("sysfs_exists", {"path": f"/sys/fs/bcache/{cset}"}),)))
+    steps.append(Step("register-backing", f"register the backing device {bp} (bcacheN appears)", (REGISTER, bp),
+                      post=(Check("sysfs_exists", {"path": B}),)))
+    steps.append(Step("attach", f"attach {bp} to cache set {cset}", (), write=(f"{B}/attach", cset),
+                      post=(Check("sysfs_exists", {"path": f"{B}/cache"}),)))
+    steps.append(Step("cache-mode", f"set cache_mode {mode}", (), write=(f"{B}/cache_mode", mode),
+                      post=(Check("sysfs", {"path": f"{B}/cache_mode", "value": f"[{mode}]"}),)))
+    steps.append(Step("sequential-cutoff", f"set sequential_cutoff {human_size(sequential_cutoff)} (T-SEQ-1)", (),
+                      write=(f"{B}/sequential_cutoff", str(sequential_cutoff))))
+    steps.append(Step("writeback-percent", f"set writeback_percent {writeback_percent}", (),
+                      write=(f"{B}/writeback_percent", str(writeback_percent))))
+    return Plan(
+        kind="bcache-create", title=f"Make a {mode} bcache of {bp} with {cp}",
+        devices=(bind(backing, "backing"), bind(cache, "cache")), steps=tuple(steps), destroys=tuple(destroys),
+        layout_before=(f"{bp}: {destroys[0] if destroys and bp in destroys[0] else 'empty'}",
+                       f"{cp}: {'has data' if any(cp in d for d in destroys) else 'empty'}"),
+        layout_after=(f"{bp}: bcache backing device; use /dev/bcache/by-uuid/<its UUID> (bcacheN numbers change "
+                      "between boots)", f"{cp}: bcache cache, cache set {cset}"),
+        space={"backing_bytes": backing.size_bytes, "cache_bytes": cache.size_bytes},
+        notes=(f"{{backing}} is the backing device's sysfs directory, found when the step runs "
+               f"(/sys/class/block/{backing.name} now).",
+               "Make the file system on the bcache device, not on the backing disk.",
+               "Undo with `cachewise plan bcache-detach --device /dev/bcache/by-uuid/...`.")
+        + (("Writeback: dirty data lives only on the SSD until written back (T-MODE-1).",) if mode == "writeback" else ()),
+        created=_now(), host=socket.gethostname())
+
+
+def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Plan:
+    """Detach the cache safely: writethrough, writeback_percent 0, wait until clean, detach,
+    wait for 'no cache', stop the cache set, optionally wipe the cache device."""
+    from advisor.sysfacts import find_device
+
+    dev = find_device(inv, path)
+    if dev is None:
+        raise RecipeError(f"{path} is not a block device on this machine (see `cachewise scan`). {NOTHING}")
+    if dev.bcache is None:
+        raise RecipeError(f"{dev.display_path} is not a bcache device. {NOTHING}")
+    backing = dev
+    if dev.bcache.role == "bcache" and dev.bcache.backing_device:
+        backing = inv.by_name(dev.bcache.backing_device) or dev
+    if backing.bcache is None or backing.bcache.role != "backing":
+        raise RecipeError(f"{dev.display_path} is not a bcache backing device or bcacheN. {NOTHING}")
+    cset = backing.bcache.cache_set_uuid
+    if not cset or backing.bcache.state == "no cache":
+        raise RecipeError(f"{backing.display_path} has no cache attached (state: {backing.bcache.state}). {NOTHING}")
+    cache = next((d for d in inv.devices if d.bcache is not None and d.bcache.role == "cache"
+                  and d.bcache.cache_set_uuid == cset), None)
+    steps = [
+        Step("writethrough", "switch to writethrough: new writes go to the disk too", (),
+             write=(f"{B}/cache_mode", "writethrough"),
+             post=(Check("sysfs", {"path": f"{B}/cache_mode", "value": "[writethrough]|no cache"}),)),
+        Step("writeback-percent-0", "writeback_percent 0: write dirty data back at full speed", (),
+             write=(f"{B}/writeback_percent", "0")),
+        Step("flush", "wait until every dirty block is on the disk (state clean)", (),
+             wait=(f"{B}/state", "clean|no cache"), progress="bcache_dirty", seconds=30.0,
+             post=(Check("sysfs", {"path": f"{B}/state", "value": "clean|no cache"}),)),
+        Step("detach", f"detach {backing.display_path} from cache set {cset}", (), write=(f"{B}/detach", "1"),
+             post=(Check("sysfs", {"path": f"{B}/state", "value": "no cache"}),)),
+        Step("detached", "wait until the kernel reports no cache", (), wait=(f"{B}/state", "no cache"),
+             post=(Check("sysfs", {"path": f"{B}/state", "value": "no cache"}),), timeout=300.0),
+        Step("stop-cache-set", f"stop cache set {cset}", (), write=(f"/sys/fs/bcache/{cset}/stop", "1"),
+             post=(Check("no_sysfs", {"path": f"/sys/fs/bcache/{cset}"}),)),
+    ]
+    devices = [bind(backing, "backing")]
+    if wipe_cache:
+        if cache is None:
+            raise RecipeError(f"the cache device of cache set {cset} was not found, so it cannot be wiped. {NOTHING}")
+        devices.append(bind(cache, "cache"))
+        steps.append(Step("wipe-cache", f"erase the bcache superblock on {cache.display_path}",
+                          ("wipefs", "--all", cache.display_path),
+                          post=(Check("no_signature", {"device": cache.display_path}),), destructive=True))
+    return Plan(kind="bcache-detach", title=f"Detach the cache from {backing.display_path} safely",
+                devices=tuple(devices), steps=tuple(steps),
+                layout_before=(f"{backing.display_path}: bcache backing, cache set {cset} ({backing.bcache.cache_mode})",),
+                layout_after=(f"{backing.display_path}: bcache backing without a cache (the bcache device keeps "
+                              "working, at disk speed)",),
+                destroys=(f"{cache.display_path}: bcache cache superblock",) if wipe_cache and cache else (),
+                notes=("Dirty data is written back before the detach; with a large writeback cache this takes "
+                       "minutes.",), created=_now(), host=socket.gethostname())

@@ -1,0 +1,169 @@
+"""The executor against a simulated lvm2 (commands change a model of pvs/lvs): steps run in
+order and are journaled; a crash mid-plan resumes without repeating steps; a failing step
+stops and rolls back; preflight refuses with sentences. The real thing runs in
+tests/lab/test_apply_lab.py."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from advisor.collect import RawSystem
+from advisor.discovery import build_inventory
+from advisor.execute import (
+    ApplyError,
+    Event,
+    Journal,
+    LiveState,
+    apply,
+    preflight,
+    rollback,
+    unfinished_journals,
+)
+from advisor.runner import CommandResult
+from recipes.lvmcache import CacheSpec, lvmcache_attach
+from recipes.plan import Plan
+from tests.conftest import FIXTURES
+
+INV = build_inventory(RawSystem.load(FIXTURES / "lab-scan" / "raw-udev.json"))
+# modprobe's own words when a module is missing (kmod 30, Debian 12).
+MODPROBE_MISSING = "modprobe: FATAL: Module dm_cache not found in directory /lib/modules/6.1.0-56-amd64\n"
+
+
+class FakeLvm:
+    """Runs lvm commands against a model; records every argv."""
+
+    def __init__(self, fail: str | None = None, modprobe_fails: bool = False) -> None:
+        self.pvs: dict[str, str] = {os.path.realpath("/dev/sdb"): "labvg"}
+        self.lvs: dict[str, dict[str, str]] = {"labvg/data": {"segtype": "linear", "cache_mode": ""}}
+        self.ran: list[tuple[str, ...]] = []
+        self.fail = fail
+        self.modprobe_fails = modprobe_fails
+
+    def which(self, tool: str) -> str | None:
+        return f"/usr/sbin/{tool}"
+
+    def state(self) -> LiveState:
+        return LiveState(None, dict(self.pvs), {k: dict(v) for k, v in self.lvs.items()}, INV)
+
+    def run(self, argv: Sequence[str], *, timeout: float | None = None, check: bool = True) -> CommandResult:
+        argv = tuple(argv)
+        if argv[0] == "modprobe":
+            return CommandResult(argv, 1 if self.modprobe_fails else 0, "", MODPROBE_MISSING if self.modprobe_fails else "", 0.1)
+        self.ran.append(argv)
+        if self.fail and self.fail in argv:
+            return CommandResult(argv, 5, "", f"  {self.fail} failed on purpose\n", 0.1)
+        self._apply(argv)
+        return CommandResult(argv, 0, "", "", 0.1)
+
+    def start(self, argv: Sequence[str], *, timeout: float | None = None) -> FakeRunning:
+        result = self.run(argv)
+        return FakeRunning(result)
+
+    def _apply(self, a: tuple[str, ...]) -> None:
+        real = os.path.realpath(a[-1])
+        if a[0] == "pvcreate":
+            self.pvs[real] = ""
+        elif a[0] == "pvremove":
+            del self.pvs[real]
+        elif a[0] == "vgextend":
+            self.pvs[real] = a[1]
+        elif a[0] == "vgreduce":
+            self.pvs[real] = ""
+        elif a[0] == "lvcreate":
+            self.lvs[f"{a[-2]}/{a[a.index('-n') + 1]}"] = {"segtype": "linear", "cache_mode": ""}
+        elif a[0] == "lvremove":
+            del self.lvs[a[-1]]
+        elif a[0] == "lvconvert" and "cache-pool" in a:
+            del self.lvs[a[a.index("--poolmetadata") + 1]]
+            self.lvs[a[-1]] = {"segtype": "cache-pool", "cache_mode": a[a.index("--cachemode") + 1]}
+        elif a[0] == "lvconvert" and "--cachepool" in a:
+            pool = self.lvs.pop(a[a.index("--cachepool") + 1])
+            self.lvs[a[-1]] = {"segtype": "cache", "cache_mode": pool["cache_mode"]}
+        elif a[0] == "lvconvert" and "--uncache" in a:
+            self.lvs[a[-1]] = {"segtype": "linear", "cache_mode": ""}
+
+
+class FakeRunning:
+    def __init__(self, result: CommandResult) -> None:
+        self.result = result
+
+    def running(self) -> bool:
+        return False
+
+    def wait(self, check: bool = True) -> CommandResult:
+        return self.result
+
+
+def plan() -> Plan:
+    return lvmcache_attach(INV, "labvg/data", "nvme0n1", CacheSpec(256 << 20, mode="writeback"))
+
+
+def quiet(_e: Event) -> None:
+    pass
+
+
+def test_apply_runs_every_step_once_and_journals_it(tmp_path: Path) -> None:
+    lvm, p = FakeLvm(), plan()
+    journal = apply(p, lvm, tmp_path, quiet, read_state=lvm.state)  # type: ignore[arg-type]
+    assert [a[0] for a in lvm.ran] == ["pvcreate", "vgextend", "lvcreate", "lvcreate", "lvconvert", "lvconvert"]
+    assert lvm.lvs["labvg/data"] == {"segtype": "cache", "cache_mode": "writeback"}
+    events = [r["event"] for r in journal.records()]
+    assert events[0] == "plan" and events[-1] == "done" and events.count("step-end") == 6
+    assert len((tmp_path / "audit.log").read_text().splitlines()) == 6
+    assert unfinished_journals(tmp_path) == []
+
+
+@pytest.mark.parametrize("killed_after", range(1, 7))
+def test_a_crash_after_any_step_resumes_without_repeating_steps(tmp_path: Path, killed_after: int) -> None:
+    lvm, p = FakeLvm(), plan()
+
+    def crash(e: Event) -> None:
+        if e.kind == "ok" and e.step.id == p.steps[killed_after - 1].id:
+            raise KeyboardInterrupt  # the process dies here (SIGKILL in the lab test)
+
+    with pytest.raises(KeyboardInterrupt):
+        apply(p, lvm, tmp_path, crash, read_state=lvm.state)  # type: ignore[arg-type]
+    pending = unfinished_journals(tmp_path)
+    assert len(pending) == 1 and pending[0].plan == p
+    apply(pending[0].plan, lvm, tmp_path, quiet, journal=pending[0], read_state=lvm.state)  # type: ignore[arg-type]
+    assert len(lvm.ran) == 6, "no command ran twice"
+    assert lvm.lvs["labvg/data"]["segtype"] == "cache"
+    assert unfinished_journals(tmp_path) == []
+
+
+def test_a_failing_step_stops_says_where_and_rolls_back(tmp_path: Path) -> None:
+    lvm, p = FakeLvm(fail="data_cache_meta"), plan()
+    with pytest.raises(ApplyError) as err:
+        apply(p, lvm, tmp_path, quiet, read_state=lvm.state)  # type: ignore[arg-type]
+    message = str(err.value)
+    assert "failed with exit code 5" in message and "half applied" in message and "--rollback" in message
+    assert "steps done: pvcreate, vgextend, lvcreate-data" in message
+    journal = unfinished_journals(tmp_path)[0]
+    rollback(journal, lvm, tmp_path, quiet, read_state=lvm.state)  # type: ignore[arg-type]
+    assert lvm.ran[-3:] == [("lvremove", "--yes", "labvg/data_cache"),
+                            ("vgreduce", "labvg", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001"),
+                            ("pvremove", "--yes", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001")]
+    assert set(lvm.lvs) == {"labvg/data"} and os.path.realpath("/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001") not in lvm.pvs
+    assert Journal(journal.path).finished
+
+
+def test_preflight_names_a_kernel_module_that_cannot_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr("advisor.execute.Path.exists", lambda self: False if "/sys/module/" in str(self) else True)
+    lvm = FakeLvm(modprobe_fails=True)
+    problems = preflight(plan(), lvm, lvm.state())  # type: ignore[arg-type]
+    assert any("kernel module dm_cache cannot be loaded" in p and "not found in directory" in p for p in problems)
+
+
+def test_preflight_refuses_without_root_and_with_a_changed_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    lvm = FakeLvm()
+    data = plan().to_json()
+    data["devices"][1]["size_bytes"] += 512
+    problems = preflight(Plan.from_json(data), lvm, lvm.state())  # type: ignore[arg-type]
+    assert any("needs root" in p for p in problems)
+    assert any("changed size" in p for p in problems)
