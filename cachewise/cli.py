@@ -171,6 +171,9 @@ def _parser() -> argparse.ArgumentParser:
     for p in (attach, uncache, bcreate, bdetach):
         p.add_argument("-o", "--output", type=Path, metavar="FILE", help="save the plan (JSON) for `cachewise apply`")
         p.add_argument("--json", action="store_true", help="print the plan as JSON (schema cachewise.plan/1)")
+        p.add_argument("--format", choices=["text", "json", "ansible"], default="text",
+                       help="text preview (default), JSON, or an Ansible playbook with the same steps and checks "
+                       "(with -o, the file is the playbook)")
         p.add_argument("--dry-run", action="store_true", help="only preview (what plan always does; for clarity)")
         p.add_argument("--from-raw", type=Path, metavar="FILE", help="plan against a raw snapshot (`scan --save-raw`)")
 
@@ -576,9 +579,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
             plan = bcache_detach(inv, args.device, wipe_cache=args.wipe_cache)
     except (RecipeError, ValueError) as exc:
         return _error(str(exc) if nothing in str(exc) else f"{exc}. {nothing}")
+    if args.format == "ansible":
+        from recipes.ansible import AnsibleError, render
+
+        try:
+            book = render(plan)
+        except AnsibleError as exc:
+            return _error(f"{exc}. {nothing}")
+        if args.output is not None:
+            args.output.write_text(book)
+            print(f"Playbook written to {args.output}: ansible-playbook -i HOSTS {args.output}", file=sys.stderr)
+        else:
+            sys.stdout.write(book)
+        return 0
     if args.output is not None:
         args.output.write_text(plan.dumps())
-    if args.json:
+    if args.json or args.format == "json":
         sys.stdout.write(plan.dumps())
         return 0
     from rich.console import Console

@@ -1,0 +1,55 @@
+"""`cachewise plan --format ansible`: the same steps with argv (no shell), checks that make a
+second run change nothing, and a size check that refuses changed devices. Applied for real in
+the lab (tests/lab/test_apply_lab.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor.collect import RawSystem
+from advisor.discovery import build_inventory
+from recipes.ansible import AnsibleError, render
+from recipes.bcache import bcache_create
+from recipes.lvmcache import CacheSpec, lvmcache_attach
+from tests.conftest import FIXTURES
+
+INV = build_inventory(RawSystem.load(FIXTURES / "lab-scan" / "raw-udev.json"))
+
+
+def test_playbook_has_every_step_as_argv_guarded_by_its_checks() -> None:
+    plan = lvmcache_attach(INV, "labvg/data", "nvme0n1", CacheSpec(256 << 20))
+    book = yaml.safe_load(render(plan))
+    assert book[0]["become"] is True and book[0]["hosts"] == "all"
+    tasks = book[0]["tasks"]
+    commands = [t["ansible.builtin.command"]["argv"] for t in tasks
+                if "ansible.builtin.command" in t and t["name"].startswith("step ")]
+    assert commands == [list(s.argv) for s in plan.steps]
+    assert not any("ansible.builtin.shell" in t for t in tasks)
+    steps = [t for t in tasks if t["name"].startswith("step ") and "ansible.builtin.command" in t]
+    assert all(t["when"].startswith("not (cw_done_") for t in steps), "a step in effect is not run again"
+    sizes = [t for t in tasks if "ansible.builtin.assert" in t and "size it was planned with" in t["name"]]
+    assert len(sizes) == 2 and "268435456" in sizes[0]["ansible.builtin.assert"]["that"][0]
+    pre = [t for t in tasks if t["name"].startswith("before step 1")]
+    assert pre, "the first step's preconditions (no signature, not mounted) are asserted"
+
+
+def test_sysfs_plans_are_not_offered_as_playbooks() -> None:
+    plan = bcache_create(INV, "sda", "nvme0n1")
+    with pytest.raises(AnsibleError, match="sysfs"):
+        render(plan)
+
+
+def test_ansible_accepts_the_playbook(tmp_path: Path) -> None:
+    # ansible-core is in the lab extra, which the test command installs next to this Python.
+    program = Path(sys.executable).parent / "ansible-playbook"
+    assert program.exists(), "ansible-core is not installed: pip install -e '.[test,lab]'"
+    book = tmp_path / "attach.yml"
+    book.write_text(render(lvmcache_attach(INV, "labvg/data", "nvme0n1", CacheSpec(256 << 20))))
+    out = subprocess.run([str(program), "--syntax-check", "-i", "localhost,", str(book)],
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
