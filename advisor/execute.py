@@ -24,6 +24,8 @@ from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
 from recipes.plan import Check, Plan, PlanError, Step
 
 NOTHING = "Nothing was changed."
+WRITE_PATIENCE = 30.0  # s for bcache's asynchronous sysfs writes to show
+FAILURE_PATIENCE = 10.0  # s for a failed step's goal to show anyway (udev got there first)
 MODULES = {"lvmcache-attach": ("dm_cache", "dm_cache_smq"), "lvmcache-uncache": (), "bcache-create": ("bcache",),
            "bcache-detach": ()}
 
@@ -290,10 +292,23 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan 
 
 
 def _dirty_blocks(runner: CommandRunner, lv: str) -> int | None:
+    """Dirty blocks of a cached LV from the kernel (dmsetup status), not lvs: lvconvert holds
+    the VG lock while it flushes, and lvs would wait for it."""
+    vg, _, name = lv.partition("/")
+    dm_name = f"{vg.replace('-', '--')}-{name.replace('-', '--')}"
     try:
-        rows = _report(runner, ["lvs", "-o", "cache_dirty_blocks", lv], "lv")
-        return int(rows[0]["cache_dirty_blocks"]) if rows and rows[0].get("cache_dirty_blocks") else None
-    except (CommandError, ValueError, KeyError, IndexError):
+        return cache_dirty_from_status(runner.run(["dmsetup", "status", dm_name], timeout=10, check=False).stdout)
+    except CommandError:
+        return None
+
+
+def cache_dirty_from_status(text: str) -> int | None:
+    """The dirty-block count in a dm-cache status line (the 11th field after 'cache',
+    Documentation/admin-guide/device-mapper/cache.rst)."""
+    fields = text.split()
+    try:
+        return int(fields[fields.index("cache") + 11])
+    except (ValueError, IndexError):
         return None
 
 
@@ -330,7 +345,10 @@ def apply(plan: Plan, runner: CommandRunner, state_dir: Path, report: Reporter, 
         report(Event("run", step, step.command))
         code, output = _run_step(step, runner, state_dir, report, plan)
         journal.write("step-end", step=step.id, returncode=code)
-        missing = [c.describe() for c in step.post if not _eventually(c, read, plan, code == 0 and step.write is not None)]
+        # The kernel applies bcache's sysfs writes asynchronously, and a failed command may have
+        # lost a race to udev doing the same thing (registering a new bcache device): look again.
+        patience = WRITE_PATIENCE if code == 0 and step.write is not None else (FAILURE_PATIENCE if code else 0.0)
+        missing = [c.describe() for c in step.post if not _eventually(c, read, plan, patience)]
         if code != 0 and (missing or not step.post):
             raise ApplyError(_stopped(plan, step, done, f"`{step.command}` failed with exit code {code}: {output}"))
         if code != 0:  # failed, yet what it was for is in effect (udev registered the device first, say)
@@ -343,10 +361,9 @@ def apply(plan: Plan, runner: CommandRunner, state_dir: Path, report: Reporter, 
     return journal
 
 
-def _eventually(check: Check, read: Callable[[], LiveState], plan: Plan, poll: bool) -> bool:
-    """Whether a postcondition holds; after a sysfs write, give the kernel up to 30 s (bcache
-    attaches, detaches and stops asynchronously)."""
-    deadline = time.monotonic() + (30.0 if poll else 0.0)
+def _eventually(check: Check, read: Callable[[], LiveState], plan: Plan, patience: float) -> bool:
+    """Whether a postcondition holds, looking again for up to ``patience`` seconds."""
+    deadline = time.monotonic() + patience
     while True:
         if holds(check, read(), plan):
             return True

@@ -179,7 +179,7 @@ def lvmcache_attach(inv: Inventory, lv_name: str, ssd_path: str, spec: CacheSpec
                            Check("not_segtype", {"lv": vglv, "segtype": "cache"})),
                       post=(Check("segtype", {"lv": vglv, "segtype": "cache"}),
                             Check("cache_mode", {"lv": vglv, "mode": spec.mode})),
-                      undo=(("lvconvert", "--yes", "--uncache", vglv),), seconds=3.0, progress="cache_dirty"))
+                      undo=(("lvconvert", "--yes", "--uncache", vglv),), seconds=3.0))
     space = {"cache_bytes": size, "metadata_bytes": meta, "spare_metadata_bytes": meta,
              "ssd_bytes_used": need, "ssd_bytes": ssd.size_bytes}
     notes = ["The cached LV keeps its name and device path; its file system stays mounted.",

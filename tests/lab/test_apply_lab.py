@@ -31,6 +31,7 @@ EXPECTED_BAD = {
     "changed-size": "the devices changed since the plan was made",
     "changed-identity": "is now a different device",
     "corrupt-plan": "is incomplete or damaged",
+    "truncated-plan": "not valid JSON",
     "garbage-plan": "not valid JSON",
     "newer-schema": "newer than this cachewise understands",
     "missing-plan": "cannot read the plan",
@@ -44,8 +45,8 @@ EXPECTED_BAD = {
 @pytest.fixture(scope="module")
 def guest(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> GuestRun:
     # No IOPS limit here: this scenario checks data, not speed, and hashes whole disks twice.
-    disks = [LabDisk(HDD.name, HDD.serial, "1G", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
-             LabDisk(SATA_SSD.name, SATA_SSD.serial, "512M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
+    disks = [LabDisk(HDD.name, HDD.serial, "384M", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
+             LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
              LabDisk("part", "PART0001", "256M"), LabDisk("other", "OTHER0001", "128M"),
              LabDisk("bhdd", "BHDD0001", "256M", "scsi", rotation_rate=7200),
              LabDisk("bssd", "BSSD0001", "128M", "sata", rotation_rate=1)]
@@ -138,3 +139,13 @@ def test_bcache_writeback_on_empty_disks_detaches_safely_with_dirty_data(guest: 
     assert guest.read("bc-state-after.txt").strip() == "no cache"
     assert guest.read("bc-verify.txt").strip().endswith("ok")
     assert guest.read("bc-verify-raw.txt").strip().endswith("ok"), "the backing disk itself holds the data"
+
+
+def test_the_ansible_playbook_applies_the_same_attach_and_is_idempotent(guest: GuestRun) -> None:
+    first, second = guest.read("ansible-1.txt"), guest.read("ansible-2.txt")
+    print(first[-3000:], second[-1500:])
+    assert first.strip().endswith("rc 0") and second.strip().endswith("rc 0")
+    assert lvs(guest, "ansible")["labvg/data"]["segtype"] == "cache"
+    assert "changed=6" in first, "the six steps ran"
+    assert "changed=0" in second and "failed=0" in second, "a second run changes nothing"
+    assert verified(guest, "ansible")

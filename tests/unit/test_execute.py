@@ -135,7 +135,8 @@ def test_a_crash_after_any_step_resumes_without_repeating_steps(tmp_path: Path, 
     assert unfinished_journals(tmp_path) == []
 
 
-def test_a_failing_step_stops_says_where_and_rolls_back(tmp_path: Path) -> None:
+def test_a_failing_step_stops_says_where_and_rolls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("advisor.execute.FAILURE_PATIENCE", 0.0)
     lvm, p = FakeLvm(fail="data_cache_meta"), plan()
     with pytest.raises(ApplyError) as err:
         apply(p, lvm, tmp_path, quiet, read_state=lvm.state)  # type: ignore[arg-type]
@@ -167,3 +168,14 @@ def test_preflight_refuses_without_root_and_with_a_changed_device(monkeypatch: p
     problems = preflight(Plan.from_json(data), lvm, lvm.state())  # type: ignore[arg-type]
     assert any("needs root" in p for p in problems)
     assert any("changed size" in p for p in problems)
+
+
+def test_dirty_blocks_read_from_a_real_dm_cache_status_line() -> None:
+    from advisor.execute import cache_dirty_from_status
+
+    line = (FIXTURES / "lab-recommend" / "dmsetup-status-cache.txt").read_text()
+    assert cache_dirty_from_status(line) == int(line.split()[line.split().index("cache") + 11])
+    assert cache_dirty_from_status("0 2048 linear") is None
+    fields = line.split()
+    fields[fields.index("cache") + 11] = "4242"
+    assert cache_dirty_from_status(" ".join(fields)) == 4242

@@ -15,10 +15,10 @@ mnt=/run/lab/data
 
 pvcreate -q "$hdd"
 vgcreate -q labvg "$hdd"
-lvcreate -q -y -L 640M -n data labvg
+lvcreate -q -y -L 256M -n data labvg
 mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 /dev/labvg/data
 mkdir -p $mnt && mount /dev/labvg/data $mnt
-for i in 1 2 3; do head -c 16M /dev/urandom > $mnt/f$i; done
+for i in 1 2 3; do head -c 8M /dev/urandom > $mnt/f$i; done
 sync
 (cd $mnt && sha256sum f*) > "$LAB_OUT/sums.txt"
 # Other disks for bad inputs: a partitioned disk (p1 mounted ext4, p2 ext4), a PV of another VG.
@@ -54,7 +54,8 @@ def variant(name, change):
 variant("changed-size", lambda p: p["devices"][1].__setitem__("size_bytes", p["devices"][1]["size_bytes"] + 4096))
 variant("changed-identity", lambda p: p["devices"][1].__setitem__("identity", "wwn-0x5000000000000bad"))
 variant("newer-schema", lambda p: p.__setitem__("schema", "cachewise.plan/2"))
-open(f"{out}/corrupt.json", "w").write(json.dumps(plan)[:700])
+variant("corrupt", lambda p: p.pop("steps"))
+open(f"{out}/truncated.json", "w").write(json.dumps(plan)[:700])
 open(f"{out}/garbage.json", "w").write("\x00\x01 not a plan")
 PY
 echo '{"config": null, "summary": "Don'"'"'t cache"}' > "$LAB_OUT/rec-none.json"
@@ -78,6 +79,7 @@ J uncache-not-cached '["plan","lvmcache-uncache","--lv","labvg/data"]'
 J changed-size "[\"apply\",\"$LAB_OUT/changed-size.json\",\"--yes\"]"
 J changed-identity "[\"apply\",\"$LAB_OUT/changed-identity.json\",\"--yes\"]"
 J corrupt-plan "[\"apply\",\"$LAB_OUT/corrupt.json\",\"--yes\"]"
+J truncated-plan "[\"apply\",\"$LAB_OUT/truncated.json\",\"--yes\"]"
 J garbage-plan "[\"apply\",\"$LAB_OUT/garbage.json\",\"--yes\"]"
 J newer-schema "[\"apply\",\"$LAB_OUT/newer-schema.json\",\"--yes\"]"
 J missing-plan "[\"apply\",\"$LAB_OUT/nope.json\",\"--yes\"]"
@@ -90,9 +92,10 @@ J nothing-to-resume '["apply","--resume","--yes"]'
 sync; for d in "$hdd" "$ssd" "$part" "$other"; do sha256sum "$d"; done > "$LAB_OUT/disks-after.txt"
 
 # --- writethrough: attach, a fio workload, uncache ---
-cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 256m --mode writethrough -o "$LAB_OUT/wt.json" > "$LAB_OUT/wt-preview.txt"
+cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 192m --mode writethrough -o "$LAB_OUT/wt.json" > "$LAB_OUT/wt-preview.txt"
 cw apply "$LAB_OUT/wt.json" --yes > "$LAB_OUT/wt-apply.txt" 2>&1
 lvm_state wt-attached
+dmsetup status labvg-data > "$LAB_OUT/dmsetup-status-cache.txt"
 fio --name=work --filename=$mnt/work --size=32M --rw=randrw --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
     --time_based --runtime=8 --output-format=terse > /dev/null
 sync; (cd $mnt && sha256sum work) >> "$LAB_OUT/sums.txt"
@@ -103,11 +106,16 @@ lvm_state wt-uncached
 verify wt-uncached
 
 # --- writeback: attach, writes that stay dirty, uncache flushes them ---
-cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 256m --mode writeback -o "$LAB_OUT/wb.json" > /dev/null
+cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 192m --mode writeback -o "$LAB_OUT/wb.json" > /dev/null
 cw apply "$LAB_OUT/wb.json" --yes > "$LAB_OUT/wb-apply.txt" 2>&1
-for round in 1 2 3; do
+# dm-cache promotes only blocks it has seen often (smq); read the hot file first so its
+# blocks are promoted, then overwrite them: writes to cached blocks stay dirty in writeback.
+lvchange -q --cachesettings migration_threshold=65536 labvg/data
+for round in 1 2 3 4; do
+  fio --name=warm --filename=$mnt/hot --size=8M --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
+      --time_based --runtime=5 --output-format=terse > /dev/null
   fio --name=hot --filename=$mnt/hot --size=8M --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
-      --time_based --runtime=6 --output-format=terse > /dev/null
+      --time_based --runtime=4 --output-format=terse > /dev/null
   dirty=$(lvs --noheadings -o cache_dirty_blocks labvg/data | tr -d ' ')
   echo "round $round: $dirty dirty blocks" >> "$LAB_OUT/wb-dirty.txt"
   [ "${dirty:-0}" -gt 0 ] && break
@@ -180,6 +188,19 @@ loop=$(losetup -f --show -r -o 8192 "$bhdd")
 mount -o ro,noload "$loop" /run/lab/bc
 (cd /run/lab/bc && sha256sum -c --quiet "$LAB_OUT/bc-sums.txt") > "$LAB_OUT/bc-verify-raw.txt" 2>&1 && echo ok >> "$LAB_OUT/bc-verify-raw.txt" || echo FAILED >> "$LAB_OUT/bc-verify-raw.txt"
 umount /run/lab/bc; losetup -d "$loop"
+
+# --- the same lvmcache attach as an Ansible playbook, run twice against localhost ---
+cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m --format ansible -o "$LAB_OUT/attach.yml" 2> /dev/null
+export HOME="$LAB_WORK/home" ANSIBLE_LOCAL_TEMP="$LAB_WORK/ansible-tmp" ANSIBLE_REMOTE_TEMP="$LAB_WORK/ansible-tmp"
+mkdir -p "$HOME" "$ANSIBLE_LOCAL_TEMP"
+for run in 1 2; do
+  "$(dirname "$CW_PY")/ansible-playbook" -i localhost, -c local -e "ansible_python_interpreter=$CW_PY" \
+      "$LAB_OUT/attach.yml" > "$LAB_OUT/ansible-$run.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/ansible-$run.txt" \
+      || echo "rc $?" >> "$LAB_OUT/ansible-$run.txt"
+done
+lvm_state ansible
+verify ansible
+lvconvert -q -y --uncache labvg/data; vgreduce -q labvg "$ssd"; pvremove -q -y "$ssd"
 
 cp "$CACHEWISE_STATE_DIR/audit.log" "$LAB_OUT/audit.log"
 echo scenario-done
