@@ -8,6 +8,7 @@ backing-device UUID for bcache, the backing file for loop devices.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 
@@ -478,3 +479,21 @@ def _state(dev: Device, devices: dict[str, Device]) -> tuple[State, str]:
     if any(u.fact == "signature" for u in dev.unreadable):
         return "free", "looks free, but its signature could not be read (run as root to be sure)"
     return "free", "free: no signature, not mounted, nothing holds it"
+
+
+def find_device(inv: Inventory, path: str) -> Device | None:
+    """The device a path names: its node, a by-id or other link, /dev/VG/LV, or the kernel name."""
+    candidates = {path, os.path.realpath(path)} if path.startswith("/") else {path, f"/dev/{path}"}
+    if os.path.exists(path):
+        try:
+            st = os.stat(path)
+            devnum = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+            hit = next((d for d in inv.devices if d.devnum == devnum), None)
+            if hit is not None:
+                return hit
+        except OSError:
+            pass
+    for d in inv.devices:
+        if candidates & {d.devnode, d.name, d.stable_path or "", *d.links}:
+            return d
+    return None

@@ -62,7 +62,7 @@ class LiveState:
         return state
 
     def device(self, path: str) -> Device | None:
-        from advisor.sysfacts import find_device
+        from advisor.discovery import find_device
 
         return find_device(self.inv, path)
 

@@ -29,6 +29,17 @@ import numpy as np
 
 from advisor import mrc
 from advisor.findings import finding
+from advisor.lvmrules import (  # noqa: F401 - re-exported: the rules recommendations size caches by
+    CHUNK_UNIT,
+    LVM_EXTENT,
+    LVM_PV_METADATA,
+    lvm_chunk_size,
+    lvm_max_cache,
+    lvm_metadata_size,
+    lvm_space,
+    round_down,
+    round_up,
+)
 from advisor.workload import Analysis
 
 RECOMMEND_SCHEMA = "cachewise.recommend/1"
@@ -56,14 +67,6 @@ SPACE_OVERHEAD: dict[Backend, float] = {"lvmcache": 3.5, "lvmcache-writecache": 
 # dm-cache's smq promotes hot spots only: R-WARM-1's repeated reads were fully fast at pass
 # 22, which a per-read promotion chance of 1/8 reproduces (95% after 3/p = 24 passes).
 PROMOTION: dict[Backend, float] = {"lvmcache": 1 / 8, "bcache": 1.0}
-# lvm2's rules (M-CHUNK-1, M-META-1).
-LVM_EXTENT = 4 * MiB
-LVM_PV_METADATA = 1 * MiB
-CHUNK_UNIT = 32 * KiB
-DEFAULT_CHUNK = 64 * KiB
-MAX_CHUNKS = 1_000_000
-META_BYTES_PER_CHUNK = 16 + 20 + 8
-META_OVERHEAD = 4 * MiB
 # bcache defaults (T-SEQ-1) and its superblock/journal/bucket headroom on the cache device.
 BCACHE_SEQUENTIAL_CUTOFF = 4 * MiB
 BCACHE_WRITEBACK_PERCENT = 10
@@ -361,47 +364,6 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
 
 # --- sizing ---------------------------------------------------------------------------------
 
-def lvm_chunk_size(cache_bytes: int) -> int:
-    """lvm2's chunk size for a cache pool of this size: 64 KiB, or more to stay under
-    1,000,000 chunks, in multiples of 32 KiB (M-CHUNK-1)."""
-    chunk = DEFAULT_CHUNK
-    if cache_bytes // chunk > MAX_CHUNKS:
-        chunk = -(-cache_bytes // MAX_CHUNKS)
-        chunk = -(-chunk // CHUNK_UNIT) * CHUNK_UNIT
-    return chunk
-
-
-def lvm_metadata_size(cache_bytes: int, chunk: int, extent: int = LVM_EXTENT) -> int:
-    """lvm2's cache metadata size (M-META-1): 44 bytes per chunk plus 4 MiB, in whole extents."""
-    raw = -(-(cache_bytes // chunk) * META_BYTES_PER_CHUNK // 512) * 512 + META_OVERHEAD
-    return -(-raw // extent) * extent
-
-
-def _round_down(n: float, unit: int) -> int:
-    return int(n // unit) * unit
-
-
-def _round_up(n: float, unit: int) -> int:
-    return int(-(-n // unit)) * unit
-
-
-def lvm_space(cache_bytes: int) -> tuple[int, int, int]:
-    """(chunk, metadata, SSD space) for a cache pool: data + metadata + its pmspare + the PV's
-    own label and metadata area."""
-    chunk = lvm_chunk_size(cache_bytes)
-    meta = lvm_metadata_size(cache_bytes, chunk)
-    return chunk, meta, cache_bytes + 2 * meta + LVM_PV_METADATA
-
-
-def lvm_max_cache(fast_bytes: int) -> int:
-    """The largest cache pool data size (whole extents) that fits on a PV of this size."""
-    extents = (fast_bytes - LVM_PV_METADATA) // LVM_EXTENT
-    size = extents * LVM_EXTENT
-    while size > 0 and lvm_space(size)[2] - LVM_PV_METADATA > extents * LVM_EXTENT:
-        size -= LVM_EXTENT
-    return max(size, 0)
-
-
 def _gib(n: float) -> str:
     if n >= GiB:
         return f"{n / GiB:.1f} GiB"
@@ -462,14 +424,14 @@ def _size(ctx: _Context, backend: Backend) -> tuple[int, int, bool]:
     overhead = SPACE_OVERHEAD[backend]
     wanted = max(ctx.prof.knee() * overhead, MIN_CACHE)
     if backend == "bcache":
-        limit = _round_down(ctx.fast_bytes * (1 - BCACHE_RESERVE), MiB)
+        limit = round_down(ctx.fast_bytes * (1 - BCACHE_RESERVE), MiB)
     else:
         limit = lvm_max_cache(ctx.fast_bytes)
     if ctx.inp.cache_budget_bytes:
         limit = min(limit, ctx.inp.cache_budget_bytes)
     unit = MiB if backend == "bcache" else LVM_EXTENT
-    size = min(_round_up(wanted, unit), limit)
-    bounded = size < _round_up(wanted, unit)
+    size = min(round_up(wanted, unit), limit)
+    bounded = size < round_up(wanted, unit)
     space = size if backend == "bcache" else (lvm_space(size)[2] if backend == "lvmcache" else size + LVM_EXTENT)
     return size, space, bounded
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from advisor.devices import Device, Inventory
+from advisor.discovery import find_device
 from advisor.recommend import DeviceFacts, Endurance, Versions
 
 __all__ = ["DeviceFacts", "Endurance", "Versions", "device_facts", "endurance", "find_device", "versions"]
@@ -130,20 +131,3 @@ def endurance(runner: CommandRunner, devnode: str) -> Endurance | None:
     except CommandError:
         return None
 
-
-def find_device(inv: Inventory, path: str) -> Device | None:
-    """The device a path names: its node, a by-id or other link, /dev/VG/LV, or the kernel name."""
-    candidates = {path, os.path.realpath(path)} if path.startswith("/") else {path, f"/dev/{path}"}
-    if os.path.exists(path):
-        try:
-            st = os.stat(path)
-            devnum = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-            hit = next((d for d in inv.devices if d.devnum == devnum), None)
-            if hit is not None:
-                return hit
-        except OSError:
-            pass
-    for d in inv.devices:
-        if candidates & {d.devnode, d.name, d.stable_path or "", *d.links}:
-            return d
-    return None

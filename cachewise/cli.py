@@ -734,7 +734,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def _bcache_path(plan: object, runner: CommandRunner) -> str | None:
     """The stable path of the bcache device made on the plan's backing device."""
-    from advisor.sysfacts import find_device
+    from advisor.discovery import find_device
 
     backing_path = next(d.path for d in plan.devices if d.role == "backing")  # type: ignore[attr-defined]
     inv = build_inventory(collect(runner))

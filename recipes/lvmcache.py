@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from advisor.devices import Device, Inventory
-from advisor.recommend import (
+from advisor.lvmrules import (
     CHUNK_UNIT,
     LVM_EXTENT,
     LVM_PV_METADATA,
@@ -93,7 +93,7 @@ def lvmcache_attach(inv: Inventory, lv_name: str, ssd_path: str, spec: CacheSpec
                     allow_partition: bool = False) -> Plan:
     """Attach a cache pool on ``ssd_path`` to the LV ``lv_name`` in place: the SSD becomes a PV
     of the LV's VG, a cache pool of the given size is made on it, and lvconvert attaches it."""
-    from advisor.sysfacts import find_device
+    from advisor.discovery import find_device
 
     origin = find_lv(inv, lv_name)
     assert origin.lvm is not None
@@ -202,7 +202,7 @@ def lvmcache_uncache(inv: Inventory, lv_name: str, *, keep_pool: bool = False, r
     """Remove the cache from an LV: lvconvert flushes dirty blocks (cleaner policy), then drops
     the cache pool (--uncache) or keeps it as an LV (--splitcache); ``release`` names the SSD
     to take out of the VG afterwards."""
-    from advisor.sysfacts import find_device
+    from advisor.discovery import find_device
 
     origin = find_lv(inv, lv_name)
     assert origin.lvm is not None
