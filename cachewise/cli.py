@@ -153,6 +153,11 @@ def _parser() -> argparse.ArgumentParser:
     uncache.add_argument("--lv", required=True, help="the cached LV, as VG/LV")
     uncache.add_argument("--keep-pool", action="store_true", help="split the cache off but keep the cache pool LV")
     uncache.add_argument("--release-ssd", metavar="DEV", help="then take this SSD out of the VG and remove its label")
+    cmode = plan_sub.add_parser("lvmcache-mode", help="switch an lvmcache between writethrough and writeback",
+                                description="Switch a cached LV's mode with lvchange --cachemode; leaving writeback, "
+                                "lvm2 writes the dirty blocks back first.")
+    cmode.add_argument("--lv", required=True, help="the cached LV, as VG/LV")
+    cmode.add_argument("--mode", required=True, choices=["writethrough", "writeback"])
     bcreate = plan_sub.add_parser("bcache-create", help="make a bcache device on empty disks",
                                   description="Format an empty HDD as bcache backing and an empty SSD as its cache "
                                   "(make-bcache), register and attach them, set cache_mode, sequential_cutoff and "
@@ -168,7 +173,7 @@ def _parser() -> argparse.ArgumentParser:
                                   "clean, detach, wait for 'no cache', stop the cache set.")
     bdetach.add_argument("--device", required=True, metavar="DEV", help="the bcache device or its backing device")
     bdetach.add_argument("--wipe-cache", action="store_true", help="then erase the cache device's bcache superblock")
-    for p in (attach, uncache, bcreate, bdetach):
+    for p in (attach, uncache, cmode, bcreate, bdetach):
         p.add_argument("-o", "--output", type=Path, metavar="FILE", help="save the plan (JSON) for `cachewise apply`")
         p.add_argument("--json", action="store_true", help="print the plan as JSON (schema cachewise.plan/1)")
         p.add_argument("--format", choices=["text", "json", "ansible"], default="text",
@@ -552,7 +557,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from recipes.bcache import bcache_create, bcache_detach
-    from recipes.lvmcache import RecipeError, lvmcache_attach, lvmcache_uncache
+    from recipes.lvmcache import RecipeError, lvmcache_attach, lvmcache_mode, lvmcache_uncache
 
     nothing = "Nothing was changed."
     if args.output is not None and args.output.exists():
@@ -571,6 +576,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
             plan = lvmcache_attach(inv, args.lv, args.ssd, spec, wipe=args.wipe, allow_partition=args.allow_partition)
         elif args.recipe == "lvmcache-uncache":
             plan = lvmcache_uncache(inv, args.lv, keep_pool=args.keep_pool, release=args.release_ssd)
+        elif args.recipe == "lvmcache-mode":
+            plan = lvmcache_mode(inv, args.lv, args.mode)
         elif args.recipe == "bcache-create":
             plan = bcache_create(inv, args.backing, args.cache, mode=args.mode,
                                  sequential_cutoff=parse_size(args.sequential_cutoff),

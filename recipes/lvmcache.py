@@ -235,3 +235,29 @@ def lvmcache_uncache(inv: Inventory, lv_name: str, *, keep_pool: bool = False, r
                 layout_after=(f"{vglv}: plain LV, same data",) + ((f"{release}: free",) if release else ()),
                 notes=("Dirty blocks are written back before the cache goes; this can take a while with a big "
                        "writeback cache.",), created=_now(), host=socket.gethostname())
+
+
+def lvmcache_mode(inv: Inventory, lv_name: str, mode: str) -> Plan:
+    """Switch a cached LV between writethrough and writeback. Leaving writeback, lvm2 flushes
+    the dirty blocks first (it switches to the cleaner policy and waits); the executor shows the
+    dirty-block count meanwhile."""
+    origin = find_lv(inv, lv_name)
+    assert origin.lvm is not None
+    vglv = f"{origin.lvm.vg}/{origin.lvm.lv}"
+    if origin.lvm.segtype != "cache":
+        raise RecipeError(f"{vglv} is not cached (segment type {origin.lvm.segtype or 'unknown'}). {NOTHING}")
+    if mode not in ("writethrough", "writeback"):
+        raise RecipeError(f"cache mode {mode!r} is not writethrough or writeback. {NOTHING}")
+    other = "writeback" if mode == "writethrough" else "writethrough"
+    step = Step("cache-mode", f"switch {vglv} to {mode}" + (" (dirty blocks are written back first)"
+                                                            if mode == "writethrough" else ""),
+                ("lvchange", "--yes", "--cachemode", mode, vglv),
+                pre=(Check("segtype", {"lv": vglv, "segtype": "cache"}),),
+                post=(Check("cache_mode", {"lv": vglv, "mode": mode}),),
+                undo=(("lvchange", "--yes", "--cachemode", other, vglv),), seconds=5.0,
+                progress="cache_dirty" if mode == "writethrough" else "")
+    notes = ("Writeback: blocks written are on the SSD only until flushed; an SSD failure loses them (T-MODE-1).",) \
+        if mode == "writeback" else ()
+    return Plan(kind="lvmcache-mode", title=f"Switch the cache of {vglv} to {mode}", devices=(bind(origin, "origin"),),
+                steps=(step,), layout_before=(f"{vglv}: cache LV",), layout_after=(f"{vglv}: cache LV in {mode}",),
+                notes=notes, created=_now(), host=socket.gethostname())

@@ -88,3 +88,20 @@ def test_bad_inputs_are_refused_with_a_sentence(inv: Inventory, lv: str, ssd: st
 def test_uncache_refuses_an_lv_that_is_not_cached(inv: Inventory) -> None:
     with pytest.raises(RecipeError, match="is not cached"):
         lvmcache_uncache(inv, "labvg/data")
+
+
+def test_mode_change_plan_switches_with_lvchange_and_shows_the_flush(inv: Inventory) -> None:
+    import dataclasses
+
+    from recipes.lvmcache import lvmcache_mode
+
+    lv = next(d for d in inv.devices if d.lvm is not None and d.lvm.lv == "data")
+    cached = dataclasses.replace(lv, lvm=dataclasses.replace(lv.lvm, segtype="cache"))
+    inv2 = dataclasses.replace(inv, devices=tuple(cached if d is lv else d for d in inv.devices))
+    plan = lvmcache_mode(inv2, "labvg/data", "writethrough")
+    (step,) = plan.steps
+    assert step.argv == ("lvchange", "--yes", "--cachemode", "writethrough", "labvg/data")
+    assert step.progress == "cache_dirty" and step.post[0].kind == "cache_mode"
+    assert lvmcache_mode(inv2, "labvg/data", "writeback").steps[0].progress == ""
+    with pytest.raises(RecipeError, match="is not cached"):
+        lvmcache_mode(inv, "labvg/data", "writeback")
