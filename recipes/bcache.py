@@ -16,7 +16,6 @@ from advisor.units import human_size
 from recipes.lvmcache import NOTHING, RecipeError, _now, bind
 from recipes.plan import Check, Plan, Step
 
-REGISTER = "/usr/lib/udev/bcache-register"  # bcache-tools' helper: writes the device to /sys/fs/bcache/register
 B = "{backing}/bcache"
 
 
@@ -85,10 +84,14 @@ def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: s
                            Check("not_mounted", {"device": bp}), Check("not_mounted", {"device": cp})),
                       post=(Check("bcache_sb", {"device": bp}), Check("bcache_sb", {"device": cp})),
                       undo=(("wipefs", "--all", bp), ("wipefs", "--all", cp)), destructive=True, seconds=3.0))
-    steps.append(Step("register-cache", f"register the cache {cp} with the kernel", (REGISTER, cp),
+    # udev registers new bcache devices itself (bcache-tools' 69-bcache.rules runs
+    # bcache-register on the change event make-bcache causes); registering them a second time
+    # fails ("Operation not permitted" on 6.1), so the plan waits for udev instead.
+    steps.append(Step("registered-cache", f"wait until udev has registered the cache {cp} (cache set {cset})", (),
+                      wait=(f"/sys/fs/bcache/{cset}/block_size", ""), timeout=120.0,
                       post=(Check("sysfs_exists", {"path": f"/sys/fs/bcache/{cset}"}),)))
-    steps.append(Step("register-backing", f"register the backing device {bp} (bcacheN appears)", (REGISTER, bp),
-                      post=(Check("sysfs_exists", {"path": B}),)))
+    steps.append(Step("registered-backing", f"wait until udev has registered the backing device {bp}", (),
+                      wait=(f"{B}/state", ""), timeout=120.0, post=(Check("sysfs_exists", {"path": B}),)))
     steps.append(Step("attach", f"attach {bp} to cache set {cset}", (), write=(f"{B}/attach", cset),
                       post=(Check("sysfs_exists", {"path": f"{B}/cache"}),)))
     steps.append(Step("cache-mode", f"set cache_mode {mode}", (), write=(f"{B}/cache_mode", mode),

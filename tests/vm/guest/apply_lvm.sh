@@ -136,7 +136,22 @@ for k in $(seq 1 "$steps"); do
   fi
 done
 
+# --- the same lvmcache attach as an Ansible playbook, run twice against localhost ---
+cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m --format ansible -o "$LAB_OUT/attach.yml" 2> /dev/null
+export HOME="$LAB_WORK/home" ANSIBLE_LOCAL_TEMP="$LAB_WORK/ansible-tmp" ANSIBLE_REMOTE_TEMP="$LAB_WORK/ansible-tmp"
+mkdir -p "$HOME" "$ANSIBLE_LOCAL_TEMP"
+for run in 1 2; do
+  "$(dirname "$CW_PY")/ansible-playbook" -i localhost, -c local -e "ansible_python_interpreter=$CW_PY" \
+      "$LAB_OUT/attach.yml" > "$LAB_OUT/ansible-$run.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/ansible-$run.txt" \
+      || echo "rc $?" >> "$LAB_OUT/ansible-$run.txt"
+done
+lvm_state ansible
+verify ansible
+lvconvert -q -y --uncache labvg/data; vgreduce -q labvg "$ssd"; pvremove -q -y "$ssd"
+
 # --- bcache writeback on empty disks: create, write, safe detach while dirty, stop ---
+(
+set -e
 bhdd_id=$(ls /dev/disk/by-id/*BHDD0001 | head -1)
 bssd_id=$(ls /dev/disk/by-id/*BSSD0001 | head -1)
 bhdd=$(by_serial BHDD0001)
@@ -169,19 +184,7 @@ loop=$(losetup -f --show -r -o 8192 "$bhdd")
 mount -o ro,noload "$loop" /run/lab/bc
 (cd /run/lab/bc && sha256sum -c --quiet "$LAB_OUT/bc-sums.txt") > "$LAB_OUT/bc-verify-raw.txt" 2>&1 && echo ok >> "$LAB_OUT/bc-verify-raw.txt" || echo FAILED >> "$LAB_OUT/bc-verify-raw.txt"
 umount /run/lab/bc; losetup -d "$loop"
-
-# --- the same lvmcache attach as an Ansible playbook, run twice against localhost ---
-cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m --format ansible -o "$LAB_OUT/attach.yml" 2> /dev/null
-export HOME="$LAB_WORK/home" ANSIBLE_LOCAL_TEMP="$LAB_WORK/ansible-tmp" ANSIBLE_REMOTE_TEMP="$LAB_WORK/ansible-tmp"
-mkdir -p "$HOME" "$ANSIBLE_LOCAL_TEMP"
-for run in 1 2; do
-  "$(dirname "$CW_PY")/ansible-playbook" -i localhost, -c local -e "ansible_python_interpreter=$CW_PY" \
-      "$LAB_OUT/attach.yml" > "$LAB_OUT/ansible-$run.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/ansible-$run.txt" \
-      || echo "rc $?" >> "$LAB_OUT/ansible-$run.txt"
-done
-lvm_state ansible
-verify ansible
-lvconvert -q -y --uncache labvg/data; vgreduce -q labvg "$ssd"; pvremove -q -y "$ssd"
+) || echo "bcache part failed: $?" > "$LAB_OUT/bc-failed.txt"
 
 cp "$CACHEWISE_STATE_DIR/audit.log" "$LAB_OUT/audit.log"
 echo scenario-done
