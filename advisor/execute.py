@@ -26,7 +26,7 @@ from recipes.plan import Check, Plan, PlanError, Step
 NOTHING = "Nothing was changed."
 WRITE_PATIENCE = 30.0  # s for bcache's asynchronous sysfs writes to show
 FAILURE_PATIENCE = 10.0  # s for a failed step's goal to show anyway (udev got there first)
-MODULES = {"lvmcache-attach": ("dm_cache", "dm_cache_smq"), "lvmcache-uncache": (), "lvmcache-mode": (),
+MODULES = {"lvmcache-attach": ("dm_cache", "dm_cache_smq"), "lvmcache-new": ("dm_cache", "dm_cache_smq"), "lvmcache-uncache": (), "lvmcache-mode": (),
            "bcache-create": ("bcache",),
            "bcache-detach": ()}
 

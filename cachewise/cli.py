@@ -153,6 +153,16 @@ def _parser() -> argparse.ArgumentParser:
     uncache.add_argument("--lv", required=True, help="the cached LV, as VG/LV")
     uncache.add_argument("--keep-pool", action="store_true", help="split the cache off but keep the cache pool LV")
     uncache.add_argument("--release-ssd", metavar="DEV", help="then take this SSD out of the VG and remove its label")
+    new = plan_sub.add_parser("lvmcache-new", help="a new cached LV on an empty HDD and SSD",
+                              description="Make both disks PVs of a new VG, an LV on all of the HDD, and attach a "
+                              "cache pool on the SSD.")
+    new.add_argument("--hdd", required=True, metavar="DEV")
+    new.add_argument("--ssd", required=True, metavar="DEV")
+    new.add_argument("--vg", required=True)
+    new.add_argument("--lv", required=True)
+    new.add_argument("--size", required=True, metavar="SIZE", help="cache size")
+    new.add_argument("--mode", choices=["writethrough", "writeback"], default="writethrough")
+    new.add_argument("--wipe", action="store_true", help="the disks hold data that may be destroyed")
     cmode = plan_sub.add_parser("lvmcache-mode", help="switch an lvmcache between writethrough and writeback",
                                 description="Switch a cached LV's mode with lvchange --cachemode; leaving writeback, "
                                 "lvm2 writes the dirty blocks back first.")
@@ -173,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
                                   "clean, detach, wait for 'no cache', stop the cache set.")
     bdetach.add_argument("--device", required=True, metavar="DEV", help="the bcache device or its backing device")
     bdetach.add_argument("--wipe-cache", action="store_true", help="then erase the cache device's bcache superblock")
-    for p in (attach, uncache, cmode, bcreate, bdetach):
+    for p in (attach, uncache, new, cmode, bcreate, bdetach):
         p.add_argument("-o", "--output", type=Path, metavar="FILE", help="save the plan (JSON) for `cachewise apply`")
         p.add_argument("--json", action="store_true", help="print the plan as JSON (schema cachewise.plan/1)")
         p.add_argument("--format", choices=["text", "json", "ansible"], default="text",
@@ -557,7 +567,14 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from recipes.bcache import bcache_create, bcache_detach
-    from recipes.lvmcache import RecipeError, lvmcache_attach, lvmcache_mode, lvmcache_uncache
+    from recipes.lvmcache import (
+        CacheSpec,
+        RecipeError,
+        lvmcache_attach,
+        lvmcache_mode,
+        lvmcache_new,
+        lvmcache_uncache,
+    )
 
     nothing = "Nothing was changed."
     if args.output is not None and args.output.exists():
@@ -576,6 +593,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             plan = lvmcache_attach(inv, args.lv, args.ssd, spec, wipe=args.wipe, allow_partition=args.allow_partition)
         elif args.recipe == "lvmcache-uncache":
             plan = lvmcache_uncache(inv, args.lv, keep_pool=args.keep_pool, release=args.release_ssd)
+        elif args.recipe == "lvmcache-new":
+            plan = lvmcache_new(inv, args.hdd, args.ssd, args.vg, args.lv,
+                                CacheSpec(parse_size(args.size), mode=args.mode), wipe=args.wipe)
         elif args.recipe == "lvmcache-mode":
             plan = lvmcache_mode(inv, args.lv, args.mode)
         elif args.recipe == "bcache-create":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from advisor.devices import Device, Inventory
@@ -261,3 +261,58 @@ def lvmcache_mode(inv: Inventory, lv_name: str, mode: str) -> Plan:
     return Plan(kind="lvmcache-mode", title=f"Switch the cache of {vglv} to {mode}", devices=(bind(origin, "origin"),),
                 steps=(step,), layout_before=(f"{vglv}: cache LV",), layout_after=(f"{vglv}: cache LV in {mode}",),
                 notes=notes, created=_now(), host=socket.gethostname())
+
+
+def lvmcache_new(inv: Inventory, hdd_path: str, ssd_path: str, vg: str, lv: str, spec: CacheSpec, *,
+                 wipe: bool = False) -> Plan:
+    """A new cached LV on two empty disks: both become PVs of a new VG, the LV fills the HDD,
+    and the cache pool on the SSD is attached as in :func:`lvmcache_attach`."""
+    from advisor.discovery import find_device
+
+    _check_name("VG", vg)
+    _check_name("LV", lv)
+    if any(d.lvm is not None and d.lvm.vg == vg for d in inv.devices):
+        raise RecipeError(f"a VG named {vg} already exists; choose another name, or use lvmcache-attach. {NOTHING}")
+    hdd, ssd = find_device(inv, hdd_path), find_device(inv, ssd_path)
+    for path, dev in ((hdd_path, hdd), (ssd_path, ssd)):
+        if dev is None:
+            raise RecipeError(f"{path} is not a block device on this machine (see `cachewise scan`). {NOTHING}")
+    assert hdd is not None and ssd is not None
+    if hdd.name == ssd.name:
+        raise RecipeError(f"{hdd_path} and {ssd_path} are the same device. {NOTHING}")
+    destroys = []
+    for dev in (hdd, ssd):
+        _fast_device(inv, dev, hdd if dev is ssd else ssd, allow_partition=True)
+        signature = dev.fs_type or dev.partition_table or (dev.lvm and "LVM PV") or (dev.bcache and "bcache")
+        if signature and not wipe:
+            raise RecipeError(f"{dev.display_path} holds data ({signature}); pass --wipe if it can go. {NOTHING}")
+        if signature:
+            destroys.append(f"{dev.display_path}: {signature}")
+    hp, sp = hdd.display_path, ssd.display_path
+    create = [
+        Step(f"pvcreate-{i}", f"make {p} an LVM physical volume", ("pvcreate", "--yes", *(["--force"] if destroys else []), p),
+             pre=(Check("not_mounted", {"device": p}),) + (() if destroys else (Check("no_signature", {"device": p}),)),
+             post=(Check("pv", {"device": p}),), undo=(("pvremove", "--yes", p),), destructive=True)
+        for i, p in enumerate((hp, sp), 1)]
+    create.append(Step("vgcreate", f"create VG {vg} on {hp}", ("vgcreate", vg, hp),
+                       post=(Check("pv_in_vg", {"device": hp, "vg": vg}),), undo=(("vgremove", "--yes", vg),)))
+    create.append(Step("vgextend", f"add {sp} to VG {vg}", ("vgextend", vg, sp),
+                       post=(Check("pv_in_vg", {"device": sp, "vg": vg}),), undo=(("vgreduce", vg, sp),)))
+    create.append(Step("lvcreate-origin", f"create {vg}/{lv} on all of {hp}",
+                       ("lvcreate", "--yes", "--wipesignatures", "y", "-n", lv, "-l", "100%PVS", vg, hp),
+                       post=(Check("lv", {"lv": f"{vg}/{lv}"}),), undo=(("lvremove", "--yes", f"{vg}/{lv}"),)))
+    # The cache steps of an attach, planned against the inventory as it will be.
+    from advisor.devices import LvmInfo
+
+    future_ssd = replace(ssd, lvm=LvmInfo("pv", vg), fs_type=None, partition_table=None, partitions=())
+    origin = replace(hdd, name=f"{vg}-{lv}", kind="lvm", devnode=f"/dev/{vg}/{lv}", stable_path=f"/dev/{vg}/{lv}",
+                     lvm=LvmInfo("lv", vg, lv, "linear"), fs_type=None, partition_table=None, partitions=(), slaves=(hdd.name,))
+    future = replace(inv, devices=tuple(future_ssd if d.name == ssd.name else d for d in inv.devices) + (origin,))
+    attach = lvmcache_attach(future, f"{vg}/{lv}", sp, spec)
+    return replace(attach, kind="lvmcache-new", title=f"New cached LV {vg}/{lv}: {hp} cached by {sp}",
+                   devices=(bind(hdd, "origin"), bind(ssd, "ssd")), steps=tuple(create) + attach.steps,
+                   destroys=tuple(destroys), layout_before=(f"{hp}: {'empty' if not destroys else 'has data'}",
+                                                            f"{sp}: {'empty' if not destroys else 'has data'}"),
+                   notes=(f"Make the file system on /dev/{vg}/{lv} after the cache is attached only if you accept "
+                          "that mkfs fills it with cold data (D-WARM-1); otherwise make it before step "
+                          f"{len(create) + 1} by applying the plan in two runs.",))

@@ -105,3 +105,19 @@ def test_mode_change_plan_switches_with_lvchange_and_shows_the_flush(inv: Invent
     assert lvmcache_mode(inv2, "labvg/data", "writeback").steps[0].progress == ""
     with pytest.raises(RecipeError, match="is not cached"):
         lvmcache_mode(inv, "labvg/data", "writeback")
+
+
+def test_new_cached_lv_on_empty_disks(inv: Inventory) -> None:
+    from recipes.lvmcache import lvmcache_new
+
+    plan = lvmcache_new(inv, "sda", "nvme0n1", "fastvg", "data", CacheSpec(256 << 20))
+    assert [s.id for s in plan.steps] == ["pvcreate-1", "pvcreate-2", "vgcreate", "vgextend", "lvcreate-origin",
+                                          "lvcreate-data", "lvcreate-meta", "cache-pool", "attach"]
+    assert plan.steps[2].argv == ("vgcreate", "fastvg", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4")
+    assert plan.steps[-1].argv[-1] == "fastvg/data"
+    with pytest.raises(RecipeError, match="already exists"):
+        lvmcache_new(inv, "sda", "nvme0n1", "labvg", "data", CacheSpec(256 << 20))
+    with pytest.raises(RecipeError, match="has a partition in use"):
+        lvmcache_new(inv, "sdc", "nvme0n1", "newvg", "data", CacheSpec(256 << 20))
+    with pytest.raises(RecipeError, match=r"holds data \(LVM PV\)"):
+        lvmcache_new(inv, "sdb", "nvme0n1", "newvg", "data", CacheSpec(256 << 20))
