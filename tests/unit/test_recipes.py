@@ -119,5 +119,5 @@ def test_new_cached_lv_on_empty_disks(inv: Inventory) -> None:
         lvmcache_new(inv, "sda", "nvme0n1", "labvg", "data", CacheSpec(256 << 20))
     with pytest.raises(RecipeError, match="has a partition in use"):
         lvmcache_new(inv, "sdc", "nvme0n1", "newvg", "data", CacheSpec(256 << 20))
-    with pytest.raises(RecipeError, match=r"holds data \(LVM PV\)"):
+    with pytest.raises(RecipeError, match=r"holds data \(LVM2_member\)"):
         lvmcache_new(inv, "sdb", "nvme0n1", "newvg", "data", CacheSpec(256 << 20))
