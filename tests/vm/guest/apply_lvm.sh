@@ -1,8 +1,7 @@
 # Scenario: lvmcache attach and uncache through `cachewise plan` / `cachewise apply` on a
 # mounted ext4 LV whose files' sha256 are recorded (writethrough with a fio workload); SIGKILL
 # after each step of an attach, then resume or roll back; 20-odd bad inputs that must leave
-# every disk byte-identical; bcache writeback on empty disks with a safe detach; the same
-# lvmcache attach as an Ansible playbook.
+# every disk byte-identical. bcache: apply_bcache.sh; writeback lvmcache: apply_wb.sh.
 . "$LAB_GUEST/common.sh"
 set -e
 udevadm settle --timeout=30
@@ -135,56 +134,6 @@ for k in $(seq 1 "$steps"); do
     verify "crash-$k"
   fi
 done
-
-# --- the same lvmcache attach as an Ansible playbook, run twice against localhost ---
-cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m --format ansible -o "$LAB_OUT/attach.yml" 2> /dev/null
-export HOME="$LAB_WORK/home" ANSIBLE_LOCAL_TEMP="$LAB_WORK/ansible-tmp" ANSIBLE_REMOTE_TEMP="$LAB_WORK/ansible-tmp"
-mkdir -p "$HOME" "$ANSIBLE_LOCAL_TEMP"
-for run in 1 2; do
-  "$(dirname "$CW_PY")/ansible-playbook" -i localhost, -c local -e "ansible_python_interpreter=$CW_PY" \
-      "$LAB_OUT/attach.yml" > "$LAB_OUT/ansible-$run.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/ansible-$run.txt" \
-      || echo "rc $?" >> "$LAB_OUT/ansible-$run.txt"
-done
-lvm_state ansible
-verify ansible
-lvconvert -q -y --uncache labvg/data; vgreduce -q labvg "$ssd"; pvremove -q -y "$ssd"
-
-# --- bcache writeback on empty disks: create, write, safe detach while dirty, stop ---
-(
-set -e
-bhdd_id=$(ls /dev/disk/by-id/*BHDD0001 | head -1)
-bssd_id=$(ls /dev/disk/by-id/*BSSD0001 | head -1)
-bhdd=$(by_serial BHDD0001)
-mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
-cw plan bcache-create --backing "$bhdd_id" --cache "$bssd_id" --mode writeback -o "$LAB_OUT/bc.json" > "$LAB_OUT/bc-preview.txt"
-cw apply "$LAB_OUT/bc.json" --yes --json > "$LAB_OUT/bc-apply.json" 2> "$LAB_OUT/bc-apply.err"
-bdev=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['bcache_device'])" "$LAB_OUT/bc-apply.json")
-bname=$(basename "$(readlink -f "$bdev")")
-cat "/sys/block/$bname/bcache/cache_mode" "/sys/block/$bname/bcache/sequential_cutoff" \
-    "/sys/block/$bname/bcache/writeback_percent" > "$LAB_OUT/bc-settings.txt"
-mkfs.ext4 -q "$bdev"
-mkdir -p /run/lab/bc && mount "$bdev" /run/lab/bc
-fio --name=bc --filename=/run/lab/bc/g1 --size=12M --rw=randwrite --bs=4k --direct=1 --ioengine=libaio \
-    --iodepth=4 --output-format=terse > /dev/null
-head -c 4M /dev/urandom > /run/lab/bc/g2
-sync
-(cd /run/lab/bc && sha256sum g1 g2) > "$LAB_OUT/bc-sums.txt"
-cat "/sys/block/$bname/bcache/dirty_data" > "$LAB_OUT/bc-dirty-before.txt"
-cat "/sys/block/$bname/bcache/state" >> "$LAB_OUT/bc-dirty-before.txt"
-cw plan bcache-detach --device "$bdev" -o "$LAB_OUT/bc-detach.json" > /dev/null
-cw apply "$LAB_OUT/bc-detach.json" --yes > "$LAB_OUT/bc-detach.txt" 2>&1
-cat "/sys/block/$bname/bcache/state" > "$LAB_OUT/bc-state-after.txt"
-umount /run/lab/bc; echo 3 > /proc/sys/vm/drop_caches; mount "$bdev" /run/lab/bc
-(cd /run/lab/bc && sha256sum -c --quiet "$LAB_OUT/bc-sums.txt") > "$LAB_OUT/bc-verify.txt" 2>&1 && echo ok >> "$LAB_OUT/bc-verify.txt" || echo FAILED >> "$LAB_OUT/bc-verify.txt"
-umount /run/lab/bc
-# Stop the bcache device and read the backing disk itself (data starts 8 KiB in).
-echo 1 > "/sys/block/$bname/bcache/stop"
-for _ in $(seq 50); do [ -e "/sys/block/$bname" ] || break; sleep 0.2; done
-loop=$(losetup -f --show -r -o 8192 "$bhdd")
-mount -o ro,noload "$loop" /run/lab/bc
-(cd /run/lab/bc && sha256sum -c --quiet "$LAB_OUT/bc-sums.txt") > "$LAB_OUT/bc-verify-raw.txt" 2>&1 && echo ok >> "$LAB_OUT/bc-verify-raw.txt" || echo FAILED >> "$LAB_OUT/bc-verify-raw.txt"
-umount /run/lab/bc; losetup -d "$loop"
-) || echo "bcache part failed: $?" > "$LAB_OUT/bc-failed.txt"
 
 cp "$CACHEWISE_STATE_DIR/audit.log" "$LAB_OUT/audit.log"
 echo scenario-done
