@@ -108,7 +108,9 @@ def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: s
         layout_after=(f"{bp}: bcache backing device; use /dev/bcache/by-uuid/<its UUID> (bcacheN numbers change "
                       "between boots)", f"{cp}: bcache cache, cache set {cset}"),
         space={"backing_bytes": backing.size_bytes, "cache_bytes": cache.size_bytes},
-        notes=(f"{{backing}} is the backing device's sysfs directory, found when the step runs "
+        notes=("Not yet proven in cachewise's lab: registration of the new devices failed there "
+               "(docs/apply.md); if the plan stops at the wait, `cachewise apply --rollback` undoes it.",
+               f"{{backing}} is the backing device's sysfs directory, found when the step runs "
                f"(/sys/class/block/{backing.name} now).",
                "Make the file system on the bcache device, not on the backing disk.",
                "Undo with `cachewise plan bcache-detach --device /dev/bcache/by-uuid/...`.")
