@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -77,20 +77,27 @@ def test_disks_screen_on_this_machine_within_two_seconds_and_q_exits(tmux_app: t
     app.wait_for("CACHEWISE-EXIT=0", timeout=5)
 
 
+def detail_once(app: Tmux, ok: Callable[[str], bool], timeout: float = 3.0) -> str:
+    """The detail line as soon as it satisfies ``ok`` (the screen redraws asynchronously)."""
+    deadline = time.monotonic() + timeout
+    line = detail_line(app.screen())
+    while not ok(line) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        line = detail_line(app.screen())
+    return line
+
+
 def test_arrows_move_selection_and_update_detail(tmux_app: type[Tmux]) -> None:
     app = tmux_app("tui", "--from-raw", str(LAB_SCAN / "raw-udev.json"))
     app.wait_for("scanned in")
     first = detail_line(app.screen())
     app.keys("Down")
-    time.sleep(0.3)
-    second = detail_line(app.screen())
+    second = detail_once(app, lambda line: line != first)
     assert second != first
     app.keys("Down")
-    time.sleep(0.3)
-    third = detail_line(app.screen())
+    third = detail_once(app, lambda line: line not in (first, second))
     assert third not in (first, second)
     app.keys("Up")
-    time.sleep(0.3)
-    assert detail_line(app.screen()) == second
+    assert detail_once(app, lambda line: line == second) == second
     app.keys("q")
     app.wait_for("CACHEWISE-EXIT=0", timeout=5)
