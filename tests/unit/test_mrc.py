@@ -98,3 +98,16 @@ def test_streaming_chunks_equal_one_feed() -> None:
 def test_auto_mode_is_exact_for_small_traces() -> None:
     trace = zipf_trace(1_000, 100, 1.0, 6)
     assert mrc.lru_curve(trace, mrc.default_sizes(100)).mode == "exact"
+
+
+def test_short_traces_interpreted_match_the_compiled_loop() -> None:
+    """Under INTERPRETED_LIMIT the stack-distance loop runs without numba; same answers."""
+    import numpy as np
+
+    from advisor import mrc
+
+    blocks = np.random.default_rng(3).integers(0, 500, mrc.INTERPRETED_LIMIT // 4).astype(np.int64)
+    dense = np.unique(blocks, return_inverse=True)[1].astype(np.int64)
+    interpreted = mrc.stack_distances(blocks)
+    compiled = mrc._compiled()(dense, int(dense.max()) + 1)
+    assert np.array_equal(interpreted, compiled)
