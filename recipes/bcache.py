@@ -17,6 +17,11 @@ from recipes.lvmcache import NOTHING, RecipeError, _now, bind
 from recipes.plan import Check, Plan, Step
 
 B = "{backing}/bcache"
+# make-bcache's default bucket (1024 sectors); the kernel's cache_alloc() refuses a cache whose
+# bucket count rounds up to fewer than 1024 (EPERM, "ca->sb.nbuckets is too small"), i.e. 512
+# buckets or fewer: a cache device of 256 MiB or less. Seen in the lab on 6.1 (docs/apply.md).
+BUCKET = 512 << 10
+MIN_BUCKETS = 512
 
 
 def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | None:
@@ -66,6 +71,13 @@ def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: s
         signature = _empty_device(inv, dev, role, wipe)
         if signature:
             destroys.append(f"{dev.display_path}: {signature}")
+    buckets = cache.size_bytes // BUCKET
+    if buckets <= MIN_BUCKETS:
+        raise RecipeError(
+            f"{cache.display_path} is too small for a bcache cache: {human_size(cache.size_bytes)} is {buckets} buckets "
+            f"of {human_size(BUCKET)}, and the kernel refuses a cache of {MIN_BUCKETS} buckets or fewer (dmesg: "
+            "\"ca->sb.nbuckets is too small\"; registering fails with \"Operation not permitted\"). Use an SSD or "
+            f"partition larger than {human_size(BUCKET * MIN_BUCKETS)}. {NOTHING}")
     if (cache.logical_sector_size or 512) > (backing.logical_sector_size or 512):
         raise RecipeError(f"{cache.display_path} has larger logical sectors ({cache.logical_sector_size}) than "
                           f"{backing.display_path} ({backing.logical_sector_size}). {NOTHING}")
@@ -84,14 +96,15 @@ def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: s
                            Check("not_mounted", {"device": bp}), Check("not_mounted", {"device": cp})),
                       post=(Check("bcache_sb", {"device": bp}), Check("bcache_sb", {"device": cp})),
                       undo=(("wipefs", "--all", bp), ("wipefs", "--all", cp)), destructive=True, seconds=3.0))
-    # udev registers new bcache devices itself (bcache-tools' 69-bcache.rules runs
-    # bcache-register on the change event make-bcache causes); registering them a second time
-    # fails ("Operation not permitted" on 6.1), so the plan waits for udev instead.
-    steps.append(Step("registered-cache", f"wait until udev has registered the cache {cp} (cache set {cset})", (),
-                      wait=(f"/sys/fs/bcache/{cset}/block_size", ""), timeout=120.0,
+    # Register both devices. udev's 69-bcache.rules may do it first (on the change event
+    # make-bcache causes); register_quiet treats "already registered" and "busy" as success, so
+    # the step is right with or without udev. The kernel registers asynchronously: the
+    # postcondition is awaited.
+    steps.append(Step("register-cache", f"register the cache {cp} with the kernel (cache set {cset})", (),
+                      write=("/sys/fs/bcache/register_quiet", cp),
                       post=(Check("sysfs_exists", {"path": f"/sys/fs/bcache/{cset}"}),)))
-    steps.append(Step("registered-backing", f"wait until udev has registered the backing device {bp}", (),
-                      wait=(f"{B}/state", ""), timeout=120.0, post=(Check("sysfs_exists", {"path": B}),)))
+    steps.append(Step("register-backing", f"register the backing device {bp} with the kernel", (),
+                      write=("/sys/fs/bcache/register_quiet", bp), post=(Check("sysfs_exists", {"path": B}),)))
     steps.append(Step("attach", f"attach {bp} to cache set {cset}", (), write=(f"{B}/attach", cset),
                       post=(Check("sysfs_exists", {"path": f"{B}/cache"}),)))
     steps.append(Step("cache-mode", f"set cache_mode {mode}", (), write=(f"{B}/cache_mode", mode),
@@ -108,9 +121,7 @@ def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: s
         layout_after=(f"{bp}: bcache backing device; use /dev/bcache/by-uuid/<its UUID> (bcacheN numbers change "
                       "between boots)", f"{cp}: bcache cache, cache set {cset}"),
         space={"backing_bytes": backing.size_bytes, "cache_bytes": cache.size_bytes},
-        notes=("Not yet proven in cachewise's lab: registration of the new devices failed there "
-               "(docs/apply.md); if the plan stops at the wait, `cachewise apply --rollback` undoes it.",
-               f"{{backing}} is the backing device's sysfs directory, found when the step runs "
+        notes=(f"{{backing}} is the backing device's sysfs directory, found when the step runs "
                f"(/sys/class/block/{backing.name} now).",
                "Make the file system on the bcache device, not on the backing disk.",
                "Undo with `cachewise plan bcache-detach --device /dev/bcache/by-uuid/...`.")

@@ -3,6 +3,7 @@ never run anything; plan files round-trip, and damaged or newer ones are refused
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from advisor.collect import RawSystem
 from advisor.devices import Inventory
 from advisor.discovery import build_inventory
+from recipes.bcache import bcache_create, bcache_detach
 from recipes.lvmcache import CacheSpec, RecipeError, lvmcache_attach, lvmcache_uncache
 from recipes.plan import PLAN_SCHEMA, Plan, PlanError
 from tests.conftest import FIXTURES
@@ -121,3 +123,72 @@ def test_new_cached_lv_on_empty_disks(inv: Inventory) -> None:
         lvmcache_new(inv, "sdc", "nvme0n1", "newvg", "data", CacheSpec(256 << 20))
     with pytest.raises(RecipeError, match=r"holds data \(LVM2_member\)"):
         lvmcache_new(inv, "sdb", "nvme0n1", "newvg", "data", CacheSpec(256 << 20))
+
+
+@pytest.fixture(scope="module")
+def inv_xfs(inv: Inventory) -> Inventory:
+    """The lab snapshot with an XFS file system (unmounted) on the empty disk sdg."""
+    return dataclasses.replace(inv, devices=tuple(
+        dataclasses.replace(d, fs_type="xfs") if d.name == "sdg" else d for d in inv.devices))
+
+
+def test_bcache_create_formats_registers_attaches_and_tunes(inv: Inventory) -> None:
+    plan = bcache_create(inv, "sda", "nvme0n1", mode="writeback", sequential_cutoff=4 * MiB, writeback_percent=10)
+    ids = [s.id for s in plan.steps]
+    assert ids == ["make-bcache", "register-cache", "register-backing", "attach", "cache-mode",
+                   "sequential-cutoff", "writeback-percent"]
+    make = plan.steps[0].argv
+    cset = make[make.index("--cset-uuid") + 1]
+    assert "--writeback" in make and make[-4:] == ("-B", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", "-C", NVME)
+    # Registration works with or without udev: register_quiet, then the kernel's own sysfs.
+    assert plan.steps[1].write == ("/sys/fs/bcache/register_quiet", NVME)
+    assert plan.steps[1].post[0].args == {"path": f"/sys/fs/bcache/{cset}"}
+    assert plan.steps[3].write == ("{backing}/bcache/attach", cset)
+    assert plan.steps[4].write == ("{backing}/bcache/cache_mode", "writeback")
+    assert plan.steps[5].write[1] == str(4 * MiB) and plan.steps[6].write[1] == "10"
+    assert plan.steps[0].undo == (("wipefs", "--all", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"), ("wipefs", "--all", NVME))
+    assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+
+
+@pytest.mark.parametrize(("backing", "cache", "kw", "message"), [
+    ("sdc1", "nvme0n1", {}, "is in use"),
+    ("sdg", "nvme0n1", {}, "holds data \\(xfs\\). bcache needs a reformat of the backing device.*lvmcache"),
+    ("sda", "sdg", {}, "holds data \\(xfs\\); making it a bcache cache destroys that. If it can go, pass --wipe"),
+    ("sda", "sda", {}, "are the same device"),
+    ("sda", "/dev/nonexistent", {}, "is not a block device"),
+    ("sda", "sdf", {}, "too small for a bcache cache: 256.0 MiB is 512 buckets.*Operation not permitted"),
+    ("sda", "nvme0n1", {"mode": "writearound"}, "is not writethrough or writeback"),
+    ("sda", "nvme0n1", {"writeback_percent": 90}, "writeback_percent must be 0 to 40"),
+    ("labvg/data", "nvme0n1", {}, "is a lvm device; bcache's backing must be a disk or partition"),
+])
+def test_bcache_create_refuses_bad_inputs(inv_xfs: Inventory, backing: str, cache: str, kw: dict[str, object],
+                                          message: str) -> None:
+    with pytest.raises(RecipeError, match=message) as err:
+        bcache_create(inv_xfs, backing, cache, **kw)  # type: ignore[arg-type]
+    assert str(err.value).endswith("Nothing was changed.")
+
+
+def test_bcache_create_with_wipe_erases_the_signatures_first(inv_xfs: Inventory) -> None:
+    plan = bcache_create(inv_xfs, "sda", "sdg", wipe=True)
+    assert [s.argv for s in plan.steps[:2]] == [("wipefs", "--all", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"),
+                                               ("wipefs", "--all", "/dev/disk/by-id/ata-LabSSD_SSD0001")]
+    assert plan.destroys == ("/dev/disk/by-id/ata-LabSSD_SSD0001: xfs",)
+
+
+def test_bcache_detach_writes_back_before_it_detaches(inv: Inventory) -> None:
+    plan = bcache_detach(inv, "/dev/bcache/by-uuid/1c3dbe4c-c200-4e7c-adc5-2ed1669faa08", wipe_cache=True)
+    ids = [s.id for s in plan.steps]
+    assert ids == ["writethrough", "writeback-percent-0", "flush", "detach", "detached", "stop-cache-set",
+                   "wipe-cache"]
+    assert plan.steps[2].wait == ("{backing}/bcache/state", "clean|no cache")
+    assert plan.steps[2].progress == "bcache_dirty"
+    assert plan.steps[5].write == ("/sys/fs/bcache/92d9f462-55cf-4982-b1c4-ecef2705350f/stop", "1")
+    assert plan.steps[6].argv == ("wipefs", "--all", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_BCC0001")
+    assert [d.role for d in plan.devices] == ["backing", "cache"]
+
+
+@pytest.mark.parametrize(("device", "message"), [("sda", "is not a bcache device"),
+                                                 ("sde", "is not a bcache backing device or bcacheN")])
+def test_bcache_detach_refuses_what_it_cannot_detach(inv: Inventory, device: str, message: str) -> None:
+    with pytest.raises(RecipeError, match=message):
+        bcache_detach(inv, device)
