@@ -1,6 +1,6 @@
-"""`cachewise plan --format ansible`: the same steps with argv (no shell), checks that make a
-second run change nothing, and a size check that refuses changed devices. Applied for real in
-the lab (tests/lab/test_apply_lab.py)."""
+"""`cachewise plan --format ansible`: the changes as argv (no shell), read-only checks as raw commands
+that make a second run change nothing, and a size check that refuses changed devices. Applied for real in
+the lab (tests/lab/test_apply_bcache_ansible_lab.py)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,20 @@ def test_playbook_has_every_step_as_argv_guarded_by_its_checks() -> None:
     assert len(sizes) == 2 and "268435456" in sizes[0]["ansible.builtin.assert"]["that"][0]
     pre = [t for t in tasks if t["name"].startswith("before step 1")]
     assert pre, "the first step's preconditions (no signature, not mounted) are asserted"
+    # Only the changes use the command module; read-only checks are raw commands that never
+    # fail the play by themselves (their results go to asserts and the in-effect facts).
+    assert sum("ansible.builtin.command" in t for t in tasks) == len(plan.steps)
+    probes = [t for t in tasks if "ansible.builtin.raw" in t]
+    assert len(probes) > 2 * len(plan.steps)
+    assert all(t["failed_when"] is False and t["changed_when"] is False for t in probes)
+    assert "lsblk -bdno SIZE /dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001 2>/dev/null" in [
+        t["ansible.builtin.raw"] for t in probes]
+
+
+def test_raw_checks_quote_their_arguments() -> None:
+    from recipes.ansible import _probe
+    task = _probe("x", ["lvs", "vg/it's"], "r")
+    assert task["ansible.builtin.raw"] == "lvs 'vg/it'\"'\"'s' 2>/dev/null"
 
 
 def test_sysfs_plans_are_not_offered_as_playbooks() -> None:
