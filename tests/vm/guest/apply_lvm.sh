@@ -1,7 +1,7 @@
 # Scenario: lvmcache attach and uncache through `cachewise plan` / `cachewise apply` on a
 # mounted ext4 LV whose files' sha256 are recorded (writethrough with a fio workload); SIGKILL
 # after each step of an attach, then resume or roll back; 20-odd bad inputs that must leave
-# every disk byte-identical. bcache: apply_bcache.sh; writeback lvmcache: apply_wb.sh.
+# every disk byte-identical. bcache and Ansible: apply_bcache_ansible.sh; writeback lvmcache: apply_wb.sh.
 . "$LAB_GUEST/common.sh"
 set -e
 udevadm settle --timeout=30

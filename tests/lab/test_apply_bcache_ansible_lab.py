@@ -1,0 +1,63 @@
+"""One boot, two must-shows of apply/undo against the real kernel and tools:
+the lvmcache attach as an Ansible playbook applied with ansible-playbook against localhost
+(twice; the second run changes nothing), and bcache writeback on empty disks created, written,
+detached safely while dirty data exists, and stopped, with every checksum kept."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.vm.lab import HDD, SATA_SSD, GuestRun, Lab, LabDisk
+
+
+@pytest.fixture(scope="module")
+def guest(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> GuestRun:
+    disks = [LabDisk(HDD.name, HDD.serial, "384M", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
+             LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
+             # bcache's cache must have more than 512 buckets of 512 KiB (recipes/bcache.py).
+             # An HDD's 150 IOPS, so the write-back of dirty data takes long enough to watch.
+             LabDisk("bhdd", "BHDD0001", "384M", "scsi", rotation_rate=7200, iops_limit=150),
+             LabDisk("bssd", "BSSD0001", "320M", "sata", rotation_rate=1)]
+    run = Lab(disks, workdir=tmp_path_factory.mktemp("lab-bcache-ansible")).run("apply_bcache_ansible.sh", timeout=1200)
+    log = (run.out / "scenario.log").read_text() if (run.out / "scenario.log").exists() else run.console[-4000:]
+    timeline = (run.out / "timeline.txt").read_text() if (run.out / "timeline.txt").exists() else ""
+    print(f"lab bcache+ansible scenario: exit {run.returncode} in {run.seconds:.0f} s\n{timeline}")
+    assert run.returncode == 0, f"guest scenario failed:\n{log[-6000:]}"
+    return run
+
+
+def recap(text: str) -> dict[str, int]:
+    line = next(line for line in text.splitlines() if line.startswith("localhost") and "ok=" in line)
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+
+
+def test_the_ansible_playbook_applies_the_same_attach_and_is_idempotent(guest: GuestRun) -> None:
+    first, second = guest.read("ansible-1.txt"), guest.read("ansible-2.txt")
+    print(first[-2500:], second[-800:])
+    assert first.strip().endswith("rc 0") and second.strip().endswith("rc 0")
+    plan_steps = len(re.findall(r"^TASK \[step \d+: ", first, re.M))
+    assert plan_steps == 6 and recap(first)["changed"] == 6 and recap(first)["failed"] == 0, "the six steps ran"
+    assert recap(second)["changed"] == 0 and recap(second)["failed"] == 0, "a second run changes nothing"
+    rows = {r["lv_name"]: r for r in json.loads(guest.read("ansible-lvs.json"))["report"][0]["lv"]}
+    assert rows["data"]["segtype"] == "cache" and rows["data"]["cache_mode"] == "writethrough"
+    assert guest.read("an-verify.txt").strip().endswith("ok"), "every file's sha256 after a fio run and remount"
+
+
+def test_bcache_writeback_on_empty_disks_detaches_safely_with_dirty_data(guest: GuestRun) -> None:
+    print(guest.read("bc-preview.txt"), guest.read("bc-apply.err"), guest.read("bc-detach.txt"))
+    result = json.loads(guest.read("bc-apply.json"))
+    assert result["outcome"] == "done" and result["bcache_device"].startswith("/dev/bcache/by-uuid/")
+    settings = guest.read("bc-settings.txt").split("\n")
+    assert "[writeback]" in settings[0] and settings[1].strip() == "4.0M" and settings[2].strip() == "10"
+    dirty = guest.read("bc-dirty-before.txt").split()
+    assert dirty[0] not in ("0", "0.0k") and dirty[2] not in ("0", "0.0k"), "the detach starts with dirty data"
+    detach = guest.read("bc-detach.txt")
+    shown = re.findall(r"([\d.]+[kMG]?) dirty data to write back", detach)
+    assert shown and shown[0] not in ("0", "0.0k"), "the flush's progress is visible"
+    assert guest.read("bc-state-after.txt").strip() == "no cache"
+    assert "blkid rc 2" in guest.read("bc-cache-after.txt"), "--wipe-cache erased the cache's superblock"
+    assert guest.read("bc-verify.txt").strip().endswith("ok")
+    assert guest.read("bc-verify-raw.txt").strip().endswith("ok"), "the backing disk itself holds the data"
