@@ -248,14 +248,22 @@ def _error(message: str) -> int:
     return 1
 
 
+def _snapshot(args: argparse.Namespace, runner: CommandRunner | None = None) -> RawSystem | None:
+    """The --from-raw snapshot, or the live system's; None, after saying why, when the file
+    cannot be read."""
+    if not getattr(args, "from_raw", None):
+        return collect(runner or CommandRunner())
+    try:
+        return RawSystem.load(args.from_raw)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        _error(f"cannot read the raw snapshot {args.from_raw}: {exc}. Nothing was changed.")
+        return None
+
+
 def cmd_scan(args: argparse.Namespace) -> int:
-    if args.from_raw:
-        try:
-            raw = RawSystem.load(args.from_raw)
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            return _error(f"cannot read the raw snapshot {args.from_raw}: {exc}. Nothing was changed.")
-    else:
-        raw = collect(CommandRunner())
+    raw = _snapshot(args)
+    if raw is None:
+        return 1
     if args.save_raw:
         args.save_raw.write_text(json.dumps(raw.to_json(), indent=1, sort_keys=True) + "\n")
     inv = build_inventory(raw)
@@ -501,13 +509,9 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         if value is not None and not 0 < value <= 1:
             return _error(f"--{name.replace('_', '-')} must be between 0 and 1 (got {value:g}). {nothing}")
     runner = CommandRunner()
-    if args.from_raw:
-        try:
-            raw = RawSystem.load(args.from_raw)
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            return _error(f"cannot read the raw snapshot {args.from_raw}: {exc}. {nothing}")
-    else:
-        raw = collect(runner)
+    raw = _snapshot(args, runner)
+    if raw is None:
+        return 1
     inv = build_inventory(raw)
     devices = []
     for path in [args.slow, *args.fast]:
@@ -579,13 +583,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     nothing = "Nothing was changed."
     if args.output is not None and args.output.exists():
         return _error(f"{args.output} already exists; choose another name or remove it. {nothing}")
-    if args.from_raw:
-        try:
-            raw = RawSystem.load(args.from_raw)
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            return _error(f"cannot read the raw snapshot {args.from_raw}: {exc}. {nothing}")
-    else:
-        raw = collect(CommandRunner())
+    raw = _snapshot(args)
+    if raw is None:
+        return 1
     inv = build_inventory(raw)
     try:
         if args.recipe == "lvmcache-attach":
@@ -799,12 +799,11 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from screens.app import CachewiseApp, DiscoveryBackend, LiveDiscovery, ReplayDiscovery
 
     discovery: DiscoveryBackend
-    from_raw = getattr(args, "from_raw", None)
-    if from_raw:
-        try:
-            discovery = ReplayDiscovery(RawSystem.load(from_raw))
-        except (OSError, ValueError, TypeError, KeyError) as exc:
-            return _error(f"cannot read the raw snapshot {from_raw}: {exc}. Nothing was changed.")
+    if getattr(args, "from_raw", None):
+        raw = _snapshot(args)
+        if raw is None:
+            return 1
+        discovery = ReplayDiscovery(raw)
         app = CachewiseApp(discovery=discovery, state_dir=None, watch_hotplug=False)
     else:
         discovery = LiveDiscovery(CommandRunner())

@@ -53,10 +53,15 @@ def test_scan_table_from_raw_snapshot(capsys: pytest.CaptureFixture[str]) -> Non
     assert "udev is not running" in out and "--all shows them" in out
 
 
-def test_corrupt_raw_snapshot_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("argv", [
+    ["scan"], ["recommend", "--slow", "sda", "--fast", "nvme0n1"],
+    ["plan", "lvmcache-attach", "--lv", "labvg/data", "--ssd", "nvme0n1", "--size", "256m"],
+])
+def test_corrupt_raw_snapshot_is_a_clear_error(argv: list[str], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "raw.json"
     bad.write_text('{"schema": "cachewise.raw/1", "blocks": [')
-    assert main(["scan", "--from-raw", str(bad)]) == 1
+    assert main([*argv, "--from-raw", str(bad)]) == 1
     err = capsys.readouterr().err
     assert f"cannot read the raw snapshot {bad}" in err and "Nothing was changed" in err
 
