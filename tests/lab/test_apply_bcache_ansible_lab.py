@@ -46,6 +46,22 @@ def test_the_ansible_playbook_applies_the_same_attach_and_is_idempotent(guest: G
     assert guest.read("an-verify.txt").strip().endswith("ok"), "every file's sha256 after a fio run and remount"
 
 
+def lv_row(run: GuestRun, name: str) -> dict[str, str]:
+    return json.loads(run.read(name))["report"][0]["lv"][0]
+
+
+def test_mode_change_to_writeback_and_back_with_dirty_blocks(guest: GuestRun) -> None:
+    to_wt = guest.read("mode-wt.txt")
+    samples = [int(s) for s in guest.read("mode-dirty-samples.txt").split()]
+    print(guest.read("mode-wb.txt"), samples, to_wt)
+    assert lv_row(guest, "mode-wb-lvs.json")["cache_mode"] == "writeback"
+    assert max(samples) > 0, "dirty blocks existed when the switch back began"
+    assert "(dirty blocks are written back first)" in to_wt and "done" in to_wt
+    after = lv_row(guest, "mode-wt-lvs.json")
+    assert after["cache_mode"] == "writethrough" and after["segtype"] == "cache"
+    assert guest.read("an-verify.txt").strip().endswith("ok"), "the file written during the switch is intact"
+
+
 def test_bcache_writeback_on_empty_disks_detaches_safely_with_dirty_data(guest: GuestRun) -> None:
     print(guest.read("bc-preview.txt"), guest.read("bc-apply.err"), guest.read("bc-detach.txt"))
     result = json.loads(guest.read("bc-apply.json"))

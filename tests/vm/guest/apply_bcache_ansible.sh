@@ -1,6 +1,7 @@
-# Scenario, one boot for two must-shows:
+# Scenario, one boot for two must-shows and the mode change:
 # 1. the lvmcache attach as an Ansible playbook (`cachewise plan --format ansible`), applied with
-#    ansible-playbook against localhost, twice (the second run changes nothing); checksums kept;
+#    ansible-playbook against localhost, twice (the second run changes nothing); then
+#    `lvmcache-mode` to writeback and, with dirty blocks, back to writethrough; checksums kept;
 # 2. bcache writeback on two empty disks through `cachewise plan` / `cachewise apply`: create,
 #    write data with checksums, a safe detach while dirty data exists (progress shown), stop, and
 #    the backing disk itself reads back the same checksums.
@@ -36,9 +37,36 @@ for run in 1 2; do
 done
 stamp ansible-done
 lvs -a --reportformat json -o vg_name,lv_name,segtype,cache_mode,chunk_size > "$LAB_OUT/ansible-lvs.json"
+
+# --- lvmcache-mode: to writeback, dirty blocks under a writer, back to writethrough ---
+# As in apply_wb.sh: smq promotes blocks read often and cleans when idle, so a file is read to
+# get it promoted and a rate-limited writer keeps blocks dirty while the mode changes back.
+stamp mode
+head -c 8M /dev/urandom > $mnt/hot; sync
+cw plan lvmcache-mode --lv labvg/data --mode writeback -o "$LAB_OUT/mode-wb.json" > "$LAB_OUT/mode-wb-preview.txt"
+cw apply "$LAB_OUT/mode-wb.json" --yes > "$LAB_OUT/mode-wb.txt" 2>&1
+lvs --reportformat json -o lv_name,segtype,cache_mode labvg/data > "$LAB_OUT/mode-wb-lvs.json"
+cw plan lvmcache-mode --lv labvg/data --mode writethrough -o "$LAB_OUT/mode-wt.json" > "$LAB_OUT/mode-wt-preview.txt"
+lvchange -q --cachesettings migration_threshold=65536 labvg/data
+fio --name=warm --filename=$mnt/hot --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
+    --time_based --runtime=8 --output-format=terse > /dev/null
+fio --name=writer --filename=$mnt/hot --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=1 \
+    --rate_iops=40 --time_based --runtime=600 --output-format=terse > /dev/null 2>&1 &
+writer=$!
+for _ in $(seq 60); do
+  d=$(dmsetup status labvg-data | awk '{print $14}')
+  echo "$d" >> "$LAB_OUT/mode-dirty-samples.txt"
+  [ "${d:-0}" -gt 0 ] && break
+  sleep 0.5
+done
+stamp mode-writethrough
+cw apply "$LAB_OUT/mode-wt.json" --yes > "$LAB_OUT/mode-wt.txt" 2>&1
+kill $writer; wait $writer || true
+lvs --reportformat json -o lv_name,segtype,cache_mode,cache_dirty_blocks labvg/data > "$LAB_OUT/mode-wt-lvs.json"
+stamp mode-done
 fio --name=work --filename=$mnt/work --size=16M --rw=randrw --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
     --time_based --runtime=5 --output-format=terse > /dev/null
-sync; (cd $mnt && sha256sum work) >> "$LAB_OUT/an-sums.txt"
+sync; (cd $mnt && sha256sum work hot) >> "$LAB_OUT/an-sums.txt"
 umount $mnt; echo 3 > /proc/sys/vm/drop_caches; mount /dev/labvg/data $mnt
 sums_ok $mnt an-sums.txt an-verify
 umount $mnt
