@@ -29,17 +29,7 @@ import numpy as np
 
 from advisor import mrc
 from advisor.findings import finding
-from advisor.lvmrules import (  # noqa: F401 - re-exported: the rules recommendations size caches by
-    CHUNK_UNIT,
-    LVM_EXTENT,
-    LVM_PV_METADATA,
-    lvm_chunk_size,
-    lvm_max_cache,
-    lvm_metadata_size,
-    lvm_space,
-    round_down,
-    round_up,
-)
+from advisor.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
 from advisor.workload import Analysis
 
 RECOMMEND_SCHEMA = "cachewise.recommend/1"

@@ -12,7 +12,7 @@ import socket
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from advisor.devices import Device, Inventory
+from advisor.devices import Device, Inventory, LvmInfo
 from advisor.lvmrules import (
     CHUNK_UNIT,
     LVM_EXTENT,
@@ -302,8 +302,6 @@ def lvmcache_new(inv: Inventory, hdd_path: str, ssd_path: str, vg: str, lv: str,
                        ("lvcreate", "--yes", "--wipesignatures", "y", "-n", lv, "-l", "100%PVS", vg, hp),
                        post=(Check("lv", {"lv": f"{vg}/{lv}"}),), undo=(("lvremove", "--yes", f"{vg}/{lv}"),)))
     # The cache steps of an attach, planned against the inventory as it will be.
-    from advisor.devices import LvmInfo
-
     future_ssd = replace(ssd, lvm=LvmInfo("pv", vg), fs_type=None, partition_table=None, partitions=())
     origin = replace(hdd, name=f"{vg}-{lv}", kind="lvm", devnode=f"/dev/{vg}/{lv}", stable_path=f"/dev/{vg}/{lv}",
                      lvm=LvmInfo("lv", vg, lv, "linear"), fs_type=None, partition_table=None, partitions=(), slaves=(hdd.name,))

@@ -14,6 +14,7 @@ import pytest
 
 from advisor import mrc
 from advisor.findings import finding, findings
+from advisor.lvmrules import lvm_chunk_size, lvm_max_cache, lvm_metadata_size, lvm_space
 from advisor.recommend import (
     CacheConfig,
     DeviceFacts,
@@ -24,10 +25,6 @@ from advisor.recommend import (
     Recommendation,
     RecommendError,
     Versions,
-    lvm_chunk_size,
-    lvm_max_cache,
-    lvm_metadata_size,
-    lvm_space,
     recommend,
 )
 from advisor.traces import load_trace

@@ -47,18 +47,7 @@ cw plan lvmcache-mode --lv labvg/data --mode writeback -o "$LAB_OUT/mode-wb.json
 cw apply "$LAB_OUT/mode-wb.json" --yes > "$LAB_OUT/mode-wb.txt" 2>&1
 lvs --reportformat json -o lv_name,segtype,cache_mode labvg/data > "$LAB_OUT/mode-wb-lvs.json"
 cw plan lvmcache-mode --lv labvg/data --mode writethrough -o "$LAB_OUT/mode-wt.json" > "$LAB_OUT/mode-wt-preview.txt"
-lvchange -q --cachesettings migration_threshold=65536 labvg/data
-fio --name=warm --filename=$mnt/hot --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
-    --time_based --runtime=8 --output-format=terse > /dev/null
-fio --name=writer --filename=$mnt/hot --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=1 \
-    --rate_iops=40 --time_based --runtime=600 --output-format=terse > /dev/null 2>&1 &
-writer=$!
-for _ in $(seq 60); do
-  d=$(dmsetup status labvg-data | awk '{print $14}')
-  echo "$d" >> "$LAB_OUT/mode-dirty-samples.txt"
-  [ "${d:-0}" -gt 0 ] && break
-  sleep 0.5
-done
+keep_dirty $mnt/hot "$LAB_OUT/mode-dirty-samples.txt"
 stamp mode-writethrough
 cw apply "$LAB_OUT/mode-wt.json" --yes > "$LAB_OUT/mode-wt.txt" 2>&1
 kill $writer; wait $writer || true

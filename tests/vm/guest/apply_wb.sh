@@ -21,18 +21,7 @@ cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m --mode write
 cw apply "$LAB_OUT/wb.json" --yes > "$LAB_OUT/wb-apply.txt" 2>&1
 cw plan lvmcache-uncache --lv labvg/data --release-ssd "$ssd_id" -o "$LAB_OUT/wb-un.json" > /dev/null
 lvs --reportformat json -o vg_name,lv_name,segtype,cache_mode labvg > "$LAB_OUT/wb-attached-lvs.json"
-lvchange -q --cachesettings migration_threshold=65536 labvg/data
-fio --name=warm --filename=$mnt/hot --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
-    --time_based --runtime=8 --output-format=terse > /dev/null
-fio --name=writer --filename=$mnt/hot --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=1 \
-    --rate_iops=40 --time_based --runtime=600 --output-format=terse > /dev/null 2>&1 &
-writer=$!
-for _ in $(seq 60); do
-  d=$(dmsetup status labvg-data | awk '{print $14}')
-  echo "$d" >> "$LAB_OUT/wb-dirty-samples.txt"
-  [ "${d:-0}" -gt 0 ] && break
-  sleep 0.5
-done
+keep_dirty $mnt/hot "$LAB_OUT/wb-dirty-samples.txt"
 cw apply "$LAB_OUT/wb-un.json" --yes > "$LAB_OUT/wb-uncache.txt" 2>&1
 kill $writer; wait $writer || true
 sync

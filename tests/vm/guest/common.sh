@@ -47,3 +47,23 @@ as_nobody() {
   fi
   su -s /bin/bash nobody -c "$*"
 }
+
+# keep_dirty FILE SAMPLES: make a writeback dm-cache (labvg/data) hold dirty blocks. smq
+# promotes only blocks read often and cleans them as soon as the device is idle, so FILE is
+# read to get it promoted, then a 40-IOPS writer keeps rewriting it; returns once dmsetup shows
+# dirty blocks (each sample appended to SAMPLES), with the writer's pid in $writer.
+keep_dirty() {
+  lvchange -q --cachesettings migration_threshold=65536 labvg/data
+  fio --name=warm --filename="$1" --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
+      --time_based --runtime=8 --output-format=terse > /dev/null
+  fio --name=writer --filename="$1" --rw=randwrite --bs=4k --direct=1 --ioengine=libaio --iodepth=1 \
+      --rate_iops=40 --time_based --runtime=600 --output-format=terse > /dev/null 2>&1 &
+  writer=$!
+  local d
+  for _ in $(seq 60); do
+    d=$(dmsetup status labvg-data | awk '{print $14}')
+    echo "$d" >> "$2"
+    [ "${d:-0}" -gt 0 ] && break
+    sleep 0.5
+  done
+}
