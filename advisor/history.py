@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.devices import Inventory
-from advisor.probe import ProbeResult
+from advisor.disks.devices import Inventory
+from advisor.disks.probe import ProbeResult
 
 if TYPE_CHECKING:  # the analysis pulls in numpy; recording one must not cost every command that
-    from advisor.workload import Analysis  # opens the history
+    from advisor.workload.analysis import Analysis  # opens the history
 
 STATE_ENV = "CACHEWISE_STATE_DIR"
 DB_NAME = "history.sqlite3"

@@ -16,8 +16,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from advisor.collect import RawSystem, collect
-from advisor.discovery import build_inventory
+from advisor.disks.collect import RawSystem, collect
+from advisor.disks.discovery import build_inventory
 
 LAB = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "lab-scan" / "raw-udev.json"
 

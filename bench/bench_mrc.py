@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from advisor import mrc
+from advisor.workload import mrc
 
 N_REQUESTS = 10_000_000
 N_BLOCKS = 2_500_000

@@ -13,10 +13,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from advisor.collect import RawSystem, collect
-from advisor.discovery import build_inventory
-from advisor.history import STATE_ENV, History, HistoryError, default_state_dir
-from advisor.probe import (
+from advisor.disks.collect import RawSystem, collect
+from advisor.disks.discovery import build_inventory
+from advisor.disks.probe import (
     DEFAULT_SECONDS,
     ProbeError,
     ProbeProgress,
@@ -24,6 +23,7 @@ from advisor.probe import (
     check_target,
     probe_device,
 )
+from advisor.history import STATE_ENV, History, HistoryError, default_state_dir
 from advisor.runner import CommandError, CommandRunner
 from cachewise import __version__
 
@@ -297,7 +297,7 @@ PROBE_SCHEMA = "cachewise.probe/1"
 def cmd_probe(args: argparse.Namespace) -> int:
     import os
 
-    from advisor.devices import Device
+    from advisor.disks.devices import Device
 
     if not 0.5 <= args.seconds <= 60:
         return _error(f"--seconds must be between 0.5 and 60 (got {args.seconds:g}); nothing was probed.")
@@ -394,7 +394,7 @@ def parse_duration(text: str) -> float:
 def cmd_trace(args: argparse.Namespace) -> int:
     import os
 
-    from advisor.capture import (
+    from advisor.workload.capture import (
         Capture,
         CaptureError,
         CaptureProgress,
@@ -459,8 +459,8 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from advisor.traces import MSR, CsvLayout, TraceError, file_sha256
-    from advisor.workload import analyze_path
+    from advisor.workload.analysis import analyze_path
+    from advisor.workload.traces import MSR, CsvLayout, TraceError, file_sha256
 
     try:
         block_size = parse_size(args.block_size)
@@ -493,10 +493,10 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_recommend(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from advisor import sysfacts
-    from advisor.recommend import Inputs, RecommendError, recommend
-    from advisor.traces import TraceError
-    from advisor.workload import analyze_path
+    from advisor.advice import facts as sysfacts
+    from advisor.advice.recommend import Inputs, RecommendError, recommend
+    from advisor.workload.analysis import analyze_path
+    from advisor.workload.traces import TraceError
 
     nothing = "Nothing was changed."
     try:
@@ -663,7 +663,7 @@ def _cache_spec(args: argparse.Namespace) -> CacheSpec:
 def cmd_apply(args: argparse.Namespace) -> int:
     import os
 
-    from advisor.execute import (
+    from advisor.apply.run import (
         ApplyError,
         Event,
         Journal,
@@ -673,7 +673,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         rollback,
         unfinished_journals,
     )
-    from recipes.plan import Plan, PlanError
+    from advisor.plan.model import Plan, PlanError
 
     nothing = "Nothing was changed."
     if os.geteuid() != 0:
@@ -761,7 +761,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def _bcache_path(plan: object, runner: CommandRunner) -> str | None:
     """The stable path of the bcache device made on the plan's backing device."""
-    from advisor.discovery import find_device
+    from advisor.disks.discovery import find_device
 
     backing_path = next(d.path for d in plan.devices if d.role == "backing")  # type: ignore[attr-defined]
     inv = build_inventory(collect(runner))

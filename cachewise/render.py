@@ -9,14 +9,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from advisor.devices import Device, Inventory
-from advisor.probe import ProbeResult
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.probe import ProbeResult
 from advisor.units import human_size
 
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
-    from advisor.recommend import CacheConfig, Reason, Recommendation
-    from advisor.workload import Analysis
-    from recipes.plan import Plan
+    from advisor.advice.recommend import CacheConfig, Reason, Recommendation
+    from advisor.plan.model import Plan
+    from advisor.workload.analysis import Analysis
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
 
@@ -171,7 +171,7 @@ def reason_lines(reasons: tuple[Reason, ...], style: str = "") -> list[Text]:
 
 
 def recommendation_report(rec: Recommendation) -> Group:
-    from advisor.findings import finding
+    from advisor.advice.findings import finding
 
     parts: list[Table | Text] = [Text(rec.summary, style=VERDICT_STYLE[rec.verdict]), Text("")]
     if rec.config is not None:

@@ -18,7 +18,7 @@ import json
 import shlex
 from typing import Any
 
-from recipes.plan import Check, Plan
+from advisor.plan.model import Check, Plan
 
 Task = dict[str, Any]
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import socket
 import uuid
 
-from advisor.devices import Device, Inventory
+from advisor.disks.devices import Device, Inventory
+from advisor.plan.model import Check, Plan, Step
 from advisor.units import human_size
 from recipes.lvmcache import NOTHING, RecipeError, _now, bind
-from recipes.plan import Check, Plan, Step
 
 B = "{backing}/bcache"
 # make-bcache's default bucket (1024 sectors); the kernel's cache_alloc() refuses a cache whose
@@ -51,7 +51,7 @@ def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | N
 
 def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: str = "writethrough",
                   sequential_cutoff: int = 4 << 20, writeback_percent: int = 10, wipe: bool = False) -> Plan:
-    from advisor.discovery import find_device
+    from advisor.disks.discovery import find_device
 
     if mode not in ("writethrough", "writeback"):
         raise RecipeError(f"cache mode {mode!r} is not writethrough or writeback. {NOTHING}")
@@ -132,7 +132,7 @@ def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: s
 def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Plan:
     """Detach the cache safely: writethrough, writeback_percent 0, wait until clean, detach,
     wait for 'no cache', stop the cache set, optionally wipe the cache device."""
-    from advisor.discovery import find_device
+    from advisor.disks.discovery import find_device
 
     dev = find_device(inv, path)
     if dev is None:

@@ -1,6 +1,6 @@
 """lvmcache recipes: attach a cache pool to an LV in place, change its mode, uncache.
 
-Recipes read an inventory and build a :class:`~recipes.plan.Plan`; they run nothing. Every
+Recipes read an inventory and build a :class:`~advisor.plan.model.Plan`; they run nothing. Every
 refusal is a :class:`RecipeError` whose message says what is wrong, that nothing was changed,
 and what to do.
 """
@@ -12,16 +12,16 @@ import socket
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from advisor.devices import Device, Inventory, LvmInfo
-from advisor.lvmrules import (
+from advisor.advice.lvmrules import (
     CHUNK_UNIT,
     LVM_EXTENT,
     LVM_PV_METADATA,
     lvm_chunk_size,
     lvm_metadata_size,
 )
+from advisor.disks.devices import Device, Inventory, LvmInfo
+from advisor.plan.model import BoundDevice, Check, Plan, Step
 from advisor.units import human_size
-from recipes.plan import BoundDevice, Check, Plan, Step
 
 NAME_RE = re.compile(r"[A-Za-z0-9+_.][A-Za-z0-9+_.-]*")
 NOTHING = "Nothing was changed."
@@ -93,7 +93,7 @@ def lvmcache_attach(inv: Inventory, lv_name: str, ssd_path: str, spec: CacheSpec
                     allow_partition: bool = False) -> Plan:
     """Attach a cache pool on ``ssd_path`` to the LV ``lv_name`` in place: the SSD becomes a PV
     of the LV's VG, a cache pool of the given size is made on it, and lvconvert attaches it."""
-    from advisor.discovery import find_device
+    from advisor.disks.discovery import find_device
 
     origin = find_lv(inv, lv_name)
     assert origin.lvm is not None
@@ -202,7 +202,7 @@ def lvmcache_uncache(inv: Inventory, lv_name: str, *, keep_pool: bool = False, r
     """Remove the cache from an LV: lvconvert flushes dirty blocks (cleaner policy), then drops
     the cache pool (--uncache) or keeps it as an LV (--splitcache); ``release`` names the SSD
     to take out of the VG afterwards."""
-    from advisor.discovery import find_device
+    from advisor.disks.discovery import find_device
 
     origin = find_lv(inv, lv_name)
     assert origin.lvm is not None
@@ -267,7 +267,7 @@ def lvmcache_new(inv: Inventory, hdd_path: str, ssd_path: str, vg: str, lv: str,
                  wipe: bool = False) -> Plan:
     """A new cached LV on two empty disks: both become PVs of a new VG, the LV fills the HDD,
     and the cache pool on the SSD is attached as in :func:`lvmcache_attach`."""
-    from advisor.discovery import find_device
+    from advisor.disks.discovery import find_device
 
     _check_name("VG", vg)
     _check_name("LV", lv)

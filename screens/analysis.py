@@ -10,7 +10,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, Static
 
-from advisor.workload import Analysis
+from advisor.workload.analysis import Analysis
 from cachewise.render import analysis_report
 
 

@@ -9,16 +9,16 @@ from typing import TYPE_CHECKING, Protocol
 from textual import work
 from textual.app import App
 
-from advisor.collect import RawSystem, collect, refresh
-from advisor.devices import Device, Inventory
-from advisor.discovery import build_inventory
-from advisor.probe import DEFAULT_SECONDS, ProbeProgress, ProbeResult, probe_device
+from advisor.disks.collect import RawSystem, collect, refresh
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.discovery import build_inventory
+from advisor.disks.probe import DEFAULT_SECONDS, ProbeProgress, ProbeResult, probe_device
 from advisor.runner import CommandRunner
 from screens.disks import DisksScreen
 
 if TYPE_CHECKING:
-    from advisor.execute import Event, Journal
-    from recipes.plan import Plan
+    from advisor.apply.run import Event, Journal
+    from advisor.plan.model import Plan
 
 
 class DiscoveryBackend(Protocol):
@@ -67,7 +67,7 @@ class ReplayDiscovery:
 
 class Prober(Protocol):
     def probe(self, device: Device, seconds: float, on_progress: Callable[[ProbeProgress], None]) -> ProbeResult:
-        """Measure one device read-only (advisor.probe.probe_device)."""
+        """Measure one device read-only (advisor.disks.probe.probe_device)."""
         ...
 
 
@@ -80,7 +80,7 @@ class LiveProber:
 
 
 class Executor(Protocol):
-    """Runs plans (advisor.execute), so tests can hand the app a fake."""
+    """Runs plans (advisor.apply.run), so tests can hand the app a fake."""
 
     def apply(self, plan: Plan, report: Callable[[Event], None], journal: Journal | None = None) -> str: ...
 
@@ -95,27 +95,27 @@ class LiveExecutor:
         self.state_dir = state_dir
 
     def _preflight(self, plan: Plan, resuming: bool) -> None:
-        from advisor.execute import ApplyError, LiveState, preflight
+        from advisor.apply.run import ApplyError, LiveState, preflight
 
         problems = preflight(plan, self.runner, LiveState.read(self.runner), resuming=resuming)
         if problems:
             raise ApplyError("the plan cannot run as things stand: " + "; ".join(problems) + ". Nothing was changed.")
 
     def apply(self, plan: Plan, report: Callable[[Event], None], journal: Journal | None = None) -> str:
-        from advisor.execute import apply
+        from advisor.apply.run import apply
 
         self._preflight(plan, resuming=journal is not None)
         apply(plan, self.runner, self.state_dir, report, journal=journal)
         return "done"
 
     def rollback(self, journal: Journal, report: Callable[[Event], None]) -> str:
-        from advisor.execute import rollback
+        from advisor.apply.run import rollback
 
         rollback(journal, self.runner, self.state_dir, report)
         return "rolled back"
 
     def pending(self) -> list[Journal]:
-        from advisor.execute import unfinished_journals
+        from advisor.apply.run import unfinished_journals
 
         return unfinished_journals(self.state_dir)
 

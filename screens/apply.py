@@ -15,9 +15,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Header, Input, RichLog, Static
 
-from advisor.execute import ApplyError, Event
+from advisor.apply.run import ApplyError, Event
+from advisor.plan.model import Plan
 from cachewise.render import plan_preview
-from recipes.plan import Plan
 
 # Runs the plan (or resumes or rolls it back), reporting events; returns the outcome word.
 Runner = Callable[[Callable[[Event], None]], str]

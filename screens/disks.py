@@ -20,16 +20,16 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
-from advisor.collect import ScanInterrupted
-from advisor.devices import Device, Inventory
+from advisor.disks.collect import ScanInterrupted
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.probe import ProbeProgress, ProbeResult
 from advisor.history import History, HistoryError
-from advisor.probe import ProbeProgress, ProbeResult
 from advisor.units import human_size
 from screens.probing import ConfirmProbe, ProbeFinished, ProbePanel, ProbeUpdate, measured_text
 
 if TYPE_CHECKING:
-    from advisor.recommend import Inputs
-    from advisor.workload import Analysis
+    from advisor.advice.recommend import Inputs
+    from advisor.workload.analysis import Analysis
     from screens.app import CachewiseApp
 
 log = logging.getLogger("cachewise.screens")
@@ -329,7 +329,7 @@ class DisksScreen(Screen[None]):
     @work(group="analyze", description="open and analyse a trace", exit_on_error=False)
     async def action_analyze_trace(self) -> None:
         # Imported here: numpy and the analysis are not needed to show the disks.
-        from advisor.traces import TraceError
+        from advisor.workload.traces import TraceError
         from screens.analysis import AnalysisScreen, OpenTrace
 
         path = await self.app.push_screen_wait(OpenTrace())
@@ -359,8 +359,8 @@ class DisksScreen(Screen[None]):
         await self.app.push_screen(RecommendScreen(inputs, inv))
 
     def _recommend_inputs(self, inv: Inventory, slow_name: str, fast_names: list[str]) -> Inputs:
-        from advisor import sysfacts
-        from advisor.recommend import Inputs, Versions
+        from advisor.advice import facts as sysfacts
+        from advisor.advice.recommend import Inputs, Versions
 
         def probe_of(d: Device) -> dict[str, object] | None:
             result = self.probes.get(d.identity or d.name)
@@ -374,8 +374,8 @@ class DisksScreen(Screen[None]):
                       workload=None if self.analysis is not None else "mixed-files")
 
     def _analyze(self, path: Path) -> Analysis:
-        from advisor.traces import file_sha256, load_trace
-        from advisor.workload import analyze
+        from advisor.workload.analysis import analyze
+        from advisor.workload.traces import file_sha256, load_trace
 
         analysis = analyze(load_trace(path))
         if self.cw_app.state_dir is not None:
@@ -388,7 +388,7 @@ class DisksScreen(Screen[None]):
 
     @work(thread=True, group="hotplug", description="watch for disks being added or removed", exit_on_error=False)
     def watch_devices(self) -> None:
-        from advisor.hotplug import HotplugWatcher
+        from advisor.disks.hotplug import HotplugWatcher
 
         def changed(changes: list[tuple[str, str]]) -> None:
             self.post_message(DevicesChanged(changes))

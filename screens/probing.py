@@ -11,7 +11,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from advisor.probe import ProbeProgress, ProbeResult
+from advisor.disks.probe import ProbeProgress, ProbeResult
 
 
 class ProbeUpdate(Message):

@@ -15,9 +15,16 @@ from textual.screen import Screen
 from textual.widgets import Checkbox, Footer, Header, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-from advisor.devices import Inventory
-from advisor.findings import finding
-from advisor.recommend import WORKLOADS, Inputs, Reason, Recommendation, RecommendError, recommend
+from advisor.advice.findings import finding
+from advisor.advice.recommend import (
+    WORKLOADS,
+    Inputs,
+    Reason,
+    Recommendation,
+    RecommendError,
+    recommend,
+)
+from advisor.disks.devices import Inventory
 from cachewise.render import VERDICT_STYLE, config_table, curve_plot
 
 MEASURED = "measured"

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.collect import RawSystem
+from advisor.disks.collect import RawSystem
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LAB_SCAN = FIXTURES / "lab-scan"

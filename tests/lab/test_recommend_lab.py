@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from advisor.lvmrules import lvm_chunk_size, lvm_metadata_size
+from advisor.advice.lvmrules import lvm_chunk_size, lvm_metadata_size
 from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, Lab, LabDisk
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from textual.widgets import Input, RichLog, Static
 
-from advisor import sysfacts
-from advisor.execute import Event, Journal
-from advisor.recommend import GiB, Inputs, Versions
+from advisor.advice import facts as sysfacts
+from advisor.advice.recommend import GiB, Inputs, Versions
+from advisor.apply.run import Event, Journal
+from advisor.plan.model import Plan
 from recipes.lvmcache import CacheSpec, lvmcache_attach
-from recipes.plan import Plan
 from screens.app import CachewiseApp
 from screens.apply import ApplyScreen, InterruptedPlan
 from screens.recommend import RecommendScreen

@@ -8,9 +8,9 @@ from pathlib import Path
 from rich.console import Console
 from textual.widgets import DataTable, Static
 
-from advisor.collect import RawSystem
-from advisor.devices import Inventory
-from advisor.discovery import build_inventory
+from advisor.disks.collect import RawSystem
+from advisor.disks.devices import Inventory
+from advisor.disks.discovery import build_inventory
 from advisor.history import DB_NAME, History
 from screens.app import CachewiseApp
 from screens.disks import DevicesChanged, DisksScreen

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from textual.widgets import DataTable
 
-from advisor.devices import Device, Inventory
-from advisor.probe import ProbeProgress, ProbeResult, classify, parse_fio
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.probe import ProbeProgress, ProbeResult, classify, parse_fio
 from screens.app import CachewiseApp
 from screens.disks import DisksScreen
 from screens.probing import ConfirmProbe, ProbePanel

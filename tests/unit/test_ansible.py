@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from advisor.collect import RawSystem
-from advisor.discovery import build_inventory
+from advisor.disks.collect import RawSystem
+from advisor.disks.discovery import build_inventory
 from recipes.ansible import AnsibleError, render
 from recipes.bcache import bcache_create
 from recipes.lvmcache import CacheSpec, lvmcache_attach

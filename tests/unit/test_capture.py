@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from advisor import capture
-from advisor.capture import CapturePlan, parse_line, plan_for
-from advisor.collect import RawSystem
-from advisor.discovery import build_inventory
+from advisor.disks.collect import RawSystem
+from advisor.disks.discovery import build_inventory
+from advisor.workload import capture
+from advisor.workload.capture import CapturePlan, parse_line, plan_for
 from tests.conftest import FIXTURES
 
 

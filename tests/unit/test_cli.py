@@ -112,12 +112,12 @@ def test_analyze_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_long_cachewise_traces_are_analysed_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    from advisor.traces import load_trace, write_trace
+    from advisor.workload.traces import load_trace, write_trace
 
     trace = load_trace(Path(__file__).parents[1] / "fixtures" / "traces" / "fio-v3.iolog")
     path = tmp_path / "long.cwtrace"
     write_trace(path, trace.requests, {"device": "/dev/sdb"})
-    monkeypatch.setattr("advisor.workload.STREAM_REQUESTS", 1000)  # "long" for this test
+    monkeypatch.setattr("advisor.workload.analysis.STREAM_REQUESTS", 1000)  # "long" for this test
     assert main(["analyze", "--json", "--no-record", str(path)]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["curve_mode"] == "shards" and data["requests"] == 4000 and data["source_format"] == "cachewise"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.collect import RawSystem, parse_blkid_export
-from advisor.devices import Device, Inventory
-from advisor.discovery import _split_dm_lvm_name, _transport, build_inventory
+from advisor.disks.collect import RawSystem, parse_blkid_export
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.discovery import _split_dm_lvm_name, _transport, build_inventory
 from tests.conftest import LAB_SCAN
 
 
@@ -200,7 +200,7 @@ def test_blkid_export_parsing() -> None:
 
 
 def test_refresh_rereads_only_the_named_devices(raw_udev: RawSystem, monkeypatch: pytest.MonkeyPatch) -> None:
-    from advisor import collect as collect_mod
+    from advisor.disks import collect as collect_mod
 
     hot = next(b for b in raw_udev.blocks if b.attrs.get("device/vpd_pg80") == "HOT0001")
     without_hot = copy.deepcopy(raw_udev)

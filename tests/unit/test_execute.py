@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.collect import RawSystem
-from advisor.discovery import build_inventory
-from advisor.execute import (
+from advisor.apply.run import (
     ApplyError,
     Event,
     Journal,
@@ -23,9 +21,11 @@ from advisor.execute import (
     rollback,
     unfinished_journals,
 )
+from advisor.disks.collect import RawSystem
+from advisor.disks.discovery import build_inventory
+from advisor.plan.model import Plan
 from advisor.runner import CommandResult
 from recipes.lvmcache import CacheSpec, lvmcache_attach
-from recipes.plan import Plan
 from tests.conftest import FIXTURES
 
 INV = build_inventory(RawSystem.load(FIXTURES / "lab-scan" / "raw-udev.json"))
@@ -136,7 +136,7 @@ def test_a_crash_after_any_step_resumes_without_repeating_steps(tmp_path: Path, 
 
 
 def test_a_failing_step_stops_says_where_and_rolls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("advisor.execute.FAILURE_PATIENCE", 0.0)
+    monkeypatch.setattr("advisor.apply.run.FAILURE_PATIENCE", 0.0)
     lvm, p = FakeLvm(fail="data_cache_meta"), plan()
     with pytest.raises(ApplyError) as err:
         apply(p, lvm, tmp_path, quiet, read_state=lvm.state)  # type: ignore[arg-type]
@@ -154,7 +154,7 @@ def test_a_failing_step_stops_says_where_and_rolls_back(tmp_path: Path, monkeypa
 
 def test_preflight_names_a_kernel_module_that_cannot_load(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr("advisor.execute.Path.exists", lambda self: False if "/sys/module/" in str(self) else True)
+    monkeypatch.setattr("advisor.apply.run.Path.exists", lambda self: False if "/sys/module/" in str(self) else True)
     lvm = FakeLvm(modprobe_fails=True)
     problems = preflight(plan(), lvm, lvm.state())  # type: ignore[arg-type]
     assert any("kernel module dm_cache cannot be loaded" in p and "not found in directory" in p for p in problems)
@@ -171,7 +171,7 @@ def test_preflight_refuses_without_root_and_with_a_changed_device(monkeypatch: p
 
 
 def test_dirty_blocks_read_from_a_real_dm_cache_status_line() -> None:
-    from advisor.execute import cache_dirty_from_status
+    from advisor.apply.run import cache_dirty_from_status
 
     line = (FIXTURES / "lab-recommend" / "dmsetup-status-cache.txt").read_text()
     assert cache_dirty_from_status(line) == int(line.split()[line.split().index("cache") + 11])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.devices import Device, Inventory
+from advisor.disks.devices import Device, Inventory
 from advisor.history import DB_NAME, MIGRATIONS, STATE_ENV, History, HistoryError, default_state_dir
 
 

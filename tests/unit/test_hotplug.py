@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor import hotplug
+from advisor.disks import hotplug
 
 
 def test_sysfs_listing_changes_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

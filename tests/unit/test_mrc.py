@@ -7,7 +7,7 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from advisor import mrc
+from advisor.workload import mrc
 
 
 def lru_hit_ratio(trace: list[int], size: int) -> float:
@@ -104,7 +104,7 @@ def test_short_traces_interpreted_match_the_compiled_loop() -> None:
     """Under INTERPRETED_LIMIT the stack-distance loop runs without numba; same answers."""
     import numpy as np
 
-    from advisor import mrc
+    from advisor.workload import mrc
 
     blocks = np.random.default_rng(3).integers(0, 500, mrc.INTERPRETED_LIMIT // 4).astype(np.int64)
     dense = np.unique(blocks, return_inverse=True)[1].astype(np.int64)

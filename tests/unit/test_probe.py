@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from advisor.history import DB_NAME, History
-from advisor.probe import (
+from advisor.disks.probe import (
     PHASES,
     PhaseResult,
     ProbeError,
@@ -21,6 +20,7 @@ from advisor.probe import (
     fio_argv,
     parse_fio,
 )
+from advisor.history import DB_NAME, History
 from cachewise.cli import main
 from tests.conftest import FIXTURES
 
@@ -130,7 +130,7 @@ def test_same_device_twice_and_bad_seconds(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_busy_disk_is_not_probed_without_yes(capsys: pytest.CaptureFixture[str]) -> None:
-    from advisor.discovery import discover
+    from advisor.disks.discovery import discover
 
     busy = next((d for d in discover().devices if d.state == "in-use" and d.kind == "disk"), None)
     if busy is None:

@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-from advisor.collect import RawSystem
-from advisor.devices import Inventory
-from advisor.discovery import build_inventory
+from advisor.disks.collect import RawSystem
+from advisor.disks.devices import Inventory
+from advisor.disks.discovery import build_inventory
+from advisor.plan.model import PLAN_SCHEMA, Plan, PlanError
 from recipes.bcache import bcache_create, bcache_detach
 from recipes.lvmcache import CacheSpec, RecipeError, lvmcache_attach, lvmcache_uncache
-from recipes.plan import PLAN_SCHEMA, Plan, PlanError
 from tests.conftest import FIXTURES
 
 MiB, GiB = 1 << 20, 1 << 30

@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor import mrc
-from advisor.findings import finding, findings
-from advisor.lvmrules import lvm_chunk_size, lvm_max_cache, lvm_metadata_size, lvm_space
-from advisor.recommend import (
+from advisor.advice.findings import finding, findings
+from advisor.advice.lvmrules import lvm_chunk_size, lvm_max_cache, lvm_metadata_size, lvm_space
+from advisor.advice.recommend import (
     CacheConfig,
     DeviceFacts,
     Endurance,
@@ -27,8 +26,9 @@ from advisor.recommend import (
     Versions,
     recommend,
 )
-from advisor.traces import load_trace
-from advisor.workload import analyze
+from advisor.workload import mrc
+from advisor.workload.analysis import analyze
+from advisor.workload.traces import load_trace
 
 TiB = 1 << 40
 ROOT = Path(__file__).resolve().parents[2]
@@ -230,7 +230,7 @@ def test_zipf_model_matches_exact_lru_on_a_sampled_trace() -> None:
 # --- findings as data ---
 
 def test_every_cited_finding_exists_with_a_source() -> None:
-    code = "\n".join(p.read_text() for p in (ROOT / "advisor").glob("*.py"))
+    code = "\n".join(p.read_text() for p in (ROOT / "advisor").rglob("*.py"))
     ids = set(re.findall(r"\b[TLRDCM]-[A-Z]+(?:-[A-Z]+)*-\d\b", code))
     assert ids and ids <= set(findings()), f"unknown ids: {ids - set(findings())}"
     for f in findings().values():
@@ -252,14 +252,14 @@ LAB = ROOT / "tests/fixtures/lab-recommend"
 
 
 def test_lvm_version_parsed_from_the_real_tool() -> None:
-    from advisor.sysfacts import parse_lvm_version
+    from advisor.advice.facts import parse_lvm_version
 
     assert parse_lvm_version((LAB / "lvm-version.txt").read_text()) == "2.03.16"
     assert parse_lvm_version("garbage") is None
 
 
 def test_smartctl_wear_from_the_real_tool() -> None:
-    from advisor.sysfacts import parse_smartctl
+    from advisor.advice.facts import parse_smartctl
 
     # qemu's SATA SSD reports SMART attributes but no device statistics: no wear figures.
     assert parse_smartctl((LAB / "smartctl-sata.json").read_text()) is None

@@ -7,7 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from advisor.traces import MSR, CsvLayout, TraceError, detect_format, load_trace, write_trace
+from advisor.workload.traces import (
+    MSR,
+    CsvLayout,
+    TraceError,
+    detect_format,
+    load_trace,
+    write_trace,
+)
 from tests.conftest import FIXTURES
 
 TRACES = FIXTURES / "traces"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from advisor.traces import REQUEST, load_trace
-from advisor.workload import analyze, to_blocks
+from advisor.workload.analysis import analyze, to_blocks
+from advisor.workload.traces import REQUEST, load_trace
 from tests.conftest import FIXTURES
 
 
@@ -37,8 +37,8 @@ def test_block_size_must_be_a_power_of_two() -> None:
 
 
 def test_streamed_analysis_agrees_with_the_whole(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from advisor.traces import ImportStats, iter_cachewise, write_trace
-    from advisor.workload import analyze_stream
+    from advisor.workload.analysis import analyze_stream
+    from advisor.workload.traces import ImportStats, iter_cachewise, write_trace
 
     trace = load_trace(FIXTURES / "traces" / "fio-v3.iolog")
     path = tmp_path / "t.cwtrace"

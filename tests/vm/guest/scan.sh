@@ -52,7 +52,7 @@ for d in "$bcb" "$bcc"; do bcache-super-show "$d"; done > "$LAB_OUT/bcache-super
 # Timings under emulation: a full scan (with blkid/pvs/lvs) and a quick one (sysfs/udev only).
 "$CW_PY" - > "$LAB_OUT/timings-noudev.json" <<'PY'
 import json, time
-from advisor.collect import collect
+from advisor.disks.collect import collect
 t = time.monotonic(); full = collect(); t_full = time.monotonic() - t
 t = time.monotonic(); collect(tools=False, reuse=full); t_quick = time.monotonic() - t
 print(json.dumps({"full_scan_s": round(t_full, 3), "quick_scan_s": round(t_quick, 3)}))

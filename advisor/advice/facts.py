@@ -12,9 +12,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from advisor.devices import Device, Inventory
-from advisor.discovery import find_device
-from advisor.recommend import DeviceFacts, Endurance, Versions
+from advisor.advice.recommend import DeviceFacts, Endurance, Versions
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.discovery import find_device
 
 __all__ = ["DeviceFacts", "Endurance", "Versions", "device_facts", "endurance", "find_device", "versions"]
 from advisor.runner import CommandError, CommandRunner

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from advisor.collect import SYS_BLOCK, udev_state
+from advisor.disks.collect import SYS_BLOCK, udev_state
 
 log = logging.getLogger("cachewise.hotplug")
 

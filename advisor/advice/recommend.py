@@ -4,7 +4,7 @@ Pure domain code. :func:`recommend` takes what was measured (probes, a workload 
 declared (a workload class from the thesis, a hot-data ratio), the platform (file system,
 LVM, mirrored SSDs, tool and kernel versions) and returns a :class:`Recommendation` whose
 every decision cites finding ids from advisor/data/findings.toml. Nothing here runs a
-command; :mod:`advisor.sysfacts` gathers the inputs.
+command; :mod:`advisor.advice.facts` gathers the inputs.
 
 How it decides (docs/recommend.md has the long form):
 1. A profile of the workload: measured (curve, mix, rate) or modelled (a Zipf popularity
@@ -27,10 +27,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from advisor import mrc
-from advisor.findings import finding
-from advisor.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
-from advisor.workload import Analysis
+from advisor.advice.findings import finding
+from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
+from advisor.workload import mrc
+from advisor.workload.analysis import Analysis
 
 RECOMMEND_SCHEMA = "cachewise.recommend/1"
 

@@ -23,9 +23,9 @@ from typing import IO
 
 import numpy as np
 
-from advisor.devices import Device, Inventory
+from advisor.disks.devices import Device, Inventory
 from advisor.runner import CommandError, CommandRunner
-from advisor.traces import REQUEST, write_header
+from advisor.workload.traces import REQUEST, write_header
 
 TRACEFS_CANDIDATES = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 BUFFER_KB = 16384
@@ -246,7 +246,7 @@ def capture_with_blktrace(plan: CapturePlan, runner: CommandRunner, out: IO[byte
     import math
     import tempfile
 
-    from advisor.traces import ImportStats, parse_blkparse
+    from advisor.workload.traces import ImportStats, parse_blkparse
 
     disk = plan.devnode if not plan.sector_count else _disk_node(plan)
     started = time.monotonic()

@@ -1,6 +1,6 @@
 """Turn raw udev/sysfs facts into an Inventory: identity, transport, roles, in-use reasons.
 
-Pure functions over :class:`~advisor.collect.RawSystem`; :func:`discover` is the one entry
+Pure functions over :class:`~advisor.disks.collect.RawSystem`; :func:`discover` is the one entry
 point that also collects. Identity never rests on kernel names (sdX, dm-N and bcacheN change
 between boots): it is the WWN or serial for disks, the device-mapper UUID for LVs, the
 backing-device UUID for bcache, the backing file for loop devices.
@@ -12,8 +12,17 @@ import os
 import re
 from dataclasses import replace
 
-from advisor.collect import RawBlock, RawSystem, collect
-from advisor.devices import BcacheInfo, Device, Inventory, Kind, LvmInfo, MdInfo, State, Unread
+from advisor.disks.collect import RawBlock, RawSystem, collect
+from advisor.disks.devices import (
+    BcacheInfo,
+    Device,
+    Inventory,
+    Kind,
+    LvmInfo,
+    MdInfo,
+    State,
+    Unread,
+)
 from advisor.runner import CommandRunner
 
 

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from advisor.devices import Device
+from advisor.disks.devices import Device
 from advisor.runner import CommandError, CommandFailed, CommandRunner, TimedOut
 
 ProbeClass = Literal["hdd", "ssd", "nvme", "unknown"]

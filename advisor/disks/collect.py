@@ -1,8 +1,8 @@
 """Collect raw facts about block devices from udev (pyudev), sysfs and a few tools.
 
 This module is the only part of discovery that touches the live system. It produces a
-:class:`RawSystem`, plain data that :mod:`advisor.discovery` turns into an
-:class:`~advisor.devices.Inventory` without further I/O. ``cachewise scan --save-raw FILE``
+:class:`RawSystem`, plain data that :mod:`advisor.disks.discovery` turns into an
+:class:`~advisor.disks.devices.Inventory` without further I/O. ``cachewise scan --save-raw FILE``
 writes a RawSystem as JSON; the unit tests replay snapshots captured that way in the lab.
 
 udev is optional: without libudev or without a running udev daemon, sysfs still lists every

@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from advisor.collect import collect
-from advisor.devices import Device, Inventory
-from advisor.discovery import build_inventory
+from advisor.disks.collect import collect
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.discovery import build_inventory
+from advisor.plan.model import Check, Plan, PlanError, Step
 from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
-from recipes.plan import Check, Plan, PlanError, Step
 
 NOTHING = "Nothing was changed."
 WRITE_PATIENCE = 30.0  # s for bcache's asynchronous sysfs writes to show
@@ -63,7 +63,7 @@ class LiveState:
         return state
 
     def device(self, path: str) -> Device | None:
-        from advisor.discovery import find_device
+        from advisor.disks.discovery import find_device
 
         return find_device(self.inv, path)
 

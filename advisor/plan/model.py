@@ -5,7 +5,7 @@ by-id path), so a plan applied later refuses if a device changed. Each :class:`S
 exact argv, a one-line description, checks that must hold before it runs, checks that tell
 afterwards whether it took effect (so an interrupted plan can be resumed), and the argv that
 undoes it. Checks are data (:class:`Check`), evaluated against the live system by
-``advisor.execute``.
+``advisor.apply.run``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 PLAN_SCHEMA = "cachewise.plan/1"
 PLAN_SCHEMA_VERSION = 1
 
-# What each check kind means; ``advisor.execute`` evaluates them.
+# What each check kind means; ``advisor.apply.run`` evaluates them.
 CHECK_KINDS = {
     "pv": "{device} is an LVM physical volume",
     "pv_in_vg": "{device} is a physical volume of VG {vg}",

@@ -11,8 +11,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from advisor import mrc
-from advisor.traces import (
+from advisor.workload import mrc
+from advisor.workload.traces import (
     MSR,
     CsvLayout,
     Format,
