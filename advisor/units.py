@@ -1,6 +1,37 @@
-"""Human-readable sizes, shared by the CLI tables and the TUI."""
+"""Sizes, durations and rates: parsed from what people type, formatted for what they read.
+
+The one place for units, shared by the CLI, the TUI, recipes and reasons. Parsers raise
+:class:`UnitError` (a ValueError) with a sentence naming the text that was not understood.
+"""
 
 from __future__ import annotations
+
+import math
+import re
+
+KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
+SIZE_SUFFIX = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+DURATION_SUFFIX = {"": 1, "s": 1, "m": 60, "h": 3600}
+
+
+class UnitError(ValueError):
+    """Text that is not a size, duration or rate."""
+
+
+def parse_size(text: str) -> int:
+    """'4k', '32KiB', '1g', '65536' -> bytes (binary multiples)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)(i?b)?\s*", text.lower())
+    if match is None:
+        raise UnitError(f"not a size: {text!r}")
+    return int(match[1]) << SIZE_SUFFIX[match[2]]
+
+
+def parse_duration(text: str) -> float:
+    """'90', '90s', '10m', '2h' -> seconds (more than zero)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text.lower())
+    if match is None or float(match[1]) <= 0:
+        raise UnitError(f"not a duration: {text!r} (use 90s, 10m or 2h)")
+    return float(match[1]) * DURATION_SUFFIX[match[2]]
 
 
 def human_size(n: int) -> str:
@@ -11,3 +42,28 @@ def human_size(n: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"  # pragma: no cover - the loop always returns
+
+
+def cache_size(n: float) -> str:
+    """A cache or data size in a sentence: '1.5 GiB' from a GiB up, else whole MiB ('256 MiB')."""
+    if n >= GiB:
+        return f"{n / GiB:.1f} GiB"
+    return f"{n / MiB:.0f} MiB"
+
+
+def duration(seconds: float | None) -> str:
+    """90 -> '90 s', 600 -> '10 min', 10800 -> '3.0 h', 10 days -> '10 days'; None -> 'unknown'."""
+    if seconds is None or math.isnan(seconds):
+        return "unknown"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def rate(per_second: float, what: str = "IOPS") -> str:
+    """12345.6 -> '12,346 IOPS'."""
+    return f"{per_second:,.0f} {what}"

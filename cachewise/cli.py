@@ -1,6 +1,8 @@
 """The `cachewise` command: the TUI with no arguments, headless subcommands otherwise.
 
-Every subcommand takes ``--json`` so cachewise can be scripted across many hosts.
+Every subcommand takes ``--json`` so cachewise can be scripted across many hosts. Each one
+parses its arguments, calls the application core (cachewise/core.py) and renders the result;
+the core and the domain are imported inside the commands, so a command loads only what it uses.
 """
 
 from __future__ import annotations
@@ -8,30 +10,22 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from advisor.disks.collect import RawSystem, collect
-from advisor.disks.discovery import build_inventory
-from advisor.disks.probe import (
-    DEFAULT_SECONDS,
-    ProbeError,
-    ProbeProgress,
-    ProbeResult,
-    check_target,
-    probe_device,
-)
-from advisor.history import STATE_ENV, History, HistoryError, default_state_dir
-from advisor.runner import CommandError, CommandRunner
+from advisor.advice.workloads import workload_types
+from advisor.disks.probe import DEFAULT_SECONDS
+from advisor.history import STATE_ENV
+from advisor.units import UnitError, parse_duration, parse_size
 from cachewise import __version__
 
 if TYPE_CHECKING:
-    from recipes.lvmcache import CacheSpec
+    from advisor.apply.run import Event
+    from advisor.plan.model import Plan
+    from cachewise.core import Core
 
-WORKLOAD_TYPES = ("very-small-files", "database", "database-fsync", "mixed-files", "large-files",
-                  "very-large-datasets")
+NOTHING = "Nothing was changed."
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -112,7 +106,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="a fast device (SSD) for the cache; twice for a mirrored pair")
     src = rec.add_mutually_exclusive_group()
     src.add_argument("--trace", type=Path, metavar="FILE", help="a trace of the slow device's workload (`cachewise trace`)")
-    src.add_argument("--workload", choices=list(WORKLOAD_TYPES), help="declare the workload when there is no trace")
+    src.add_argument("--workload", choices=workload_types(), help="declare the workload when there is no trace")
     rec.add_argument("--hot-fraction", type=float, metavar="F",
                      help="declared: the share of the data that serves 90%% of the I/O (0.1 for fio's zipf:1.2)")
     rec.add_argument("--read-share", type=float, metavar="F", help="declared: the share of I/O that is reads")
@@ -220,24 +214,14 @@ def main(argv: list[str] | None = None) -> int:
         format="%(name)s: %(message)s",
         stream=sys.stderr,
     )
+    from cachewise.core import Refused
+
+    commands = {"scan": cmd_scan, "probe": cmd_probe, "trace": cmd_trace, "analyze": cmd_analyze,
+                "recommend": cmd_recommend, "history": cmd_history, "plan": cmd_plan, "apply": cmd_apply}
     try:
-        if args.command == "scan":
-            return cmd_scan(args)
-        if args.command == "probe":
-            return cmd_probe(args)
-        if args.command == "trace":
-            return cmd_trace(args)
-        if args.command == "analyze":
-            return cmd_analyze(args)
-        if args.command == "recommend":
-            return cmd_recommend(args)
-        if args.command == "history":
-            return cmd_history(args)
-        if args.command == "plan":
-            return cmd_plan(args)
-        if args.command == "apply":
-            return cmd_apply(args)
-        return cmd_tui(args)
+        return commands.get(args.command, cmd_tui)(args)
+    except Refused as exc:
+        return _error(str(exc))
     except KeyboardInterrupt:
         print("cachewise: interrupted; nothing was changed.", file=sys.stderr)
         return 130
@@ -248,35 +232,55 @@ def _error(message: str) -> int:
     return 1
 
 
-def _snapshot(args: argparse.Namespace, runner: CommandRunner | None = None) -> RawSystem | None:
-    """The --from-raw snapshot, or the live system's; None, after saying why, when the file
-    cannot be read."""
-    if not getattr(args, "from_raw", None):
-        return collect(runner or CommandRunner())
+def _warn(warning: str | None) -> None:
+    if warning:
+        print(f"cachewise: warning: {warning}", file=sys.stderr)
+
+
+def _print_json(data: Any) -> int:
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+def _print(renderable: Any) -> None:
+    from rich.console import Console
+
+    Console().print(renderable)
+
+
+def _core(args: argparse.Namespace) -> Core:
+    """The core for this machine, or for the raw snapshot given with --from-raw."""
+    from cachewise.core import Core, load_snapshot
+
+    if getattr(args, "from_raw", None):
+        return Core.for_snapshot(load_snapshot(args.from_raw), args.state_dir)
+    return Core.for_machine(args.state_dir)
+
+
+def _size(text: str | None, what: str) -> int | None:
+    from cachewise.core import Refused
+
     try:
-        return RawSystem.load(args.from_raw)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        _error(f"cannot read the raw snapshot {args.from_raw}: {exc}. Nothing was changed.")
-        return None
+        return parse_size(text) if text is not None else None
+    except UnitError as exc:
+        raise Refused(f"{exc} ({what}). {NOTHING}") from None
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
-    raw = _snapshot(args)
-    if raw is None:
-        return 1
+    from advisor.disks.discovery import build_inventory
+
+    core = _core(args)
     if args.save_raw:
+        raw = core.discovery.collect()
         args.save_raw.write_text(json.dumps(raw.to_json(), indent=1, sort_keys=True) + "\n")
-    inv = build_inventory(raw)
-    if not args.no_record and not args.from_raw:
-        try:
-            with History.open_default(args.state_dir) as hist:
-                hist.record_inventory(inv)
-        except HistoryError as exc:
-            print(f"cachewise: warning: {exc}", file=sys.stderr)
+        inv = build_inventory(raw)
+    else:
+        inv = core.scan()
+    if not args.no_record:
+        _warn(core.record_inventory(inv))
     if args.json:
-        json.dump(inv.to_json(show_all=args.all), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
+        return _print_json(inv.to_json(show_all=args.all))
     from rich.console import Console
 
     from cachewise.render import devices_table
@@ -295,33 +299,16 @@ PROBE_SCHEMA = "cachewise.probe/1"
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
-    import os
-
-    from advisor.disks.devices import Device
+    from advisor.disks.probe import ProbeError, ProbeProgress
+    from advisor.runner import CommandError
 
     if not 0.5 <= args.seconds <= 60:
         return _error(f"--seconds must be between 0.5 and 60 (got {args.seconds:g}); nothing was probed.")
-    runner = CommandRunner()
-    if runner.which("fio") is None:
+    core = _core(args)
+    if core.runner.which("fio") is None:
         return _error("fio is not installed, so the probe cannot run; install the fio package "
                       "(apt-get install fio). Nothing was probed.")
-    if len(set(args.devices)) != len(args.devices):
-        return _error("the same device is named twice; nothing was probed.")
-    try:
-        nodes = [check_target(path) for path in args.devices]
-    except ProbeError as exc:
-        return _error(str(exc))
-    inv = build_inventory(collect(runner))
-    by_devnum = {d.devnum: d for d in inv.devices}
-    targets: list[Device] = []
-    for path, node in zip(args.devices, nodes, strict=True):
-        st = os.stat(node)
-        dev = by_devnum.get(f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}")
-        if dev is None:
-            return _error(f"{path} is a block device that discovery does not list; nothing was probed.")
-        targets.append(dev)
-    if len({d.name for d in targets}) != len(targets):
-        return _error("two of the paths name the same device; nothing was probed.")
+    targets, _ = core.probe_targets(args.devices)
     busy = [d for d in targets if d.state == "in-use"]
     if busy and not args.yes:
         for d in busy:
@@ -329,20 +316,20 @@ def cmd_probe(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         if not sys.stdin.isatty():
             return _error("pass --yes to probe busy disks anyway; nothing was probed.")
-        answer = input("Probe anyway? [y/N] ").strip().lower()
-        if answer not in ("y", "yes"):
+        if input("Probe anyway? [y/N] ").strip().lower() not in ("y", "yes"):
             return _error("not probed; nothing was changed.")
 
-    results: list[ProbeResult] = []
+    results = []
     failed = False
     show_progress = sys.stderr.isatty() and not args.json
-    for dev in targets:
-        def progress(p: ProbeProgress) -> None:
-            print(f"\r{p.device}: {p.description} ({p.elapsed:4.1f}/{p.total:g} s, {p.iops:,.0f} IOPS)   ",
-                  end="", file=sys.stderr, flush=True)
 
+    def progress(p: ProbeProgress) -> None:
+        print(f"\r{p.device}: {p.description} ({p.elapsed:4.1f}/{p.total:g} s, {p.iops:,.0f} IOPS)   ",
+              end="", file=sys.stderr, flush=True)
+
+    for dev in targets:
         try:
-            result = probe_device(dev, runner, seconds=args.seconds, on_progress=progress if show_progress else None)
+            result, warning = core.probe(dev, args.seconds, progress if show_progress else None)
         except (ProbeError, CommandError) as exc:
             if show_progress:
                 print(file=sys.stderr)
@@ -354,14 +341,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
         results.append(result)
         failed |= not result.complete
         if not args.no_record:
-            try:
-                with History.open_default(args.state_dir) as hist:
-                    hist.record_probe(result, dev.serial, dev.wwn)
-            except HistoryError as exc:
-                print(f"cachewise: warning: {exc}", file=sys.stderr)
+            _warn(warning)
     if args.json:
-        json.dump({"schema": PROBE_SCHEMA, "results": [r.to_json() for r in results]}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        _print_json({"schema": PROBE_SCHEMA, "results": [r.to_json() for r in results]})
     elif results:
         from rich.console import Console
 
@@ -375,43 +357,13 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def parse_size(text: str) -> int:
-    """'4k', '32KiB', '1g', '65536' -> bytes."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmg]?)(i?b)?\s*", text.lower())
-    if match is None:
-        raise ValueError(f"not a size: {text!r}")
-    return int(match[1]) << {"": 0, "k": 10, "m": 20, "g": 30}[match[2]]
-
-
-def parse_duration(text: str) -> float:
-    """'90', '90s', '10m', '2h' -> seconds."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text.lower())
-    if match is None or float(match[1]) <= 0:
-        raise ValueError(f"not a duration: {text!r} (use 90s, 10m or 2h)")
-    return float(match[1]) * {"": 1, "s": 1, "m": 60, "h": 3600}[match[2]]
-
-
 def cmd_trace(args: argparse.Namespace) -> int:
-    import os
-
-    from advisor.workload.capture import (
-        Capture,
-        CaptureError,
-        CaptureProgress,
-        capture_with_blktrace,
-        plan_capture,
-        tracefs,
-    )
+    from advisor.workload.capture import CaptureProgress
 
     try:
         seconds = parse_duration(args.duration)
-    except ValueError as exc:
+    except UnitError as exc:
         return _error(f"{exc}; nothing was traced.")
-    if os.geteuid() != 0:
-        return _error("tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`.")
-    if args.output.exists():
-        return _error(f"{args.output} already exists; nothing was traced. Choose another name or remove it.")
-    runner = CommandRunner()
     show = sys.stderr.isatty() and not args.json
 
     def progress(p: CaptureProgress) -> None:
@@ -419,49 +371,30 @@ def cmd_trace(args: argparse.Namespace) -> int:
         print(f"\r{p.events:,} events ({p.rate:,.0f}/s{lost}), {p.elapsed:,.0f} of {seconds:,.0f} s; Ctrl-C stops   ",
               end="", file=sys.stderr, flush=True)
 
-    try:
-        plan = plan_capture(build_inventory(collect(runner)), args.device)
-        tracer = args.tracer
-        if tracer == "auto":
-            try:
-                tracefs(runner)
-                tracer = "tracefs"
-            except CaptureError:
-                if runner.which("blktrace") is None:
-                    raise
-                tracer = "blktrace"
-        if tracer == "tracefs":
-            with Capture(plan, runner) as cap, args.output.open("xb") as out:
-                result = cap.run(out, seconds, progress if show else None)
-        else:
-            if show:
-                print(f"tracing {plan.devnode} with blktrace for {seconds:,.0f} s…", file=sys.stderr)
-            with args.output.open("xb") as out:
-                result = capture_with_blktrace(plan, runner, out, seconds)
-    except CaptureError as exc:
-        if args.output.exists() and args.output.stat().st_size == 0:
-            args.output.unlink()
-        return _error(str(exc))
+    def blktrace(devnode: str) -> None:
+        print(f"tracing {devnode} with blktrace for {seconds:,.0f} s…", file=sys.stderr)
+
+    summary = _core(args).trace(args.device, args.output, seconds, args.tracer, progress if show else None,
+                                blktrace if show else None)
     if show:
         print(file=sys.stderr)
-    event = plan.event if tracer == "tracefs" else "blktrace"
-    summary = {"schema": "cachewise.trace/1", "path": str(args.output), "device": plan.devnode, "event": event,
-               "events": result.events, "seconds": result.seconds, "lost": result.lost, "bad_lines": result.bad_lines,
-               "stopped_by": result.stopped_by}
     if args.json:
-        json.dump(summary, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        lost = f"; {result.lost:,} events were lost (the trace buffer overflowed)" if result.lost else ""
-        print(f"{result.events:,} requests of {plan.devnode} in {result.seconds:,.1f} s written to {args.output}{lost}. "
-              f"Next: cachewise analyze {args.output}")
+        return _print_json(summary)
+    lost = f"; {summary['lost']:,} events were lost (the trace buffer overflowed)" if summary["lost"] else ""
+    print(f"{summary['events']:,} requests of {summary['device']} in {summary['seconds']:,.1f} s written to "
+          f"{args.output}{lost}. Next: cachewise analyze {args.output}")
     return 0
 
 
-def cmd_analyze(args: argparse.Namespace) -> int:
-    from advisor.workload.analysis import analyze_path
-    from advisor.workload.traces import MSR, CsvLayout, TraceError, file_sha256
+def _trace_refusal(exc: Exception) -> str:
+    """A trace that cannot be read, with the flag that names its format when it was not detected."""
+    return str(exc) + (" Name the format with --format." if getattr(exc, "code", "") == "unknown-format" else "")
 
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from advisor.workload.traces import MSR, CsvLayout, TraceError
+
+    core = _core(args)
     try:
         block_size = parse_size(args.block_size)
         layout = MSR
@@ -469,150 +402,72 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             layout = CsvLayout.parse(args.csv_columns, args.csv_time_unit or "s", args.csv_header)
         elif args.csv_time_unit or args.csv_header:
             layout = CsvLayout(MSR.time, MSR.op, MSR.offset, MSR.size, args.csv_time_unit or MSR.time_unit, args.csv_header)
-        result, meta = analyze_path(args.trace, block_size, args.mode, args.format, layout)
-    except (TraceError, ValueError) as exc:
-        return _error(f"{exc}" if "nothing was analysed" in str(exc) else f"{exc}; nothing was analysed.")
-    if not args.no_record:
-        try:
-            with History.open_default(args.state_dir) as hist:
-                hist.record_analysis(result, file_sha256(args.trace), meta)
-        except HistoryError as exc:
-            print(f"cachewise: warning: {exc}", file=sys.stderr)
+        result, meta = core.analyze(args.trace, block_size, args.mode, args.format, layout)
+    except UnitError as exc:
+        return _error(f"{exc}; nothing was analysed.")
+    except TraceError as exc:
+        return _error(_trace_refusal(exc))
     if args.json:
-        json.dump(result.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    from rich.console import Console
+        _print_json(result.to_json())
+    else:
+        from cachewise.render import analysis_report
 
-    from cachewise.render import analysis_report
-
-    Console().print(analysis_report(result))
+        _print(analysis_report(result))
+    if not args.no_record:
+        _warn(core.record_analysis(result, args.trace, meta))
     return 0
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
-    from advisor.advice import facts as sysfacts
-    from advisor.advice.recommend import Inputs, RecommendError, recommend
-    from advisor.workload.analysis import analyze_path
+    from advisor.advice.recommend import RecommendError
     from advisor.workload.traces import TraceError
 
-    nothing = "Nothing was changed."
-    try:
-        data_size = parse_size(args.data_size) if args.data_size else None
-        budget = parse_size(args.cache_size) if args.cache_size else None
-    except ValueError as exc:
-        return _error(f"{exc}. {nothing}")
+    data_size = _size(args.data_size, "--data-size")
+    budget = _size(args.cache_size, "--cache-size")
     for name in ("hot_fraction", "read_share"):
         value = getattr(args, name)
         if value is not None and not 0 < value <= 1:
-            return _error(f"--{name.replace('_', '-')} must be between 0 and 1 (got {value:g}). {nothing}")
-    runner = CommandRunner()
-    raw = _snapshot(args, runner)
-    if raw is None:
-        return 1
-    inv = build_inventory(raw)
-    devices = []
-    for path in [args.slow, *args.fast]:
-        dev = sysfacts.find_device(inv, path)
-        if dev is None:
-            return _error(f"{path} is not a block device on this machine (see `cachewise scan`). {nothing}")
-        devices.append(dev)
-    if len({d.name for d in devices}) != len(devices):
-        return _error(f"the same device is named twice ({', '.join([args.slow, *args.fast])}). {nothing}")
+            return _error(f"--{name.replace('_', '-')} must be between 0 and 1 (got {value:g}). {NOTHING}")
+    core = _core(args)
+    inv = core.scan()
     analysis = None
     if args.trace:
         try:
-            analysis, _ = analyze_path(args.trace)
-        except (TraceError, ValueError) as exc:
-            return _error(f"cannot analyse {args.trace}: {exc}. {nothing}")
-
-    hist: History | None = None
+            analysis, _ = core.analyze(args.trace)
+        except TraceError as exc:
+            return _error(f"cannot analyse {args.trace}: {exc} {NOTHING}")
+    inputs, warnings = core.recommend_inputs(
+        inv, args.slow, args.fast, analysis=analysis, kernel=args.kernel, workload=args.workload,
+        hot_fraction=args.hot_fraction, read_share=args.read_share, filesystem=args.fs, data_bytes=data_size,
+        fast_mirrored=args.mirrored, accept_writeback_risk=args.accept_writeback_risk, reformat_ok=args.reformat_ok,
+        cache_budget_bytes=budget, read_iops=args.read_iops)
+    for warning in warnings:
+        _warn(warning)
     try:
-        hist = History.open_default(args.state_dir)
-    except HistoryError as exc:
-        print(f"cachewise: warning: no probe history ({exc}); device classes come from the kernel.", file=sys.stderr)
-
-    def probe_of(d: object) -> dict[str, object] | None:
-        ident, size = getattr(d, "identity", None), getattr(d, "size_bytes", 0)
-        return hist.latest_probe(ident, size) if hist is not None and ident else None
-
-    try:
-        slow = sysfacts.device_facts(inv, devices[0], probe_of)
-        fast = tuple(sysfacts.device_facts(inv, d, probe_of, None if args.from_raw else sysfacts.endurance(runner, d.devnode))
-                     for d in devices[1:])
-    finally:
-        if hist is not None:
-            hist.close()
-    versions = sysfacts.versions(runner) if not args.from_raw else sysfacts.Versions()
-    if args.kernel:
-        versions = replace(versions, kernel=args.kernel)
-    inputs = Inputs(slow=slow, fast=fast, analysis=analysis, workload=args.workload, hot_fraction=args.hot_fraction,
-                    read_share=args.read_share, filesystem=args.fs, data_bytes=data_size,
-                    fast_mirrored=args.mirrored, accept_writeback_risk=args.accept_writeback_risk,
-                    reformat_ok=args.reformat_ok, cache_budget_bytes=budget, read_iops=args.read_iops,
-                    versions=versions)
-    try:
-        rec = recommend(inputs)
+        rec = core.recommend(inputs)
     except RecommendError as exc:
-        return _error(f"{exc}. {nothing}")
+        return _error(f"{exc}. {NOTHING}")
     if args.json:
-        json.dump(rec.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    from rich.console import Console
-
+        return _print_json(rec.to_json())
     from cachewise.render import recommendation_report
 
-    Console().print(recommendation_report(rec))
+    _print(recommendation_report(rec))
     return 0
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from recipes.bcache import bcache_create, bcache_detach
-    from recipes.lvmcache import (
-        CacheSpec,
-        RecipeError,
-        lvmcache_attach,
-        lvmcache_mode,
-        lvmcache_new,
-        lvmcache_uncache,
-    )
-
-    nothing = "Nothing was changed."
     if args.output is not None and args.output.exists():
-        return _error(f"{args.output} already exists; choose another name or remove it. {nothing}")
-    raw = _snapshot(args)
-    if raw is None:
-        return 1
-    inv = build_inventory(raw)
-    try:
-        if args.recipe == "lvmcache-attach":
-            spec = _cache_spec(args)
-            plan = lvmcache_attach(inv, args.lv, args.ssd, spec, wipe=args.wipe, allow_partition=args.allow_partition)
-        elif args.recipe == "lvmcache-uncache":
-            plan = lvmcache_uncache(inv, args.lv, keep_pool=args.keep_pool, release=args.release_ssd)
-        elif args.recipe == "lvmcache-new":
-            plan = lvmcache_new(inv, args.hdd, args.ssd, args.vg, args.lv,
-                                CacheSpec(parse_size(args.size), mode=args.mode), wipe=args.wipe)
-        elif args.recipe == "lvmcache-mode":
-            plan = lvmcache_mode(inv, args.lv, args.mode)
-        elif args.recipe == "bcache-create":
-            plan = bcache_create(inv, args.backing, args.cache, mode=args.mode,
-                                 sequential_cutoff=parse_size(args.sequential_cutoff),
-                                 writeback_percent=args.writeback_percent, wipe=args.wipe)
-        else:
-            plan = bcache_detach(inv, args.device, wipe_cache=args.wipe_cache)
-    except (RecipeError, ValueError) as exc:
-        return _error(str(exc) if nothing in str(exc) else f"{exc}. {nothing}")
+        return _error(f"{args.output} already exists; choose another name or remove it. {NOTHING}")
+    core = _core(args)
+    inv = core.scan()
+    plan = core.plan(inv, args.recipe, **_recipe_options(args))
     if args.format == "ansible":
         from recipes.ansible import AnsibleError, render
 
         try:
             book = render(plan)
         except AnsibleError as exc:
-            return _error(f"{exc}. {nothing}")
+            return _error(f"{exc}. {NOTHING}")
         if args.output is not None:
             args.output.write_text(book)
             print(f"Playbook written to {args.output}: ansible-playbook -i HOSTS {args.output}", file=sys.stderr)
@@ -624,157 +479,111 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json or args.format == "json":
         sys.stdout.write(plan.dumps())
         return 0
-    from rich.console import Console
-
     from cachewise.render import plan_preview
 
-    Console().print(plan_preview(plan))
+    _print(plan_preview(plan))
     if args.output is not None:
         print(f"\nSaved to {args.output}. Run it with: sudo cachewise apply {args.output}")
     return 0
 
 
-def _cache_spec(args: argparse.Namespace) -> CacheSpec:
+def _recipe_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The recipe's keyword arguments from the `plan RECIPE` options."""
     from recipes.lvmcache import CacheSpec
 
-    size = parse_size(args.size) if args.size else None
-    chunk = parse_size(args.chunk) if args.chunk else None
-    meta = parse_size(args.metadata) if args.metadata else None
-    mode, policy = args.mode, "smq"
+    if args.recipe == "lvmcache-attach":
+        return {"lv_name": args.lv, "ssd_path": args.ssd, "spec": _cache_spec(args), "wipe": args.wipe,
+                "allow_partition": args.allow_partition}
+    if args.recipe == "lvmcache-uncache":
+        return {"lv_name": args.lv, "keep_pool": args.keep_pool, "release": args.release_ssd}
+    if args.recipe == "lvmcache-new":
+        return {"hdd_path": args.hdd, "ssd_path": args.ssd, "vg": args.vg, "lv": args.lv,
+                "spec": CacheSpec(_size(args.size, "--size") or 0, mode=args.mode), "wipe": args.wipe}
+    if args.recipe == "lvmcache-mode":
+        return {"lv_name": args.lv, "mode": args.mode}
+    if args.recipe == "bcache-create":
+        return {"backing_path": args.backing, "cache_path": args.cache, "mode": args.mode,
+                "sequential_cutoff": _size(args.sequential_cutoff, "--sequential-cutoff"),
+                "writeback_percent": args.writeback_percent, "wipe": args.wipe}
+    return {"path": args.device, "wipe_cache": args.wipe_cache}
+
+
+def _cache_spec(args: argparse.Namespace) -> Any:
+    from cachewise.core import Refused, spec_from_config
+    from recipes.lvmcache import CacheSpec
+
+    size, chunk, meta = _size(args.size, "--size"), _size(args.chunk, "--chunk"), _size(args.metadata, "--metadata")
     if args.recommendation is not None:
         try:
-            rec = json.loads(args.recommendation.read_text())
-            cfg = rec["config"]
+            cfg = json.loads(args.recommendation.read_text())["config"]
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"cannot read the recommendation {args.recommendation}: {exc}") from None
-        if not cfg or cfg.get("backend") != "lvmcache":
-            raise ValueError(f"the recommendation in {args.recommendation} is not an lvmcache "
-                             f"({rec.get('summary', 'no cache')})")
-        size = size or int(cfg["size_bytes"])
-        chunk = chunk or cfg.get("chunk_size_bytes")
-        meta = meta or cfg.get("metadata_size_bytes")
-        mode = mode or cfg["mode"]
-        policy = cfg.get("policy") or policy
+            raise Refused(f"cannot read the recommendation {args.recommendation}: {exc}. {NOTHING}") from None
+        return spec_from_config(cfg or {}, size, chunk, meta, args.mode)
     if size is None:
-        raise ValueError("give the cache size (--size 40g) or a recommendation (--recommendation rec.json)")
-    return CacheSpec(size_bytes=size, mode=mode or "writethrough", chunk_bytes=chunk, metadata_bytes=meta, policy=policy)
+        raise Refused(f"give the cache size (--size 40g) or a recommendation (--recommendation rec.json). {NOTHING}")
+    return CacheSpec(size_bytes=size, mode=args.mode or "writethrough", chunk_bytes=chunk, metadata_bytes=meta)
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
-    import os
+    from advisor.apply.run import ApplyError
+    from cachewise.core import is_root
+    from cachewise.render import event_line
 
-    from advisor.apply.run import (
-        ApplyError,
-        Event,
-        Journal,
-        LiveState,
-        apply,
-        preflight,
-        rollback,
-        unfinished_journals,
-    )
-    from advisor.plan.model import Plan, PlanError
-
-    nothing = "Nothing was changed."
-    if os.geteuid() != 0:
-        return _error(f"applying a plan changes disks and needs root; run it with sudo. {nothing}")
-    state_dir = args.state_dir or default_state_dir()
-    runner = CommandRunner()
-    pending = unfinished_journals(state_dir) if state_dir.is_dir() else []
-    journal: Journal | None = None
+    if not is_root():
+        return _error(f"applying a plan changes disks and needs root; run it with sudo. {NOTHING}")
+    core = _core(args)
+    pending = core.pending()
+    journal = None
     if args.resume or args.rollback:
         if not pending:
-            return _error(f"there is no interrupted plan to {'resume' if args.resume else 'roll back'}. {nothing}")
+            return _error(f"there is no interrupted plan to {'resume' if args.resume else 'roll back'}. {NOTHING}")
         journal = pending[-1]
         plan = journal.plan
+    elif pending:
+        return _error(f"an earlier plan was interrupted ({pending[-1].path.name}): run `cachewise apply --resume` to "
+                      f"finish it or `cachewise apply --rollback` to undo it. {NOTHING}")
+    elif args.plan is None:
+        return _error(f"name the plan to apply (cachewise apply plan.json). {NOTHING}")
     else:
-        if args.plan is None:
-            if pending:
-                return _error(f"an earlier plan was interrupted ({pending[-1].path.name}): run `cachewise apply "
-                              f"--resume` to finish it or `cachewise apply --rollback` to undo it. {nothing}")
-            return _error(f"name the plan to apply (cachewise apply plan.json). {nothing}")
-        if pending:
-            return _error(f"an earlier plan was interrupted ({pending[-1].path.name}); finish it with `cachewise "
-                          f"apply --resume` or undo it with `cachewise apply --rollback` first. {nothing}")
-        try:
-            plan = Plan.loads(args.plan.read_text())
-        except OSError as exc:
-            return _error(f"cannot read the plan {args.plan}: {exc.strerror}. {nothing}")
-        except PlanError as exc:
-            return _error(f"{args.plan}: {exc}. {nothing}")
-    try:
-        state = LiveState.read(runner)
-        problems = preflight(plan, runner, state, resuming=journal is not None)
-    except CommandError as exc:
-        return _error(f"cannot read the system's state: {exc}. {nothing}")
-    if problems:
-        changed = [p for p in problems if "now a different device" in p or "changed size" in p or "not present" in p]
-        lead = "the devices changed since the plan was made" if changed else "the plan cannot run as things stand"
-        return _error(f"{lead}:\n  - " + "\n  - ".join(problems) + f"\n{nothing} Make a new plan if the disks changed.")
-    target = next((d.path for d in plan.devices if d.role == "origin"), plan.devices[0].path)
-    if not args.yes:
-        if not sys.stdin.isatty():
-            return _error(f"applying changes disks; pass --yes to confirm without a terminal. {nothing}")
-        from rich.console import Console
-
-        from cachewise.render import plan_preview
-
-        Console().print(plan_preview(plan))
-        answer = input(f"Type the device name to confirm ({target}): ").strip()
-        if answer != target:
-            return _error(f"the name did not match; {nothing}")
+        plan = core.load_plan(args.plan)
 
     def report(e: Event) -> None:
-        if args.json:
-            return
-        text = {"skip": f"= {e.step.description} (already done)", "run": f"$ {e.message}",
-                "ok": f"  ok: {e.step.description}", "progress": f"  … {e.message}",
-                "undo": f"$ {e.message}"}.get(e.kind, e.message)
-        print(text, file=sys.stderr, flush=True)
+        if not args.json:
+            print(event_line(e), file=sys.stderr, flush=True)
 
     try:
-        if args.rollback:
-            assert journal is not None
-            rollback(journal, runner, state_dir, report)
-            outcome = "rolled-back"
-        else:
-            journal = apply(plan, runner, state_dir, report, journal=journal)
-            outcome = "done"
+        outcome = core.apply_checked(plan, lambda p: _confirm(p, args.yes), report, journal, rollback=args.rollback)
     except ApplyError as exc:
         if args.json:
-            json.dump({"outcome": "stopped", "message": str(exc)}, sys.stdout, indent=2)
-            sys.stdout.write("\n")
-        print(f"cachewise: {exc}", file=sys.stderr)
-        return 1
-    result: dict[str, object] = {"outcome": outcome, "plan": plan.kind, "journal": str(journal.path)}
+            _print_json({"outcome": "stopped", "message": str(exc)})
+        return _error(str(exc))
+    result: dict[str, object] = {"outcome": outcome, "plan": plan.kind}
     if plan.kind == "bcache-create" and outcome == "done":
-        result["bcache_device"] = _bcache_path(plan, runner)
+        result["bcache_device"] = core.bcache_device(plan)
     if args.json:
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print(f"{plan.title}: {outcome}. Journal: {journal.path}")
-        if result.get("bcache_device"):
-            print(f"The bcache device: {result['bcache_device']} (use this path; bcacheN numbers change between boots)")
+        return _print_json(result)
+    print(f"{plan.title}: {outcome}.")
+    if result.get("bcache_device"):
+        print(f"The bcache device: {result['bcache_device']} (use this path; bcacheN numbers change between boots)")
     return 0
 
 
-def _bcache_path(plan: object, runner: CommandRunner) -> str | None:
-    """The stable path of the bcache device made on the plan's backing device."""
-    from advisor.disks.discovery import find_device
+def _confirm(plan: Plan, yes: bool) -> bool:
+    """The user types the target device's name after seeing the preview (or passed --yes)."""
+    from cachewise.core import Refused
+    from cachewise.render import plan_preview
 
-    backing_path = next(d.path for d in plan.devices if d.role == "backing")  # type: ignore[attr-defined]
-    inv = build_inventory(collect(runner))
-    backing = find_device(inv, backing_path)
-    if backing is None:
-        return None
-    for d in inv.devices:
-        if d.kind == "bcache" and backing.name in d.slaves:
-            return d.stable_path or d.devnode
-    return None
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise Refused(f"applying changes disks; pass --yes to confirm without a terminal. {NOTHING}")
+    _print(plan_preview(plan))
+    return input(f"Type the device name to confirm ({plan.target}): ").strip() == plan.target
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    from advisor.history import History, HistoryError
+
     try:
         with History.open_default(args.state_dir) as hist:
             rows = hist.snapshots(args.limit)
@@ -782,9 +591,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     except HistoryError as exc:
         return _error(str(exc))
     if args.json:
-        json.dump({"database": str(path), "snapshots": [r.__dict__ for r in rows]}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
+        return _print_json({"database": str(path), "snapshots": [r.__dict__ for r in rows]})
     print(f"history database: {path}")
     for r in rows:
         print(f"#{r.id}  {r.taken_at}  {r.hostname}  {r.device_count} devices  udev {r.udev}")
@@ -796,17 +603,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 def cmd_tui(args: argparse.Namespace) -> int:
     if not sys.stdout.isatty():
         return _error("the terminal UI needs a terminal; use a subcommand such as `cachewise scan --json` in scripts.")
-    from screens.app import CachewiseApp, DiscoveryBackend, LiveDiscovery, ReplayDiscovery
+    from screens.app import CachewiseApp
 
-    discovery: DiscoveryBackend
-    if getattr(args, "from_raw", None):
-        raw = _snapshot(args)
-        if raw is None:
-            return 1
-        discovery = ReplayDiscovery(raw)
-        app = CachewiseApp(discovery=discovery, state_dir=None, watch_hotplug=False)
-    else:
-        discovery = LiveDiscovery(CommandRunner())
-        app = CachewiseApp(discovery=discovery, state_dir=args.state_dir or default_state_dir())
-    app.run()
+    core = _core(args)
+    CachewiseApp(core, watch_hotplug=core.live).run()
     return 0

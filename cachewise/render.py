@@ -1,4 +1,5 @@
-"""Rich renderables for the headless CLI (tables printed once, no live display)."""
+"""What the front ends show, made once for both: rich tables and reports (printed by the CLI,
+shown in Static widgets by the TUI) and the lines of an apply's log."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from rich.text import Text
 
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeResult
-from advisor.units import human_size
+from advisor.units import duration, human_size
 
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
     from advisor.advice.recommend import CacheConfig, Reason, Recommendation
+    from advisor.apply.run import Event
     from advisor.plan.model import Plan
     from advisor.workload.analysis import Analysis
 
@@ -148,15 +150,9 @@ def config_table(cfg: CacheConfig) -> Table:
     t.add_row("Expected speed-up", f"about {cfg.expected_speedup:g}x ({cfg.speedup_basis})")
     if cfg.warmup is not None:
         w = cfg.warmup
-        when = (f" ({_seconds(w.seconds_63)} / {_seconds(w.seconds_95)})" if w.seconds_63 is not None else "")
+        when = (f" ({duration(w.seconds_63)} / {duration(w.seconds_95)})" if w.seconds_63 is not None else "")
         t.add_row("Warm-up", f"{w.reads_63:,} reads to 63%, {w.reads_95:,} to 95% of the hot data{when}")
     return t
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return "?"
-    return f"{value:,.0f} s" if value < 3600 else f"{value / 3600:,.1f} h"
 
 
 def reason_lines(reasons: tuple[Reason, ...], style: str = "") -> list[Text]:
@@ -219,3 +215,14 @@ def plan_preview(plan: Plan) -> Group:
     parts.append(Text(f"Expected time: about {plan.expected_seconds:.0f} s (longer while dirty blocks flush)"))
     parts += [Text(f"Note: {n}", style="dim") for n in plan.notes]
     return Group(*parts)
+
+
+def event_line(e: Event) -> str:
+    """One line of an apply's log: a command as it runs, a step done or skipped, flush progress."""
+    if e.kind == "progress" and e.flush is not None:
+        f = e.flush
+        if f.unit == "blocks":
+            return f"  … {f.dirty:,} dirty blocks to write back"
+        return f"  … {f.kernel_text or human_size(f.dirty)} dirty data to write back (state {f.state})"
+    return {"skip": f"= {e.step.description} (already done)", "run": f"$ {e.message}",
+            "ok": f"  ok: {e.step.description}", "undo": f"$ {e.message}"}.get(e.kind, e.message)

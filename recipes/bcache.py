@@ -12,7 +12,15 @@ import socket
 import uuid
 
 from advisor.disks.devices import Device, Inventory
-from advisor.plan.model import Check, Plan, Step
+from advisor.plan.checks import (
+    BcacheSuperblock,
+    NoSignature,
+    NoSysfs,
+    NotMounted,
+    Sysfs,
+    SysfsExists,
+)
+from advisor.plan.model import Plan, Step
 from advisor.units import human_size
 from recipes.lvmcache import NOTHING, RecipeError, _now, bind
 
@@ -87,14 +95,14 @@ def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: s
     if destroys:
         for dev in (backing, cache):
             steps.append(Step(f"wipefs-{dev.name}", f"erase the signatures on {dev.display_path}",
-                              ("wipefs", "--all", dev.display_path), pre=(Check("not_mounted", {"device": dev.display_path}),),
-                              post=(Check("no_signature", {"device": dev.display_path}),), destructive=True))
+                              ("wipefs", "--all", dev.display_path), pre=(NotMounted(device=dev.display_path),),
+                              post=(NoSignature(device=dev.display_path),), destructive=True))
     steps.append(Step("make-bcache", f"format {bp} as bcache backing and {cp} as its cache (cache set {cset})",
                       ("make-bcache", "--cset-uuid", cset, *(["--writeback"] if mode == "writeback" else []),
                        "-B", bp, "-C", cp),
-                      pre=(Check("no_signature", {"device": bp}), Check("no_signature", {"device": cp}),
-                           Check("not_mounted", {"device": bp}), Check("not_mounted", {"device": cp})),
-                      post=(Check("bcache_sb", {"device": bp}), Check("bcache_sb", {"device": cp})),
+                      pre=(NoSignature(device=bp), NoSignature(device=cp),
+                           NotMounted(device=bp), NotMounted(device=cp)),
+                      post=(BcacheSuperblock(device=bp), BcacheSuperblock(device=cp)),
                       undo=(("wipefs", "--all", bp), ("wipefs", "--all", cp)), destructive=True, seconds=3.0))
     # Register both devices. udev's 69-bcache.rules may do it first (on the change event
     # make-bcache causes); register_quiet treats "already registered" and "busy" as success, so
@@ -102,13 +110,13 @@ def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: s
     # postcondition is awaited.
     steps.append(Step("register-cache", f"register the cache {cp} with the kernel (cache set {cset})", (),
                       write=("/sys/fs/bcache/register_quiet", cp),
-                      post=(Check("sysfs_exists", {"path": f"/sys/fs/bcache/{cset}"}),)))
+                      post=(SysfsExists(path=f"/sys/fs/bcache/{cset}"),)))
     steps.append(Step("register-backing", f"register the backing device {bp} with the kernel", (),
-                      write=("/sys/fs/bcache/register_quiet", bp), post=(Check("sysfs_exists", {"path": B}),)))
+                      write=("/sys/fs/bcache/register_quiet", bp), post=(SysfsExists(path=B),)))
     steps.append(Step("attach", f"attach {bp} to cache set {cset}", (), write=(f"{B}/attach", cset),
-                      post=(Check("sysfs_exists", {"path": f"{B}/cache"}),)))
+                      post=(SysfsExists(path=f"{B}/cache"),)))
     steps.append(Step("cache-mode", f"set cache_mode {mode}", (), write=(f"{B}/cache_mode", mode),
-                      post=(Check("sysfs", {"path": f"{B}/cache_mode", "value": f"[{mode}]"}),)))
+                      post=(Sysfs(path=f"{B}/cache_mode", value=f"[{mode}]"),)))
     steps.append(Step("sequential-cutoff", f"set sequential_cutoff {human_size(sequential_cutoff)} (T-SEQ-1)", (),
                       write=(f"{B}/sequential_cutoff", str(sequential_cutoff))))
     steps.append(Step("writeback-percent", f"set writeback_percent {writeback_percent}", (),
@@ -152,18 +160,18 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
     steps = [
         Step("writethrough", "switch to writethrough: new writes go to the disk too", (),
              write=(f"{B}/cache_mode", "writethrough"),
-             post=(Check("sysfs", {"path": f"{B}/cache_mode", "value": "[writethrough]|no cache"}),)),
+             post=(Sysfs(path=f"{B}/cache_mode", value="[writethrough]|no cache"),)),
         Step("writeback-percent-0", "writeback_percent 0: write dirty data back at full speed", (),
              write=(f"{B}/writeback_percent", "0")),
         Step("flush", "wait until every dirty block is on the disk (state clean)", (),
              wait=(f"{B}/state", "clean|no cache"), progress="bcache_dirty", seconds=30.0,
-             post=(Check("sysfs", {"path": f"{B}/state", "value": "clean|no cache"}),)),
+             post=(Sysfs(path=f"{B}/state", value="clean|no cache"),)),
         Step("detach", f"detach {backing.display_path} from cache set {cset}", (), write=(f"{B}/detach", "1"),
-             post=(Check("sysfs", {"path": f"{B}/state", "value": "no cache"}),)),
+             post=(Sysfs(path=f"{B}/state", value="no cache"),)),
         Step("detached", "wait until the kernel reports no cache", (), wait=(f"{B}/state", "no cache"),
-             post=(Check("sysfs", {"path": f"{B}/state", "value": "no cache"}),), timeout=300.0),
+             post=(Sysfs(path=f"{B}/state", value="no cache"),), timeout=300.0),
         Step("stop-cache-set", f"stop cache set {cset}", (), write=(f"/sys/fs/bcache/{cset}/stop", "1"),
-             post=(Check("no_sysfs", {"path": f"/sys/fs/bcache/{cset}"}),)),
+             post=(NoSysfs(path=f"/sys/fs/bcache/{cset}"),)),
     ]
     devices = [bind(backing, "backing")]
     if wipe_cache:
@@ -172,7 +180,7 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
         devices.append(bind(cache, "cache"))
         steps.append(Step("wipe-cache", f"erase the bcache superblock on {cache.display_path}",
                           ("wipefs", "--all", cache.display_path),
-                          post=(Check("no_signature", {"device": cache.display_path}),), destructive=True))
+                          post=(NoSignature(device=cache.display_path),), destructive=True))
     return Plan(kind="bcache-detach", title=f"Detach the cache from {backing.display_path} safely",
                 devices=tuple(devices), steps=tuple(steps),
                 layout_before=(f"{backing.display_path}: bcache backing, cache set {cset} ({backing.bcache.cache_mode})",),

@@ -20,7 +20,20 @@ from advisor.advice.lvmrules import (
     lvm_metadata_size,
 )
 from advisor.disks.devices import Device, Inventory, LvmInfo
-from advisor.plan.model import BoundDevice, Check, Plan, Step
+from advisor.plan.checks import (
+    CacheMode,
+    LvExists,
+    NoLv,
+    NoSignature,
+    NotMounted,
+    NotPv,
+    NotPvInVg,
+    NotSegtype,
+    Pv,
+    PvInVg,
+    Segtype,
+)
+from advisor.plan.model import BoundDevice, Plan, Step
 from advisor.units import human_size
 
 NAME_RE = re.compile(r"[A-Za-z0-9+_.][A-Za-z0-9+_.-]*")
@@ -146,39 +159,39 @@ def lvmcache_attach(inv: Inventory, lv_name: str, ssd_path: str, spec: CacheSpec
     if len(lv) > 80:
         raise RecipeError(f"the LV name {lv!r} is too long to name its cache pool after. {NOTHING}")
     steps: list[Step] = []
-    common_pre = (Check("not_mounted", {"device": pv}),)
+    common_pre = (NotMounted(device=pv),)
     if not in_vg:
         steps.append(Step("pvcreate", f"make {pv} an LVM physical volume",
                           ("pvcreate", "--yes", *(["--force"] if destroys else []), pv),
-                          pre=common_pre + (() if destroys else (Check("no_signature", {"device": pv}),)),
-                          post=(Check("pv", {"device": pv}),), undo=(("pvremove", "--yes", pv),),
+                          pre=common_pre + (() if destroys else (NoSignature(device=pv),)),
+                          post=(Pv(device=pv),), undo=(("pvremove", "--yes", pv),),
                           destructive=True))
         steps.append(Step("vgextend", f"add {pv} to VG {vg}", ("vgextend", vg, pv),
-                          pre=(Check("pv", {"device": pv}),), post=(Check("pv_in_vg", {"device": pv, "vg": vg}),),
+                          pre=(Pv(device=pv),), post=(PvInVg(device=pv, vg=vg),),
                           undo=(("vgreduce", vg, pv),)))
     steps.append(Step("lvcreate-data", f"create the cache data LV {vg}/{pool} ({human_size(size)}) on {pv}",
                       ("lvcreate", "--yes", "--wipesignatures", "y", "-n", pool, "-L", f"{size // 1024}k", vg, pv),
-                      pre=(Check("pv_in_vg", {"device": pv, "vg": vg}), Check("no_lv", {"lv": f"{vg}/{pool}"})),
-                      post=(Check("lv", {"lv": f"{vg}/{pool}"}),), undo=(("lvremove", "--yes", f"{vg}/{pool}"),)))
+                      pre=(PvInVg(device=pv, vg=vg), NoLv(lv=f"{vg}/{pool}")),
+                      post=(LvExists(lv=f"{vg}/{pool}"),), undo=(("lvremove", "--yes", f"{vg}/{pool}"),)))
     steps.append(Step("lvcreate-meta", f"create the cache metadata LV {vg}/{pool_meta} ({human_size(meta)}) on {pv}",
                       ("lvcreate", "--yes", "--wipesignatures", "y", "-n", pool_meta, "-L", f"{meta // 1024}k", vg, pv),
-                      pre=(Check("no_lv", {"lv": f"{vg}/{pool_meta}"}),),
-                      post=(Check("lv", {"lv": f"{vg}/{pool_meta}"}),),
+                      pre=(NoLv(lv=f"{vg}/{pool_meta}"),),
+                      post=(LvExists(lv=f"{vg}/{pool_meta}"),),
                       undo=(("lvremove", "--yes", f"{vg}/{pool_meta}"),)))
     steps.append(Step("cache-pool", f"combine them into a cache pool (chunk {human_size(chunk)}, {spec.mode}, "
                       f"{spec.policy})",
                       ("lvconvert", "--yes", "--type", "cache-pool", "--poolmetadata", f"{vg}/{pool_meta}",
                        "--chunksize", f"{chunk // 1024}k", "--cachemode", spec.mode, "--cachepolicy", spec.policy,
                        f"{vg}/{pool}"),
-                      pre=(Check("lv", {"lv": f"{vg}/{pool}"}), Check("lv", {"lv": f"{vg}/{pool_meta}"})),
-                      post=(Check("segtype", {"lv": f"{vg}/{pool}", "segtype": "cache-pool"}),),
+                      pre=(LvExists(lv=f"{vg}/{pool}"), LvExists(lv=f"{vg}/{pool_meta}")),
+                      post=(Segtype(lv=f"{vg}/{pool}", segtype="cache-pool"),),
                       undo=(("lvremove", "--yes", f"{vg}/{pool}"),)))
     steps.append(Step("attach", f"attach the cache pool to {vglv} (in place; the data stays where it is)",
                       ("lvconvert", "--yes", "--type", "cache", "--cachepool", f"{vg}/{pool}", vglv),
-                      pre=(Check("segtype", {"lv": f"{vg}/{pool}", "segtype": "cache-pool"}),
-                           Check("not_segtype", {"lv": vglv, "segtype": "cache"})),
-                      post=(Check("segtype", {"lv": vglv, "segtype": "cache"}),
-                            Check("cache_mode", {"lv": vglv, "mode": spec.mode})),
+                      pre=(Segtype(lv=f"{vg}/{pool}", segtype="cache-pool"),
+                           NotSegtype(lv=vglv, segtype="cache")),
+                      post=(Segtype(lv=vglv, segtype="cache"),
+                            CacheMode(lv=vglv, mode=spec.mode)),
                       undo=(("lvconvert", "--yes", "--uncache", vglv),), seconds=3.0))
     space = {"cache_bytes": size, "metadata_bytes": meta, "spare_metadata_bytes": meta,
              "ssd_bytes_used": need, "ssd_bytes": ssd.size_bytes}
@@ -213,8 +226,8 @@ def lvmcache_uncache(inv: Inventory, lv_name: str, *, keep_pool: bool = False, r
     flag = "--splitcache" if keep_pool else "--uncache"
     steps = [Step("uncache", f"flush dirty blocks to the slow device and {'split off' if keep_pool else 'remove'} "
                   f"the cache of {vglv}", ("lvconvert", "--yes", flag, vglv),
-                  pre=(Check("segtype", {"lv": vglv, "segtype": "cache"}),),
-                  post=(Check("not_segtype", {"lv": vglv, "segtype": "cache"}),), seconds=5.0,
+                  pre=(Segtype(lv=vglv, segtype="cache"),),
+                  post=(NotSegtype(lv=vglv, segtype="cache"),), seconds=5.0,
                   progress="cache_dirty")]
     devices = [bind(origin, "origin")]
     if release is not None:
@@ -226,10 +239,10 @@ def lvmcache_uncache(inv: Inventory, lv_name: str, *, keep_pool: bool = False, r
         pv = ssd.display_path
         devices.append(bind(ssd, "ssd"))
         steps.append(Step("vgreduce", f"take {pv} out of VG {vg}", ("vgreduce", vg, pv),
-                          pre=(Check("not_segtype", {"lv": vglv, "segtype": "cache"}),),
-                          post=(Check("not_pv_in_vg", {"device": pv, "vg": vg}),), undo=(("vgextend", vg, pv),)))
+                          pre=(NotSegtype(lv=vglv, segtype="cache"),),
+                          post=(NotPvInVg(device=pv, vg=vg),), undo=(("vgextend", vg, pv),)))
         steps.append(Step("pvremove", f"remove the LVM label from {pv}", ("pvremove", "--yes", pv),
-                          post=(Check("not_pv", {"device": pv}),), undo=(("pvcreate", "--yes", pv),)))
+                          post=(NotPv(device=pv),), undo=(("pvcreate", "--yes", pv),)))
     return Plan(kind="lvmcache-uncache", title=f"Remove the cache from {vglv}", devices=tuple(devices),
                 steps=tuple(steps), layout_before=(f"{vglv}: cache LV",),
                 layout_after=(f"{vglv}: plain LV, same data",) + ((f"{release}: free",) if release else ()),
@@ -252,8 +265,8 @@ def lvmcache_mode(inv: Inventory, lv_name: str, mode: str) -> Plan:
     step = Step("cache-mode", f"switch {vglv} to {mode}" + (" (dirty blocks are written back first)"
                                                             if mode == "writethrough" else ""),
                 ("lvchange", "--yes", "--cachemode", mode, vglv),
-                pre=(Check("segtype", {"lv": vglv, "segtype": "cache"}),),
-                post=(Check("cache_mode", {"lv": vglv, "mode": mode}),),
+                pre=(Segtype(lv=vglv, segtype="cache"),),
+                post=(CacheMode(lv=vglv, mode=mode),),
                 undo=(("lvchange", "--yes", "--cachemode", other, vglv),), seconds=5.0,
                 progress="cache_dirty" if mode == "writethrough" else "")
     notes = ("Writeback: blocks written are on the SSD only until flushed; an SSD failure loses them (T-MODE-1).",) \
@@ -291,16 +304,16 @@ def lvmcache_new(inv: Inventory, hdd_path: str, ssd_path: str, vg: str, lv: str,
     hp, sp = hdd.display_path, ssd.display_path
     create = [
         Step(f"pvcreate-{i}", f"make {p} an LVM physical volume", ("pvcreate", "--yes", *(["--force"] if destroys else []), p),
-             pre=(Check("not_mounted", {"device": p}),) + (() if destroys else (Check("no_signature", {"device": p}),)),
-             post=(Check("pv", {"device": p}),), undo=(("pvremove", "--yes", p),), destructive=True)
+             pre=(NotMounted(device=p),) + (() if destroys else (NoSignature(device=p),)),
+             post=(Pv(device=p),), undo=(("pvremove", "--yes", p),), destructive=True)
         for i, p in enumerate((hp, sp), 1)]
     create.append(Step("vgcreate", f"create VG {vg} on {hp}", ("vgcreate", vg, hp),
-                       post=(Check("pv_in_vg", {"device": hp, "vg": vg}),), undo=(("vgremove", "--yes", vg),)))
+                       post=(PvInVg(device=hp, vg=vg),), undo=(("vgremove", "--yes", vg),)))
     create.append(Step("vgextend", f"add {sp} to VG {vg}", ("vgextend", vg, sp),
-                       post=(Check("pv_in_vg", {"device": sp, "vg": vg}),), undo=(("vgreduce", vg, sp),)))
+                       post=(PvInVg(device=sp, vg=vg),), undo=(("vgreduce", vg, sp),)))
     create.append(Step("lvcreate-origin", f"create {vg}/{lv} on all of {hp}",
                        ("lvcreate", "--yes", "--wipesignatures", "y", "-n", lv, "-l", "100%PVS", vg, hp),
-                       post=(Check("lv", {"lv": f"{vg}/{lv}"}),), undo=(("lvremove", "--yes", f"{vg}/{lv}"),)))
+                       post=(LvExists(lv=f"{vg}/{lv}"),), undo=(("lvremove", "--yes", f"{vg}/{lv}"),)))
     # The cache steps of an attach, planned against the inventory as it will be.
     future_ssd = replace(ssd, lvm=LvmInfo("pv", vg), fs_type=None, partition_table=None, partitions=())
     origin = replace(hdd, name=f"{vg}-{lv}", kind="lvm", devnode=f"/dev/{vg}/{lv}", stable_path=f"/dev/{vg}/{lv}",

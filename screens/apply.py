@@ -1,10 +1,11 @@
-"""Applying a plan in the TUI: the dry-run preview first, then the user types the target
-device's name, then the journaled run with each command and the flush progress as it happens.
-Also the prompt shown at start when an earlier plan was interrupted."""
+"""Applying a plan in the TUI: the dry-run preview, the checks of the live system (preflight),
+then the user types the target device's name, then the journaled run with each command and
+the flush progress as it happens. Also the prompt shown at start when an earlier plan was
+interrupted. The order (checks before the confirmation) is the core's: Core.apply_checked."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 from typing import Literal
 
 from rich.text import Text
@@ -12,28 +13,32 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, RichLog, Static
 
+from advisor.apply.journal import Journal
 from advisor.apply.run import ApplyError, Event
 from advisor.plan.model import Plan
-from cachewise.render import plan_preview
+from cachewise.core import Refused
+from cachewise.render import event_line, plan_preview
+from screens.base import CoreScreen
 
-# Runs the plan (or resumes or rolls it back), reporting events; returns the outcome word.
-Runner = Callable[[Callable[[Event], None]], str]
 
-
-class ApplyScreen(Screen[None]):
+class ApplyScreen(CoreScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
 
-    def __init__(self, plan: Plan, run: Runner, verb: str = "apply") -> None:
+    def __init__(self, plan: Plan, journal: Journal | None = None, rollback: bool = False) -> None:
         super().__init__()
         self.plan = plan
-        self.run_plan = run
-        self.verb = verb
-        self.target = next((d.path for d in plan.devices if d.role == "origin"), plan.devices[0].path)
+        self.journal = journal
+        self.rollback = rollback
+        self.verb = "roll back" if rollback else ("resume" if journal is not None else "apply")
+        self.target = plan.target
         self.outcome: str | None = None
         self.running = False
+        self.checked: bool | None = None  # preflight: None while it runs, then passed or not
+        self._confirmed = threading.Event()
+        self._cancelled = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -42,36 +47,59 @@ class ApplyScreen(Screen[None]):
             yield Static(f"Nothing has run yet. To {self.verb} this plan, type [b]{self.target}[/] and press Enter.",
                          id="confirm-hint")
             yield Input(placeholder=self.target, id="confirm-name")
-            yield Static("", id="apply-status")
+            yield Static(Text("Checking the system against the plan…", style="dim"), id="apply-status")
             yield RichLog(id="apply-log", wrap=True, markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#confirm-name", Input).focus()
+        self._run()
+
+    def on_unmount(self) -> None:
+        self._cancelled = True
+        self._confirmed.set()
+
+    def _status(self, text: str, style: str) -> None:
+        self.query_one("#apply-status", Static).update(Text(text, style=style))
 
     @on(Input.Submitted, "#confirm-name")
-    def _confirmed(self, event: Input.Submitted) -> None:
-        if self.running or self.outcome is not None:
+    def _submitted(self, event: Input.Submitted) -> None:
+        if self.running or self.outcome is not None or self.checked is False:
             return
         if event.value.strip() != self.target:
-            self.query_one("#apply-status", Static).update(
-                Text(f"The name did not match {self.target}; nothing was changed.", style="red"))
+            self._status(f"The name did not match {self.target}; nothing was changed.", "red")
             return
-        self.running = True
         self.query_one("#confirm-name", Input).disabled = True
-        self.query_one("#apply-status", Static).update(Text("Running…", style="bold"))
-        self._run()
+        self._status("Running…" if self.checked else "Confirmed; running once the checks pass…", "bold")
+        self._confirmed.set()
+
+    def _wait_for_name(self, _plan: Plan) -> bool:
+        """The confirmation, asked once the checks passed: blocks this worker until the name is typed."""
+        self.checked = True
+        self.app.call_from_thread(self._ready)
+        self._confirmed.wait()
+        if not self._cancelled:
+            self.running = True
+        return not self._cancelled
+
+    def _ready(self) -> None:
+        if not self._confirmed.is_set():
+            self._status(f"The system is as the plan expects. Type {self.target} to {self.verb} it.", "green")
+        else:
+            self._status("Running…", "bold")
 
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
     def _run(self) -> None:
         def report(e: Event) -> None:
-            line = {"skip": f"= {e.step.description} (already done)", "run": f"$ {e.message}",
-                    "ok": f"  ok: {e.step.description}", "progress": f"  … {e.message}",
-                    "undo": f"$ {e.message}"}.get(e.kind, e.message)
-            self.app.call_from_thread(self.query_one("#apply-log", RichLog).write, line)
+            self.app.call_from_thread(self.query_one("#apply-log", RichLog).write, event_line(e))
 
         try:
-            outcome = self.run_plan(report)
+            outcome = self.core.apply_checked(self.plan, self._wait_for_name, report, self.journal, self.rollback)
+        except Refused as exc:
+            if not self._cancelled:
+                self.checked = self.checked or False
+                self.app.call_from_thread(self._finished, None, str(exc))
+            return
         except ApplyError as exc:
             self.app.call_from_thread(self._finished, None, str(exc))
             return
@@ -79,12 +107,12 @@ class ApplyScreen(Screen[None]):
 
     def _finished(self, outcome: str | None, error: str) -> None:
         self.running = False
-        self.outcome = outcome or "stopped"
-        status = self.query_one("#apply-status", Static)
+        self.outcome = outcome or ("stopped" if self.checked else None)
         if outcome is None:
-            status.update(Text(error, style="red"))
+            self.query_one("#confirm-name", Input).disabled = True
+            self._status(error, "red")
         else:
-            status.update(Text(f"{self.plan.title}: {outcome}.", style="bold green"))
+            self._status(f"{self.plan.title}: {outcome}.", "bold green")
 
 
 class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):

@@ -16,19 +16,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker, WorkerState
 
 from advisor.disks.collect import ScanInterrupted
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeProgress, ProbeResult
-from advisor.history import History, HistoryError
 from advisor.units import human_size
+from screens.base import CoreScreen
 from screens.probing import ConfirmProbe, ProbeFinished, ProbePanel, ProbeUpdate, measured_text
 
 if TYPE_CHECKING:
-    from advisor.advice.recommend import Inputs
     from advisor.workload.analysis import Analysis
     from screens.app import CachewiseApp
 
@@ -110,7 +108,7 @@ class DevicesChanged(Message):
         return ", ".join(f"{action} {name}" for action, name in self.changes)
 
 
-class DisksScreen(Screen[None]):
+class DisksScreen(CoreScreen):
     BINDINGS = [
         Binding("r", "rescan", "Rescan"),
         Binding("a", "toggle_all", "All"),
@@ -199,7 +197,7 @@ class DisksScreen(Screen[None]):
 
     @work(thread=True, group="scan", description="discover block devices", exit_on_error=False)
     def _scan_loop(self) -> None:
-        discovery = self.cw_app.discovery
+        core = self.core
         try:
             while True:
                 with self._scan_lock:
@@ -222,10 +220,10 @@ class DisksScreen(Screen[None]):
                 started = time.monotonic()
                 log.info("%s scan starts (generation %d, changed %s)", mode, generation, sorted(changed) if mode == "quick" else "")
                 if mode == "quick":
-                    inv = discovery.scan(quick=True, changed=changed or None)
+                    inv = core.scan(quick=True, changed=changed or None)
                 else:
                     try:
-                        inv = discovery.scan(should_stop=lambda gen=generation: gen != self._generation)  # type: ignore[misc]
+                        inv = core.scan(should_stop=lambda gen=generation: gen != self._generation)  # type: ignore[misc]
                     except ScanInterrupted:
                         continue
                     if generation != self._generation:
@@ -241,22 +239,12 @@ class DisksScreen(Screen[None]):
 
     def _record(self, inv: Inventory) -> None:
         """Record the first full scan, and show earlier probe results of these devices."""
-        if self.cw_app.state_dir is None:
-            return
-        try:
-            with History.open_default(self.cw_app.state_dir) as hist:
-                if not self._recorded:
-                    self._recorded = True
-                    hist.record_inventory(inv)
-                earlier = {}
-                for dev in inv.devices:
-                    if dev.identity and probe_key(dev) not in self.probes:
-                        found = hist.latest_probe(dev.identity, dev.size_bytes)
-                        if found is not None:
-                            earlier[probe_key(dev)] = ProbeResult.from_json(found)
-        except HistoryError as exc:
-            self.app.call_from_thread(self.notify, str(exc), severity="warning")
-            return
+        core = self.core
+        if not self._recorded:
+            self._recorded = True
+            self.cw_app.warn_from_thread(core.record_inventory(inv))
+        earlier, warning = core.earlier_probes(inv)
+        self.cw_app.warn_from_thread(warning)
         if earlier:
             self.app.call_from_thread(self._add_probes, earlier)
 
@@ -302,16 +290,11 @@ class DisksScreen(Screen[None]):
         # One device at a time: each is measured alone.
         for dev in devices:
             try:
-                result = self.cw_app.prober.probe(dev, self.cw_app.probe_seconds, progress)
+                result, warning = self.core.probe(dev, self.cw_app.probe_seconds, progress)
             except Exception as exc:  # noqa: BLE001 - every failure is shown, none is fatal
                 self.post_message(ProbeFinished(dev.name, None, str(exc)))
                 continue
-            if self.cw_app.state_dir is not None:
-                try:
-                    with History.open_default(self.cw_app.state_dir) as hist:
-                        hist.record_probe(result, dev.serial, dev.wwn)
-                except HistoryError as exc:
-                    self.app.call_from_thread(self.notify, str(exc), severity="warning")
+            self.cw_app.warn_from_thread(warning)
             self.post_message(ProbeFinished(dev.name, result, None))
 
     @on(ProbeUpdate)
@@ -330,6 +313,7 @@ class DisksScreen(Screen[None]):
     async def action_analyze_trace(self) -> None:
         # Imported here: numpy and the analysis are not needed to show the disks.
         from advisor.workload.traces import TraceError
+        from cachewise.core import Refused
         from screens.analysis import AnalysisScreen, OpenTrace
 
         path = await self.app.push_screen_wait(OpenTrace())
@@ -338,53 +322,39 @@ class DisksScreen(Screen[None]):
         self.notify(f"Analysing {path}…")
         try:
             analysis = await asyncio.to_thread(self._analyze, path)
-        except (TraceError, ValueError) as exc:
+        except (TraceError, Refused) as exc:
             self.notify(str(exc), severity="error")
             return
         self.analysis = analysis
         await self.app.push_screen(AnalysisScreen(analysis))
 
+    def _analyze(self, path: Path) -> Analysis:
+        core = self.core
+        analysis, meta = core.analyze(path)
+        self.cw_app.warn_from_thread(core.record_analysis(analysis, path, meta))
+        return analysis
+
     @work(group="recommend", description="gather the facts for a recommendation", exit_on_error=False)
     async def action_recommend(self) -> None:
         """Recommend a cache for the highlighted device (the slow one) with the marked SSDs."""
+        from cachewise.core import Refused
+        from screens.recommend import RecommendScreen
+
         inv, slow_name = self.inventory, self.selected_name
         fast_names = sorted(self.marked - {slow_name}) if slow_name else []
         if inv is None or slow_name is None or not fast_names:
             self.notify("Mark the SSD(s) with space, then highlight the slow disk or LV and press c.",
                         severity="warning")
             return
-        from screens.recommend import RecommendScreen
-
-        inputs = await asyncio.to_thread(self._recommend_inputs, inv, slow_name, fast_names)
+        try:
+            inputs, warnings = await asyncio.to_thread(self.core.recommend_inputs, inv, slow_name, fast_names,
+                                                       analysis=self.analysis, known_probes=self.probes)
+        except Refused as exc:
+            self.notify(str(exc), severity="error")
+            return
+        for warning in warnings:
+            self.notify(warning, severity="warning")
         await self.app.push_screen(RecommendScreen(inputs, inv))
-
-    def _recommend_inputs(self, inv: Inventory, slow_name: str, fast_names: list[str]) -> Inputs:
-        from advisor.advice import facts as sysfacts
-        from advisor.advice.recommend import Inputs, Versions
-
-        def probe_of(d: Device) -> dict[str, object] | None:
-            result = self.probes.get(d.identity or d.name)
-            return result.to_json() if result is not None else None
-
-        runner = getattr(self.cw_app.discovery, "runner", None)
-        devices = [inv.by_name(n) for n in (slow_name, *fast_names)]
-        slow, *fast = [sysfacts.device_facts(inv, d, probe_of) for d in devices if d is not None]
-        versions = sysfacts.versions(runner) if runner is not None else Versions()
-        return Inputs(slow=slow, fast=tuple(fast), analysis=self.analysis, versions=versions,
-                      workload=None if self.analysis is not None else "mixed-files")
-
-    def _analyze(self, path: Path) -> Analysis:
-        from advisor.workload.analysis import analyze
-        from advisor.workload.traces import file_sha256, load_trace
-
-        analysis = analyze(load_trace(path))
-        if self.cw_app.state_dir is not None:
-            try:
-                with History.open_default(self.cw_app.state_dir) as hist:
-                    hist.record_analysis(analysis, file_sha256(path), {})
-            except HistoryError as exc:
-                self.app.call_from_thread(self.notify, str(exc), severity="warning")
-        return analysis
 
     @work(thread=True, group="hotplug", description="watch for disks being added or removed", exit_on_error=False)
     def watch_devices(self) -> None:

@@ -11,26 +11,23 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Checkbox, Footer, Header, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from advisor.advice.findings import finding
-from advisor.advice.recommend import (
-    WORKLOADS,
-    Inputs,
-    Reason,
-    Recommendation,
-    RecommendError,
-    recommend,
-)
+from advisor.advice.recommend import Inputs, Reason, Recommendation, RecommendError
+from advisor.advice.workloads import WORKLOADS
 from advisor.disks.devices import Inventory
+from cachewise.core import Refused
 from cachewise.render import VERDICT_STYLE, config_table, curve_plot
+from screens.base import CoreScreen
 
 MEASURED = "measured"
+ASK_WORKLOAD = ("Choose the workload on the left, or open a trace of it with t on the Disks screen: without one, "
+                "cachewise would be guessing. Nothing was changed.")
 
 
-class RecommendScreen(Screen[None]):
+class RecommendScreen(CoreScreen):
     """Pick the workload and the platform facts on the left; the recommendation follows."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"), Binding("a", "plan", "Plan and apply")]
@@ -48,7 +45,7 @@ class RecommendScreen(Screen[None]):
         if self.base.analysis is not None:
             choices.append((f"measured: {self.base.analysis.source}", MEASURED))
         choices += [(wc.label, key) for key, wc in WORKLOADS.items()]
-        initial = MEASURED if self.base.analysis is not None else (self.base.workload or "mixed-files")
+        initial = MEASURED if self.base.analysis is not None else (self.base.workload or Select.NULL)
         fs = self.base.filesystem or (self.base.slow.fs_type if self.base.slow.fs_type in ("ext4", "xfs") else "other")
         yield Header()
         with Horizontal(id="recommend"):
@@ -56,7 +53,7 @@ class RecommendScreen(Screen[None]):
                 yield Static(f"[b]Slow[/]: {self.base.slow.path} ({self.base.slow.device_class})\n"
                              + "\n".join(f"[b]Fast[/]: {f.path} ({f.device_class})" for f in self.base.fast))
                 yield Static("Workload")
-                yield Select(choices, value=initial, allow_blank=False, id="workload")
+                yield Select(choices, value=initial, allow_blank=initial is Select.NULL, prompt="choose…", id="workload")
                 yield Static("File system")
                 yield Select([("ext4", "ext4"), ("XFS", "xfs"), ("other", "other")], value=fs, allow_blank=False,
                              id="fs")
@@ -82,7 +79,7 @@ class RecommendScreen(Screen[None]):
         return replace(
             self.base,
             analysis=self.base.analysis if measured else None,
-            workload=None if measured else workload,  # type: ignore[arg-type]
+            workload=None if measured or workload is Select.NULL else workload,  # type: ignore[arg-type]
             filesystem=fs,  # type: ignore[arg-type]
             fast_mirrored=self.query_one("#mirrored", Checkbox).value,
             accept_writeback_risk=self.query_one("#accept", Checkbox).value,
@@ -101,14 +98,15 @@ class RecommendScreen(Screen[None]):
     @work(thread=True, group="recommend")
     def _compute(self, inputs: Inputs, generation: int) -> None:
         try:
-            rec = recommend(inputs)
+            rec = self.core.recommend(inputs)
         except RecommendError as exc:
-            self.app.call_from_thread(self._show_error, str(exc))
+            self.app.call_from_thread(self._show_error, ASK_WORKLOAD if exc.code == "no-workload" else f"{exc}.")
             return
         if generation == self._generation:  # a newer choice supersedes this one
             self.app.call_from_thread(self._show, rec)
 
     def _show_error(self, message: str) -> None:
+        self.recommendation = None
         self.query_one("#rec-summary", Static).update(Text(message, style="red"))
 
     def _show(self, rec: Recommendation) -> None:
@@ -132,28 +130,19 @@ class RecommendScreen(Screen[None]):
         why.highlighted = 0 if self._reasons else None
 
     def action_plan(self) -> None:
-        """Turn the recommended lvmcache into a plan, preview it, and apply it on confirmation."""
-        from recipes.lvmcache import CacheSpec, RecipeError, lvmcache_attach
+        """Turn the recommended cache into a plan, preview it, and apply it on confirmation."""
         from screens.apply import ApplyScreen
 
         rec, inv = self.recommendation, self.inventory
-        executor = getattr(self.app, "executor", None)
-        if rec is None or rec.config is None:
-            self.notify("There is no cache to set up: the recommendation is not to cache.", severity="warning")
+        if rec is None or inv is None:
+            self.notify("There is no recommendation to set up yet.", severity="warning")
             return
-        if rec.config.backend != "lvmcache" or inv is None or executor is None:
-            self.notify(f"cachewise has no guided recipe for {rec.config.label} here yet; nothing was changed.",
-                        severity="warning")
-            return
-        cfg = rec.config
         try:
-            plan = lvmcache_attach(inv, self.base.slow.path, self.base.fast[0].path,
-                                   CacheSpec(cfg.size_bytes, cfg.mode, cfg.chunk_size_bytes, cfg.metadata_size_bytes,
-                                             cfg.policy or "smq"))
-        except RecipeError as exc:
+            plan = self.core.plan_recommended(inv, rec, self.base.slow.path, [f.path for f in self.base.fast])
+        except Refused as exc:
             self.notify(str(exc), severity="error")
             return
-        self.app.push_screen(ApplyScreen(plan, lambda report: executor.apply(plan, report)))
+        self.app.push_screen(ApplyScreen(plan))
 
     @on(OptionList.OptionHighlighted, "#why")
     def _reason_highlighted(self, event: OptionList.OptionHighlighted) -> None:

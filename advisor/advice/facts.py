@@ -1,22 +1,17 @@
 """The facts a recommendation needs from this machine: device facts (with the latest probe
-from history), tool and kernel versions, and SSD wear from ``smartctl -j``.
-
-Parsers take the tools' output text, so unit tests replay output captured in the lab guest
-(tests/fixtures/lab-recommend)."""
+of the disks under a device), tool and kernel versions, and SSD wear from ``smartctl -j``
+(parsed by advisor.readers)."""
 
 from __future__ import annotations
 
-import json
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
-from advisor.advice.recommend import DeviceFacts, Endurance, Versions
+from advisor.advice.recommend import DeviceFacts, Versions
 from advisor.disks.devices import Device, Inventory
-from advisor.disks.discovery import find_device
-
-__all__ = ["DeviceFacts", "Endurance", "Versions", "device_facts", "endurance", "find_device", "versions"]
+from advisor.readers.lvm import parse_version
+from advisor.readers.smart import Endurance, parse_smartctl
 from advisor.runner import CommandError, CommandRunner
 
 ProbeLookup = Callable[[Device], dict[str, Any] | None]
@@ -69,46 +64,13 @@ def _p50(probe: dict[str, Any]) -> float | None:
     return None
 
 
-def parse_lvm_version(text: str) -> str | None:
-    """`lvm version` -> '2.03.16'."""
-    match = re.search(r"LVM version:\s*([0-9.]+)", text)
-    return match[1] if match else None
-
-
-def parse_smartctl(text: str) -> Endurance | None:
-    """`smartctl -j -a DEV` -> wear: NVMe percentage_used and data units written, or the ATA
-    device statistics' "Percentage Used Endurance Indicator" and logical sectors written."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    used: int | None = None
-    written: int | None = None
-    nvme = data.get("nvme_smart_health_information_log")
-    if isinstance(nvme, dict):
-        used = nvme.get("percentage_used")
-        units = nvme.get("data_units_written")
-        written = int(units) * 512_000 if isinstance(units, int) else None
-    stats = data.get("ata_device_statistics", {})
-    for page in stats.get("pages", []) if isinstance(stats, dict) else []:
-        for entry in page.get("table", []):
-            name = str(entry.get("name", ""))
-            if name.startswith("Percentage Used Endurance Indicator"):
-                used = entry.get("value")
-            elif name == "Logical Sectors Written" and isinstance(entry.get("value"), int):
-                written = entry["value"] * 512
-    if used is None and written is None:
-        return None
-    return Endurance(percentage_used=used, data_written_bytes=written)
-
-
 def versions(runner: CommandRunner) -> Versions:
     """Kernel, lvm2 and bcache-tools versions; '' means the tool is not installed, None that
     its version could not be read."""
     lvm: str | None = ""
     if runner.which("lvm"):
         try:
-            lvm = parse_lvm_version(runner.run(["lvm", "version"], timeout=20, check=False).stdout)
+            lvm = parse_version(runner.run(["lvm", "version"], timeout=20, check=False).stdout)
         except CommandError:
             lvm = None
     bcache: str | None = ""

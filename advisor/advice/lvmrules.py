@@ -6,7 +6,8 @@ chunk and metadata size (tests/lab/test_recommend_lab.py)."""
 
 from __future__ import annotations
 
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+from advisor.units import KiB, MiB
+
 # lvm2's rules (M-CHUNK-1, M-META-1).
 LVM_EXTENT = 4 * MiB
 LVM_PV_METADATA = 1 * MiB

@@ -29,6 +29,9 @@ import numpy as np
 
 from advisor.advice.findings import finding
 from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
+from advisor.advice.workloads import WORKLOADS, WorkloadType
+from advisor.readers.smart import Endurance
+from advisor.units import KiB, MiB, cache_size, duration
 from advisor.workload import mrc
 from advisor.workload.analysis import Analysis
 
@@ -39,10 +42,7 @@ Mode = Literal["writethrough", "writeback"]
 Verdict = Literal["cache", "move-to-ssd", "dont-cache"]
 DeviceClass = Literal["hdd", "ssd", "nvme", "unknown"]
 FileSystem = Literal["ext4", "xfs", "other"]
-WorkloadType = Literal["very-small-files", "database", "database-fsync", "mixed-files", "large-files",
-                       "very-large-datasets"]
 
-KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 BLOCK = 4096  # the modelled workload's block
 KNEE_SHARE = 0.90  # of the achievable hit ratio
 HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
@@ -64,25 +64,6 @@ BCACHE_RESERVE = 0.02
 # Latencies when a device was not probed (T-DEV-1), in ms.
 TYPICAL_LATENCY_MS: dict[DeviceClass, float] = {"hdd": 4.16, "ssd": 0.057, "nvme": 0.020, "unknown": 4.16}
 
-
-@dataclass(frozen=True)
-class WorkloadClass:
-    label: str
-    read_share: float
-    sequential_share: float
-    hot_fraction: float  # of the data, serving HOT_SHARE of the I/O
-    findings: tuple[str, ...]
-
-
-# The thesis's workload classes, with the mix assumed when nothing was measured.
-WORKLOADS: dict[WorkloadType, WorkloadClass] = {
-    "very-small-files": WorkloadClass("very small files (many 4 KiB files created)", 0.2, 0.1, 0.10, ("T-SMALL-1",)),
-    "database": WorkloadClass("database (random I/O)", 0.7, 0.05, 0.10, ("T-DB-1",)),
-    "database-fsync": WorkloadClass("database with frequent fsync", 0.5, 0.05, 0.10, ("T-DB-2",)),
-    "mixed-files": WorkloadClass("mixed file sizes, sequential and random", 0.6, 0.4, 0.15, ("T-MIX-1",)),
-    "large-files": WorkloadClass("large files (sequential streams)", 0.7, 0.9, 0.5, ("T-SEQ-1",)),
-    "very-large-datasets": WorkloadClass("very large datasets", 0.8, 0.3, 0.2, ("T-SIZE-3", "L-SIZE-2")),
-}
 
 # Speed-ups the thesis measured for its workload classes: (workload, fs, backend, mode) ->
 # (factor over uncached, findings). "any" fs applies to both. Missing entries fall back to
@@ -121,15 +102,6 @@ MEASURED_GAIN: dict[Key, tuple[float, tuple[str, ...]]] = {
 
 
 # --- inputs ---------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Endurance:
-    """What SMART says about an SSD's wear (``smartctl -j``), and its rating if declared."""
-
-    percentage_used: int | None = None
-    data_written_bytes: int | None = None
-    rating: Literal["enterprise", "consumer", "unknown"] = "unknown"
-
 
 @dataclass(frozen=True)
 class DeviceFacts:
@@ -269,7 +241,13 @@ class Recommendation:
 
 
 class RecommendError(ValueError):
-    """The inputs cannot give a recommendation; the message says why and what to supply."""
+    """The inputs cannot give a recommendation. ``code`` says which input is missing or wrong,
+    so each front end can ask for it in its own terms; the message words it for the CLI."""
+
+    def __init__(self, message: str, code: Literal["no-workload", "bad-hot-fraction", "no-fast", "same-device",
+                                                     "no-data-size"]) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # --- the workload profile -------------------------------------------------------------------
@@ -332,10 +310,11 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
     wc = WORKLOADS[inp.workload] if inp.workload else None
     if wc is None and inp.hot_fraction is None:
         raise RecommendError("there is neither a trace nor a declared workload; give --trace FILE (see `cachewise "
-                             "trace`) or --workload TYPE, or --hot-fraction for a Zipf-like random workload")
+                             "trace`) or --workload TYPE, or --hot-fraction for a Zipf-like random workload",
+                             "no-workload")
     hot_fraction = inp.hot_fraction if inp.hot_fraction is not None else wc.hot_fraction  # type: ignore[union-attr]
     if not 0 < hot_fraction <= 1:
-        raise RecommendError(f"the hot fraction must be between 0 and 1, not {hot_fraction}")
+        raise RecommendError(f"the hot fraction must be between 0 and 1, not {hot_fraction}", "bad-hot-fraction")
     items = max(data_bytes // BLOCK, 1)
     alpha = zipf_alpha_for_hot_fraction(items, hot_fraction)
     sizes = np.unique(np.concatenate([mrc.default_sizes(items), [items]]))
@@ -346,19 +325,13 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
         kind=inp.workload, read_share=read_share, sequential_share=wc.sequential_share if wc else 0.0,
         sizes_bytes=sizes.astype(np.float64) * BLOCK, hits=hits, source="model",
         hot_bytes=int(hot_fraction * data_bytes), footprint_bytes=data_bytes, read_rate=inp.read_iops,
-        reasons=(Reason(f"No trace: modelled as {label} over {_gib(data_bytes)} with {100 * hot_fraction:.0f}% of the "
+        reasons=(Reason(f"No trace: modelled as {label} over {cache_size(data_bytes)} with {100 * hot_fraction:.0f}% of the "
                         f"data serving {100 * HOT_SHARE:.0f}% of the I/O (a Zipf curve, exponent {alpha:.2f}). "
                         "A trace of the real workload would be better.", ("L-SIZE-1", "L-SIZE-4")),),
     )
 
 
 # --- sizing ---------------------------------------------------------------------------------
-
-def _gib(n: float) -> str:
-    if n >= GiB:
-        return f"{n / GiB:.1f} GiB"
-    return f"{n / MiB:.0f} MiB"
-
 
 def _version_tuple(text: str | None) -> tuple[int, ...]:
     if not text:
@@ -463,30 +436,39 @@ def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
     return cfg
 
 
-def _blockers(ctx: _Context, backend: Backend, mode: Mode) -> list[str]:
+@dataclass(frozen=True)
+class Blocker:
+    """Why a candidate cannot be the recommendation as things stand."""
+
+    code: Literal["writeback-risk", "needs-reformat", "too-old", "mostly-reads", "not-measured", "lvm2-missing",
+                  "bcache-tools-missing"]
+    text: str
+
+
+def _blockers(ctx: _Context, backend: Backend, mode: Mode) -> list[Blocker]:
     """Why this candidate cannot be the recommendation as things stand (empty: it can)."""
-    inp, why = ctx.inp, []
+    inp, why = ctx.inp, list[Blocker]()
     if mode == "writeback" and not ctx.writeback_allowed:
-        why.append("writeback needs mirrored SSDs or an explicit acceptance of the risk")
+        why.append(Blocker("writeback-risk", "writeback needs mirrored SSDs or an explicit acceptance of the risk"))
     if backend == "bcache" and ctx.slow_has_data and not inp.reformat_ok:
-        why.append("bcache needs a reformat of the slow device (move the data off and back)")
+        why.append(Blocker("needs-reformat", "bcache needs a reformat of the slow device (move the data off and back)"))
     if backend == "lvmcache-writecache":
         lvm_ok = _version_tuple(inp.versions.lvm2) >= (2, 3) or not inp.versions.lvm2
         kernel_ok = _version_tuple(inp.versions.kernel) >= (4, 18) or not inp.versions.kernel
         if not (lvm_ok and kernel_ok):
-            why.append("writecache needs lvm2 2.03 and kernel 4.18")
+            why.append(Blocker("too-old", "writecache needs lvm2 2.03 and kernel 4.18"))
         if ctx.prof.read_share > 0.5:
-            why.append("writecache caches only writes, and this workload is mostly reads")
+            why.append(Blocker("mostly-reads", "writecache caches only writes, and this workload is mostly reads"))
         elif ctx.prof.kind is not None and any(k[0] == ctx.prof.kind for k in MEASURED_GAIN):
-            why.append("the thesis measured lvmcache and bcache for this workload, not dm-writecache")
+            why.append(Blocker("not-measured", "the thesis measured lvmcache and bcache for this workload, not dm-writecache"))
     if backend.startswith("lvmcache") and inp.versions.lvm2 == "":
-        why.append("lvm2 is not installed")
+        why.append(Blocker("lvm2-missing", "lvm2 is not installed"))
     if backend == "bcache" and inp.versions.bcache_tools == "":
-        why.append("bcache-tools is not installed")
+        why.append(Blocker("bcache-tools-missing", "bcache-tools is not installed"))
     return why
 
 
-def _candidates(ctx: _Context) -> list[tuple[CacheConfig, list[str]]]:
+def _candidates(ctx: _Context) -> list[tuple[CacheConfig, list[Blocker]]]:
     out = []
     modes: tuple[Mode, ...] = ("writethrough", "writeback")
     backends: tuple[Backend, ...] = ("lvmcache", "bcache")
@@ -497,8 +479,8 @@ def _candidates(ctx: _Context) -> list[tuple[CacheConfig, list[str]]]:
     return out
 
 
-def _tradeoff(cfg: CacheConfig, blockers: list[str]) -> str:
-    bits = list(blockers)
+def _tradeoff(cfg: CacheConfig, blockers: list[Blocker]) -> str:
+    bits = [b.text for b in blockers]
     if cfg.backend == "bcache" and not cfg.needs_reformat:
         bits.append("bcache owns the whole backing device (its superblock); removal needs a detach")
     if cfg.backend == "lvmcache":
@@ -510,14 +492,14 @@ def _tradeoff(cfg: CacheConfig, blockers: list[str]) -> str:
 
 def recommend(inp: Inputs) -> Recommendation:
     if not inp.fast:
-        raise RecommendError("no fast device was given; name the SSD to cache with (--fast DEV)")
+        raise RecommendError("no fast device was given; name the SSD to cache with (--fast DEV)", "no-fast")
     slow = inp.slow
     paths = [slow.path, *(f.path for f in inp.fast)]
     if len(set(paths)) != len(paths):
-        raise RecommendError("the same device is named twice; the slow and fast devices must differ")
+        raise RecommendError("the same device is named twice; the slow and fast devices must differ", "same-device")
     data_bytes = inp.data_bytes or slow.size_bytes
     if data_bytes <= 0:
-        raise RecommendError(f"the size of the data on {slow.path} is unknown; give --data-size")
+        raise RecommendError(f"the size of the data on {slow.path} is unknown; give --data-size", "no-data-size")
     fs_raw = (inp.filesystem or slow.fs_type or "other").lower()
     fs: FileSystem = fs_raw if fs_raw in ("ext4", "xfs") else "other"  # type: ignore[assignment]
     redundant = inp.fast_mirrored or len(inp.fast) >= 2
@@ -549,7 +531,7 @@ def recommend(inp: Inputs) -> Recommendation:
         for cfg, blockers in sorted(candidates, key=lambda c: -(c[0].expected_speedup or 0)):
             if chosen is not None and (cfg.backend, cfg.mode) == (chosen.backend, chosen.mode):
                 continue
-            if cfg.backend == "lvmcache-writecache" and any("mostly reads" in b for b in blockers):
+            if cfg.backend == "lvmcache-writecache" and any(b.code == "mostly-reads" for b in blockers):
                 continue
             _, _, ids = _speedup(ctx, cfg.backend, cfg.mode, cfg.predicted_hit_ratio or 0.0)
             hit = f", predicted hit ratio {cfg.predicted_hit_ratio:.0%}" if cfg.predicted_hit_ratio is not None else ""
@@ -575,13 +557,13 @@ def recommend(inp: Inputs) -> Recommendation:
     # 2. The data fits on the SSD (or in the part of it set aside): move it (T-SIZE-3).
     room = min(fast_bytes, inp.cache_budget_bytes or fast_bytes)
     if data_bytes <= MOVE_FILL * room:
-        reasons.append(Reason(f"The data ({_gib(data_bytes)}) fits in {_gib(room)} of SSD: put it there instead of "
+        reasons.append(Reason(f"The data ({cache_size(data_bytes)}) fits in {cache_size(room)} of SSD: put it there instead of "
                               "caching it. Every read and write then runs at SSD speed, with no warm-up and no cache "
                               "to fail.", ("T-SIZE-3", "T-DEV-2")))
         if ctx.redundant:
             reasons.append(Reason("Mirror the two SSDs (md RAID1 or an LVM raid1 LV) to keep the data redundant.",
                                   ("T-MODE-1",)))
-        return done("move-to-ssd", f"Don't cache: move the data ({_gib(data_bytes)}) onto the SSD.", None)
+        return done("move-to-ssd", f"Don't cache: move the data ({cache_size(data_bytes)}) onto the SSD.", None)
 
     # 3. Sequential streams and workloads without hot spots gain nothing.
     if prof.sequential_share >= 0.7:
@@ -600,7 +582,7 @@ def recommend(inp: Inputs) -> Recommendation:
     allowed.sort(key=lambda cb: -(cb[0].expected_speedup or 0))
     if not allowed or (allowed[0][0].expected_speedup or 0) < MIN_GAIN:
         best_blocked = max(candidates, key=lambda cb: cb[0].expected_speedup or 0)
-        why = "; ".join(best_blocked[1]) or "it gains too little"
+        why = "; ".join(b.text for b in best_blocked[1]) or "it gains too little"
         if allowed:
             top = allowed[0][0]
             reasons.append(Reason(f"The best cache possible as things stand, {top.label}, is expected to give "
@@ -625,7 +607,7 @@ def recommend(inp: Inputs) -> Recommendation:
     reasons += _mode_reasons(ctx, chosen)
     reasons += _size_reasons(ctx, chosen)
     warnings += _warnings(ctx, chosen)
-    summary = (f"Cache with {chosen.label}, {_gib(chosen.size_bytes)} on the SSD"
+    summary = (f"Cache with {chosen.label}, {cache_size(chosen.size_bytes)} on the SSD"
                + (f", predicted hit ratio {chosen.predicted_hit_ratio:.0%}" if chosen.predicted_hit_ratio is not None else "")
                + ".")
     return done("cache", summary, chosen)
@@ -668,43 +650,31 @@ def _mode_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
 def _size_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
     prof = ctx.prof
     knee = prof.knee()
-    out = [Reason(f"The curve's knee is {_gib(knee)}: the smallest cache reaching {100 * KNEE_SHARE:.0f}% of the "
+    out = [Reason(f"The curve's knee is {cache_size(knee)}: the smallest cache reaching {100 * KNEE_SHARE:.0f}% of the "
                   f"achievable hit ratio ({prof.achievable:.0%}).", ("L-SIZE-4",))]
     if cfg.backend == "lvmcache":
         out.append(Reason(f"dm-cache needs about {SPACE_OVERHEAD['lvmcache']:g}x the SSD space bcache needs for the "
-                          f"same hot data, so {_gib(cfg.size_bytes)} holds about {_gib(cfg.effective_bytes)} of it.",
+                          f"same hot data, so {cache_size(cfg.size_bytes)} holds about {cache_size(cfg.effective_bytes)} of it.",
                           ("T-SIZE-1",)))
         out.append(Reason(f"Chunk {cfg.chunk_size_bytes // KiB if cfg.chunk_size_bytes else 0} KiB and metadata "
-                          f"{_gib(cfg.metadata_size_bytes or 0)} (plus a spare of the same size) as lvm2 computes them; "
-                          f"{_gib(cfg.fast_space_bytes)} of the SSD in all.", ("M-CHUNK-1", "M-META-1")))
+                          f"{cache_size(cfg.metadata_size_bytes or 0)} (plus a spare of the same size) as lvm2 computes them; "
+                          f"{cache_size(cfg.fast_space_bytes)} of the SSD in all.", ("M-CHUNK-1", "M-META-1")))
     if cfg.backend == "bcache":
         out.append(Reason("sequential_cutoff 4 MiB keeps streams from evicting the hot data; writeback_percent "
                           f"{cfg.writeback_percent}.", ("T-SEQ-1",)))
     if cfg.bounded_by_ssd:
         out.append(Reason(f"The knee needs more than the SSD offers; the cache uses what there is "
-                          f"({_gib(cfg.size_bytes)}).", ("T-SIZE-2",)))
+                          f"({cache_size(cfg.size_bytes)}).", ("T-SIZE-2",)))
     if cfg.predicted_hit_ratio is not None:
         out.append(Reason(f"Predicted hit ratio at this size: {cfg.predicted_hit_ratio:.0%}.", ("L-SIZE-2",)))
     if cfg.warmup is not None:
         w = cfg.warmup
-        when = (f", about {_duration(w.seconds_63)} and {_duration(w.seconds_95)} at the measured read rate"
+        when = (f", about {duration(w.seconds_63)} and {duration(w.seconds_95)} at the measured read rate"
                 if w.seconds_63 is not None and w.seconds_95 is not None else "")
         slow_fill = " dm-cache promotes only blocks read repeatedly, so it fills slowly." if cfg.backend == "lvmcache" else ""
         out.append(Reason(f"Warm-up: about {w.reads_63:,} reads bring 63% of the hot data into the cache and "
                           f"{w.reads_95:,} reads 95%{when}.{slow_fill}", w.findings))
     return out
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "unknown"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 3 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.0f} days"
 
 
 def _warnings(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
@@ -719,8 +689,8 @@ def _warnings(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
                           "byte ones: a file system made with 512-byte sectors may not mount through the cache. Check "
                           "the file system's sector size (xfs_info, tune2fs) before attaching.", ("M-SECT-1",)))
     if ctx.prof.hot_bytes > cfg.size_bytes:
-        out.append(Reason(f"The hot data ({_gib(ctx.prof.hot_bytes)}, serving {100 * HOT_SHARE:.0f}% of the I/O) is "
-                          f"larger than the cache ({_gib(cfg.size_bytes)}): expect periodic dips to HDD speed.",
+        out.append(Reason(f"The hot data ({cache_size(ctx.prof.hot_bytes)}, serving {100 * HOT_SHARE:.0f}% of the I/O) is "
+                          f"larger than the cache ({cache_size(cfg.size_bytes)}): expect periodic dips to HDD speed.",
                           ("L-SIZE-2",)))
     if ctx.data_bytes >= 8 * cfg.size_bytes:
         out.append(Reason(f"The data is {ctx.data_bytes / cfg.size_bytes:.0f}x the cache: averages will look good "

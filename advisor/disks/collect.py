@@ -22,6 +22,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from advisor.readers import bcache as bcache_reader
+from advisor.readers import lvm
+from advisor.readers.blkid import parse_export
 from advisor.runner import CommandError, CommandRunner, ToolMissing
 
 RAW_SCHEMA = "cachewise.raw/1"
@@ -50,9 +53,6 @@ ATTRS = (
     "md/level",
     "loop/backing_file",
 )
-# Files in the bcache/ directory of a backing, cache or bcacheN device.
-BCACHE_ATTRS = ("state", "cache_mode", "dirty_data", "backing_dev_uuid", "backing_dev_name", "label")
-BCACHE_LINKS = ("set", "cache", "dev")
 
 
 @dataclass
@@ -94,6 +94,7 @@ class RawSystem:
     blkid: dict[str, dict[str, str]] = field(default_factory=dict)
     pvs: list[dict[str, str]] | None = None
     lvs: list[dict[str, str]] | None = None
+    # Facts that could not be read: {"fact", "reason"} and, for one device's fact, "device".
     unread: list[dict[str, str]] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
     schema: str = RAW_SCHEMA
@@ -107,6 +108,7 @@ class RawSystem:
             raise ValueError(f"not a cachewise raw snapshot (schema {data.get('schema')!r}, expected {RAW_SCHEMA})")
         fields = dict(data)
         fields["blocks"] = [RawBlock(**b) for b in data["blocks"]]
+        fields["unread"] = [_unread_v1(u) for u in data.get("unread", [])]
         fields["mounts"] = [RawMount(**m) for m in data.get("mounts", [])]
         return cls(**fields)
 
@@ -114,6 +116,15 @@ class RawSystem:
     def load(cls, path: str | os.PathLike[str]) -> RawSystem:
         with open(path, encoding="utf-8") as fh:
             return cls.from_json(json.load(fh))
+
+
+def _unread_v1(item: dict[str, str]) -> dict[str, str]:
+    """Snapshots saved before the device had its own field named it in the fact ("signature of
+    sdb"); read them into the current form."""
+    if "device" in item or " of " not in item.get("fact", ""):
+        return item
+    fact, _, device = item["fact"].rpartition(" of ")
+    return {**item, "fact": fact, "device": device}
 
 
 def _read(path: Path) -> str | None:
@@ -140,18 +151,8 @@ def _read_block(sys_path: Path) -> tuple[dict[str, str], dict[str, str] | None, 
         value = _read(sys_path / name)
         if value is not None:
             attrs[name] = value
-    bcache: dict[str, str] | None = None
     bdir = sys_path / "bcache"
-    if bdir.is_dir():
-        bcache = {}
-        for name in BCACHE_ATTRS:
-            value = _read(bdir / name)
-            if value is not None:
-                bcache[name] = value
-        for name in BCACHE_LINKS:
-            target = bdir / name
-            if target.is_symlink():
-                bcache[name] = os.path.basename(os.readlink(target))
+    bcache = bcache_reader.read_files(bdir, bcache_reader.DISCOVERY_FILES, bcache_reader.LINKS) if bdir.is_dir() else None
     return attrs, bcache, _listdir(sys_path / "holders"), _listdir(sys_path / "slaves")
 
 
@@ -259,7 +260,8 @@ def _read_blocks(names: set[str] | None = None) -> tuple[list[RawBlock], str]:
         return _blocks_from_sysfs(names), "no-libudev"
 
 
-def _devnum_of(path: str) -> str | None:
+def devnum_of(path: str) -> str | None:
+    """"MAJOR:MINOR" of the block device at ``path`` (links followed); None when there is none."""
     try:
         st = os.stat(path)
     except OSError:
@@ -276,7 +278,7 @@ def _mounts() -> list[RawMount]:
     for part in psutil.disk_partitions(all=True):
         if not part.device.startswith("/"):
             continue
-        mounts.append(RawMount(_devnum_of(part.device), part.device, part.mountpoint, part.fstype))
+        mounts.append(RawMount(devnum_of(part.device), part.device, part.mountpoint, part.fstype))
     return mounts
 
 
@@ -289,20 +291,10 @@ def _swaps() -> list[str]:
     for line in lines:
         fields = line.split()
         if fields and fields[1:2] == ["partition"]:
-            devnum = _devnum_of(fields[0])
+            devnum = devnum_of(fields[0])
             if devnum:
                 out.append(devnum)
     return out
-
-
-def parse_blkid_export(text: str) -> dict[str, str]:
-    """Parse ``blkid -p -o export`` output (KEY=value lines, shell-escaped values)."""
-    result: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            result[key.strip()] = value.replace("\\ ", " ").strip()
-    return result
 
 
 def _needs_signature_probe(block: RawBlock) -> bool:
@@ -320,20 +312,6 @@ def _needs_signature_probe(block: RawBlock) -> bool:
 
 class ScanInterrupted(Exception):
     """A newer request made this scan pointless (see ``should_stop`` in :func:`collect`)."""
-
-
-def _lvm_report(runner: CommandRunner, argv: list[str], key: str) -> list[dict[str, str]]:
-    # lvm2 before 2.03.17 has no json_std; plain json has the same shape for these reports.
-    result = runner.run([*argv, "--reportformat", "json", "--units", "b", "--nosuffix"], timeout=30)
-    data = json.loads(result.stdout)
-    rows: list[dict[str, str]] = []
-    for report in data.get("report", []):
-        rows.extend(report.get(key, []))
-    return rows
-
-
-PVS_ARGV = ["pvs", "-o", "pv_name,vg_name,pv_uuid,pv_size,dev_size"]
-LVS_ARGV = ["lvs", "-a", "-o", "lv_name,vg_name,lv_uuid,lv_attr,lv_size,segtype,lv_dm_path,devices,pool_lv,origin,lv_role"]
 
 
 def collect(
@@ -375,19 +353,21 @@ def collect(
         checkpoint()
         if not os.access(block.devnode, os.R_OK):
             unread.append(
-                {"fact": f"signature of {block.name}", "reason": f"udev has no data and {block.devnode} is readable only by root"}
+                {"fact": "signature", "device": block.name,
+                 "reason": f"udev has no data and {block.devnode} is readable only by root"}
             )
             continue
         try:
             res = runner.run(["blkid", "-p", "-o", "export", block.devnode], check=False, timeout=15)
         except CommandError as exc:
-            unread.append({"fact": f"signature of {block.name}", "reason": str(exc)})
+            unread.append({"fact": "signature", "device": block.name, "reason": str(exc)})
             continue
         # Exit 2 with no error text: no signature found, which is an answer, not an error.
         if res.returncode == 0 or (res.returncode == 2 and not res.stderr.strip()):
-            blkid[block.name] = parse_blkid_export(res.stdout)
+            blkid[block.name] = parse_export(res.stdout)
         else:
-            unread.append({"fact": f"signature of {block.name}", "reason": res.stderr.strip() or f"blkid exit {res.returncode}"})
+            unread.append({"fact": "signature", "device": block.name,
+                           "reason": res.stderr.strip() or f"blkid exit {res.returncode}"})
 
     pvs = lvs = None
     has_lvm = any(
@@ -402,12 +382,12 @@ def collect(
         else:
             try:
                 checkpoint()
-                pvs = _lvm_report(runner, PVS_ARGV, "pv")
+                pvs = lvm.pvs(runner)
                 checkpoint()
-                lvs = _lvm_report(runner, LVS_ARGV, "lv")
+                lvs = lvm.lvs(runner)
             except ToolMissing as exc:
                 unread.append({"fact": "LVM reports", "reason": str(exc)})
-            except (CommandError, ValueError) as exc:
+            except (CommandError, lvm.ReportError) as exc:
                 unread.append({"fact": "LVM reports", "reason": f"pvs/lvs failed: {exc}"})
 
     return RawSystem(
@@ -460,7 +440,7 @@ def _assemble(blocks: list[RawBlock], state: str, reuse: RawSystem | None) -> Ra
     kept = {b.name for b in blocks if key.get(b.name) == (b.devnum, b.attrs.get("size"))}
     names = {b.name for b in blocks}
     blkid = {name: sig for name, sig in (reuse.blkid if reuse else {}).items() if name in kept}
-    unread = [u for u in (reuse.unread if reuse else []) if " of " not in u["fact"] or u["fact"].rsplit(" of ", 1)[1] in names]
+    unread = [u for u in (reuse.unread if reuse else []) if u.get("device", "") in names | {""}]
     return RawSystem(
         taken_at=datetime.now(UTC).isoformat(timespec="seconds"),
         hostname=socket.gethostname(),

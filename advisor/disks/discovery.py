@@ -1,7 +1,6 @@
 """Turn raw udev/sysfs facts into an Inventory: identity, transport, roles, in-use reasons.
 
-Pure functions over :class:`~advisor.disks.collect.RawSystem`; :func:`discover` is the one entry
-point that also collects. Identity never rests on kernel names (sdX, dm-N and bcacheN change
+Pure functions over :class:`~advisor.disks.collect.RawSystem` (advisor.disks.collect reads it). Identity never rests on kernel names (sdX, dm-N and bcacheN change
 between boots): it is the WWN or serial for disks, the device-mapper UUID for LVs, the
 backing-device UUID for bcache, the backing file for loop devices.
 """
@@ -12,7 +11,7 @@ import os
 import re
 from dataclasses import replace
 
-from advisor.disks.collect import RawBlock, RawSystem, collect
+from advisor.disks.collect import RawBlock, RawSystem, devnum_of
 from advisor.disks.devices import (
     BcacheInfo,
     Device,
@@ -23,11 +22,7 @@ from advisor.disks.devices import (
     State,
     Unread,
 )
-from advisor.runner import CommandRunner
-
-
-def discover(runner: CommandRunner | None = None) -> Inventory:
-    return build_inventory(collect(runner))
+from advisor.readers.bcache import selected
 
 
 def _kind(block: RawBlock) -> Kind:
@@ -170,7 +165,7 @@ def _bcache(block: RawBlock, kind: Kind, fs_type: str | None, fs_uuid: str | Non
                 cache_set_uuid=info.get("cache"),
                 dev_uuid=info.get("backing_dev_uuid") or block.properties.get("BCACHE_CACHED_UUID"),
                 state=info.get("state"),
-                cache_mode=_selected(info.get("cache_mode")),
+                cache_mode=selected(info.get("cache_mode")),
                 dirty_data=info.get("dirty_data"),
                 backing_device=info.get("backing_dev_name") or (block.slaves[0] if block.slaves else None),
             )
@@ -181,21 +176,13 @@ def _bcache(block: RawBlock, kind: Kind, fs_type: str | None, fs_uuid: str | Non
             cache_set_uuid=info.get("cache"),
             dev_uuid=info.get("backing_dev_uuid") or fs_uuid,
             state=info.get("state"),
-            cache_mode=_selected(info.get("cache_mode")),
+            cache_mode=selected(info.get("cache_mode")),
             dirty_data=info.get("dirty_data"),
             bcache_device=info.get("dev"),
         )
     if fs_type == "bcache":
         return BcacheInfo(role="unregistered", dev_uuid=fs_uuid)
     return None
-
-
-def _selected(choices: str | None) -> str | None:
-    """'[writethrough] writeback writearound none' -> 'writethrough'."""
-    if not choices:
-        return None
-    match = re.search(r"\[([^\]]+)\]", choices)
-    return match.group(1) if match else choices
 
 
 def _size(block: RawBlock) -> int:
@@ -313,8 +300,8 @@ def build_inventory(raw: RawSystem) -> Inventory:
         if kind == "disk" and identity is None and _size(block) > 0:
             unreadable.append(Unread("serial and WWN", "the device reports neither; its identity falls back to its kernel name"))
         for item in raw.unread:
-            if item["fact"].endswith(f" of {block.name}"):
-                unreadable.append(Unread(item["fact"].rsplit(" of ", 1)[0], item["reason"]))
+            if item.get("device") == block.name:
+                unreadable.append(Unread(item["fact"], item["reason"]))
 
         devices[block.name] = Device(
             name=block.name,
@@ -390,7 +377,7 @@ def _notes(raw: RawSystem) -> tuple[str, ...]:
     if not raw.root:
         notes.append("Not running as root: file-system signatures udev does not know and LVM reports could not be read.")
     for item in raw.unread:
-        if " of " not in item["fact"]:
+        if "device" not in item:
             notes.append(f"{item['fact']}: {item['reason']}")
     return tuple(notes)
 
@@ -492,16 +479,11 @@ def _state(dev: Device, devices: dict[str, Device]) -> tuple[State, str]:
 
 def find_device(inv: Inventory, path: str) -> Device | None:
     """The device a path names: its node, a by-id or other link, /dev/VG/LV, or the kernel name."""
+    devnum = devnum_of(path) if path.startswith("/") else None
+    hit = next((d for d in inv.devices if d.devnum == devnum), None) if devnum else None
+    if hit is not None:
+        return hit
     candidates = {path, os.path.realpath(path)} if path.startswith("/") else {path, f"/dev/{path}"}
-    if os.path.exists(path):
-        try:
-            st = os.stat(path)
-            devnum = f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-            hit = next((d for d in inv.devices if d.devnum == devnum), None)
-            if hit is not None:
-                return hit
-        except OSError:
-            pass
     for d in inv.devices:
         if candidates & {d.devnode, d.name, d.stable_path or "", *d.links}:
             return d

@@ -1,1 +1,1 @@
-"""plan"""
+"""The plan model: what recipes build and the executor runs (Plan, Step, typed checks)."""

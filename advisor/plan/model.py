@@ -4,8 +4,8 @@ A :class:`Plan` is bound to the identities of the devices it touches (serial or 
 by-id path), so a plan applied later refuses if a device changed. Each :class:`Step` has the
 exact argv, a one-line description, checks that must hold before it runs, checks that tell
 afterwards whether it took effect (so an interrupted plan can be resumed), and the argv that
-undoes it. Checks are data (:class:`Check`), evaluated against the live system by
-``advisor.apply.run``.
+undoes it. Checks are typed data (:mod:`advisor.plan.checks`), evaluated against the live
+system by :mod:`advisor.apply`. Recipes (recipes/) build plans; the executor runs them.
 """
 
 from __future__ import annotations
@@ -15,45 +15,21 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from advisor.plan.checks import SYSFS_PATH, Check, CheckError, from_json
+
 PLAN_SCHEMA = "cachewise.plan/1"
 PLAN_SCHEMA_VERSION = 1
 
-# What each check kind means; ``advisor.apply.run`` evaluates them.
-CHECK_KINDS = {
-    "pv": "{device} is an LVM physical volume",
-    "pv_in_vg": "{device} is a physical volume of VG {vg}",
-    "not_pv": "{device} is not an LVM physical volume",
-    "not_pv_in_vg": "{device} is not a physical volume of VG {vg}",
-    "lv": "LV {lv} exists",
-    "no_lv": "LV {lv} does not exist",
-    "segtype": "LV {lv} has segment type {segtype}",
-    "not_segtype": "LV {lv} is not of segment type {segtype}",
-    "cache_mode": "LV {lv} caches in {mode} mode",
-    "no_signature": "{device} holds no file system, RAID, LVM or other signature",
-    "not_mounted": "{device} and its partitions are not mounted or held",
-    "vg_free": "VG {vg} has at least {bytes} bytes free",
-    "bcache_sb": "{device} has a bcache superblock",
-    "sysfs": "{path} reads {value}",
-    "sysfs_exists": "{path} exists",
-    "no_sysfs": "{path} does not exist",
+# Kernel modules each kind of plan needs loaded (preflight loads them with modprobe).
+KERNEL_MODULES: dict[str, tuple[str, ...]] = {
+    "lvmcache-attach": ("dm_cache", "dm_cache_smq"),
+    "lvmcache-new": ("dm_cache", "dm_cache_smq"),
+    "bcache-create": ("bcache",),
 }
-# Paths a plan may write: sysfs only. ``{ROLE}`` stands for the sysfs directory of the plan's
-# device with that role (/sys/class/block/NAME), resolved when the step runs, since kernel
-# names change between boots.
-SYSFS_PREFIXES = ("/sys/fs/bcache/", "{")
 
 
 class PlanError(ValueError):
     """A plan file cannot be used; the message says why and that nothing was changed."""
-
-
-@dataclass(frozen=True)
-class Check:
-    kind: str
-    args: dict[str, str]
-
-    def describe(self) -> str:
-        return CHECK_KINDS[self.kind].format(**self.args)
 
 
 @dataclass(frozen=True)
@@ -113,8 +89,24 @@ class Plan:
     def expected_seconds(self) -> float:
         return sum(s.seconds for s in self.steps)
 
+    @property
+    def kernel_modules(self) -> tuple[str, ...]:
+        return KERNEL_MODULES.get(self.kind, ())
+
+    @property
+    def target(self) -> str:
+        """The device the user confirms by typing its path: the one whose data is at stake."""
+        return next((d.path for d in self.devices if d.role in ("origin", "backing")), self.devices[0].path)
+
+    def roles(self) -> dict[str, str]:
+        """Each device role's stable path."""
+        return {d.role: d.path for d in self.devices}
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
+        for step, data in zip(self.steps, out["steps"], strict=True):
+            data["pre"] = [c.to_json() for c in step.pre]
+            data["post"] = [c.to_json() for c in step.post]
         out["expected_seconds"] = self.expected_seconds
         return out
 
@@ -135,8 +127,8 @@ class Plan:
         try:
             steps = tuple(
                 Step(id=s["id"], description=s["description"], argv=tuple(s["argv"]),
-                     pre=tuple(Check(c["kind"], dict(c["args"])) for c in s.get("pre", ())),
-                     post=tuple(Check(c["kind"], dict(c["args"])) for c in s.get("post", ())),
+                     pre=tuple(from_json(c) for c in s.get("pre", ())),
+                     post=tuple(from_json(c) for c in s.get("post", ())),
                      undo=tuple(tuple(u) for u in s.get("undo", ())), destructive=bool(s.get("destructive")),
                      seconds=float(s.get("seconds", 2.0)), progress=str(s.get("progress", "")),
                      write=tuple(s["write"]) if s.get("write") else None,
@@ -149,19 +141,18 @@ class Plan:
                        layout_after=tuple(data.get("layout_after", ())), space=dict(data.get("space", {})),
                        notes=tuple(data.get("notes", ())), created=str(data.get("created", "")),
                        host=str(data.get("host", "")), schema=schema)
+        except CheckError as exc:
+            raise PlanError(f"the plan file has a bad check: {exc}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise PlanError(f"the plan file is incomplete or damaged ({type(exc).__name__}: {exc})") from None
         for step in plan.steps:
             for target in (step.write, step.wait):
-                if target is not None and (len(target) != 2 or not str(target[0]).startswith(SYSFS_PREFIXES)
+                if target is not None and (len(target) != 2 or not SYSFS_PATH.fullmatch(str(target[0]))
                                            or ".." in str(target[0])):
                     raise PlanError(f"step {step.id} would write or wait on {target[0]!r}; plans only touch sysfs")
             if step.write is None and step.wait is None and (
                     not step.argv or not all(isinstance(a, str) for a in step.argv)):
                 raise PlanError(f"step {step.id} of the plan has no valid command")
-            for check in (*step.pre, *step.post):
-                if check.kind not in CHECK_KINDS:
-                    raise PlanError(f"step {step.id} uses an unknown check {check.kind!r}")
         return plan
 
     @classmethod

@@ -23,6 +23,7 @@ from typing import IO
 
 import numpy as np
 
+from advisor.disks.collect import devnum_of
 from advisor.disks.devices import Device, Inventory
 from advisor.runner import CommandError, CommandRunner
 from advisor.workload.traces import REQUEST, write_header
@@ -64,13 +65,10 @@ class CapturePlan:
 
 
 def plan_capture(inv: Inventory, path: str) -> CapturePlan:
-    real = os.path.realpath(path)
-    try:
-        rdev = os.stat(real).st_rdev
-    except OSError as exc:
-        raise CaptureError(f"{path} does not exist; nothing was traced. `cachewise scan` lists the devices.") from exc
-    devnum = f"{os.major(rdev)}:{os.minor(rdev)}"
-    dev = next((d for d in inv.devices if d.devnum == devnum), None)
+    if not os.path.exists(path):
+        raise CaptureError(f"{path} does not exist; nothing was traced. `cachewise scan` lists the devices.")
+    devnum = devnum_of(path)
+    dev = next((d for d in inv.devices if d.devnum == devnum), None) if devnum else None
     if dev is None:
         raise CaptureError(f"{path} is not a block device that discovery lists; nothing was traced.")
     return plan_for(dev, inv)

@@ -31,7 +31,12 @@ Requests = npt.NDArray[Any]
 
 
 class TraceError(Exception):
-    """The trace cannot be read at all; the message says why."""
+    """The trace cannot be read at all; the message says why, and that nothing was analysed.
+    ``code`` "unknown-format" means the format could not be detected (the caller may name it)."""
+
+    def __init__(self, what: str, code: str = "") -> None:
+        super().__init__(f"{what}; nothing was analysed.")
+        self.code = code
 
 
 @dataclass
@@ -81,7 +86,7 @@ def _open_text(path: Path) -> IO[str]:
     try:
         return path.open(encoding="utf-8", errors="replace", newline="")
     except OSError as exc:
-        raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}; nothing was analysed.") from exc
+        raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
 
 
 def detect_format(path: Path) -> Format:
@@ -89,7 +94,7 @@ def detect_format(path: Path) -> Format:
         with path.open("rb") as fh:
             head = fh.read(4096)
     except OSError as exc:
-        raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}; nothing was analysed.") from exc
+        raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
     if head.startswith(MAGIC):
         return "cachewise"
     text = head.decode("utf-8", "replace")
@@ -99,10 +104,8 @@ def detect_format(path: Path) -> Format:
         return "blkparse"
     if "," in (text.splitlines()[0] if text else ""):
         return "csv"
-    raise TraceError(
-        f"{path} is not a trace cachewise knows (a cachewise trace, a fio iolog, blkparse output or CSV); "
-        "nothing was analysed. Name the format with --format."
-    )
+    raise TraceError(f"{path} is not a trace cachewise knows (a cachewise trace, a fio iolog, blkparse output or CSV)",
+                     "unknown-format")
 
 
 def parse_fio_iolog(fh: IO[str], stats: ImportStats) -> Requests:
@@ -262,11 +265,11 @@ def _cachewise_header(path: Path) -> tuple[dict[str, Any], int, int]:
     """(metadata, offset of the first record, whole records) of a cachewise trace."""
     with path.open("rb") as fh:
         if fh.readline() != MAGIC:
-            raise TraceError(f"{path} is not a cachewise trace (bad header); nothing was analysed.")
+            raise TraceError(f"{path} is not a cachewise trace (bad header)")
         try:
             meta: dict[str, Any] = json.loads(fh.readline())
         except ValueError as exc:
-            raise TraceError(f"{path} has a corrupt header; nothing was analysed.") from exc
+            raise TraceError(f"{path} has a corrupt header") from exc
         start = fh.tell()
     return meta, start, (os.path.getsize(path) - start) // REQUEST.itemsize
 
@@ -301,7 +304,7 @@ def iter_cachewise(path: Path, chunk: int = 4 * CHUNK) -> Iterator[Requests]:
 def load_trace(path: str | os.PathLike[str], fmt: Format = "auto", csv_layout: CsvLayout | None = None) -> Trace:
     p = Path(path)
     if not p.is_file():
-        raise TraceError(f"{p} is not a readable file; nothing was analysed.")
+        raise TraceError(f"{p} is not a readable file")
     chosen = detect_format(p) if fmt == "auto" else fmt
     stats = ImportStats()
     meta: dict[str, Any] = {}
@@ -316,9 +319,7 @@ def load_trace(path: str | os.PathLike[str], fmt: Format = "auto", csv_layout: C
             else:
                 requests = parse_csv(fh, stats, csv_layout or MSR)
     if len(requests) == 0:
-        raise TraceError(
-            f"{p} holds no read or write requests ({stats.lines} lines, {stats.bad} malformed); nothing was analysed."
-            + (f" First problem: {stats.examples[0]}" if stats.examples else "")
-        )
+        raise TraceError(f"{p} holds no read or write requests ({stats.lines} lines, {stats.bad} malformed)"
+                         + (f"; the first problem: {stats.examples[0]}" if stats.examples else ""))
     return Trace(requests, chosen, str(p), stats, meta)
 

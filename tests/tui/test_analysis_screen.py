@@ -6,6 +6,7 @@ from pathlib import Path
 
 from textual.widgets import Input, Static
 
+from cachewise.core import Core
 from screens.analysis import AnalysisScreen, OpenTrace
 from screens.app import CachewiseApp
 from screens.disks import DisksScreen
@@ -16,7 +17,7 @@ TRACE = FIXTURES / "traces" / "fio-v3.iolog"
 
 
 async def test_open_a_trace_and_see_curve_and_hot_data(tmp_path: Path) -> None:
-    app = CachewiseApp(discovery=FakeDiscovery(lab_inventory()), watch_hotplug=False, state_dir=tmp_path)
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), state_dir=tmp_path, live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 50)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press("t")
@@ -39,7 +40,7 @@ async def test_open_a_trace_and_see_curve_and_hot_data(tmp_path: Path) -> None:
 
 
 async def test_a_path_that_is_not_a_file_is_refused_in_place(tmp_path: Path) -> None:
-    app = CachewiseApp(discovery=FakeDiscovery(lab_inventory()), watch_hotplug=False)
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 50)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press("t")

@@ -9,9 +9,12 @@ from pathlib import Path
 from textual.widgets import Input, RichLog, Static
 
 from advisor.advice import facts as sysfacts
-from advisor.advice.recommend import GiB, Inputs, Versions
-from advisor.apply.run import Event, Journal
+from advisor.advice.recommend import Inputs, Versions
+from advisor.apply.journal import Journal
+from advisor.apply.run import Event
 from advisor.plan.model import Plan
+from advisor.units import GiB
+from cachewise.core import Core
 from recipes.lvmcache import CacheSpec, lvmcache_attach
 from screens.app import CachewiseApp
 from screens.apply import ApplyScreen, InterruptedPlan
@@ -24,6 +27,9 @@ class FakeExecutor:
         self.applied: list[tuple[Plan, Journal | None]] = []
         self.rolled_back: list[Journal] = []
         self._pending = pending or []
+
+    def preflight(self, plan: Plan, resuming: bool = False) -> list[object]:
+        return []
 
     def apply(self, plan: Plan, report: Callable[[Event], None], journal: Journal | None = None) -> str:
         for step in plan.steps:
@@ -52,7 +58,7 @@ async def test_recommended_lvmcache_is_previewed_then_applied_after_typing_the_n
     inputs = Inputs(slow=facts[0], fast=(facts[1],), workload="mixed-files", filesystem="xfs", data_bytes=100 * GiB,
                     versions=Versions(kernel="6.1.0"))
     executor = FakeExecutor()
-    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False, executor=executor)
+    app = CachewiseApp(Core(FakeDiscovery(inv), executor=executor, live=False), watch_hotplug=False)
     async with app.run_test(size=(170, 60)) as pilot:
         await app.workers.wait_for_complete()
         await app.push_screen(RecommendScreen(inputs, inv))
@@ -88,7 +94,7 @@ async def test_interrupted_plan_is_offered_at_start_and_can_be_rolled_back(tmp_p
     journal.write("step-begin", step="pvcreate")
     journal.write("step-end", step="pvcreate", returncode=0)
     executor = FakeExecutor([journal])
-    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False, executor=executor)
+    app = CachewiseApp(Core(FakeDiscovery(inv), executor=executor, live=False), watch_hotplug=False)
     async with app.run_test(size=(170, 60)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, InterruptedPlan)

@@ -12,6 +12,7 @@ from advisor.disks.collect import RawSystem
 from advisor.disks.devices import Inventory
 from advisor.disks.discovery import build_inventory
 from advisor.history import DB_NAME, History
+from cachewise.core import Core
 from screens.app import CachewiseApp
 from screens.disks import DevicesChanged, DisksScreen
 from tests.conftest import LAB_SCAN
@@ -52,7 +53,7 @@ def table(app: CachewiseApp) -> DataTable[object]:
 
 async def test_disks_screen_lists_devices_grouped_by_disk() -> None:
     inv = lab_inventory()
-    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False)
+    app = CachewiseApp(Core(FakeDiscovery(inv), live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 45)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -64,7 +65,7 @@ async def test_disks_screen_lists_devices_grouped_by_disk() -> None:
 
 async def test_arrow_keys_move_selection_and_update_detail() -> None:
     inv = lab_inventory()
-    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False)
+    app = CachewiseApp(Core(FakeDiscovery(inv), live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 45)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -83,7 +84,7 @@ async def test_arrow_keys_move_selection_and_update_detail() -> None:
 async def test_detail_pane_shows_identity_and_in_use_reason() -> None:
     inv = lab_inventory()
     pv = next(d for d in inv.devices if d.serial == "LVM0001")
-    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False)
+    app = CachewiseApp(Core(FakeDiscovery(inv), live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 45)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -97,7 +98,7 @@ async def test_detail_pane_shows_identity_and_in_use_reason() -> None:
 
 async def test_a_toggles_loop_devices() -> None:
     inv = lab_inventory()
-    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False)
+    app = CachewiseApp(Core(FakeDiscovery(inv), live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 45)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -113,7 +114,7 @@ async def test_hotplug_removal_shows_at_once_then_rescans() -> None:
     hot = next(d for d in inv.devices if d.serial == "HOT0001")
     after = inv.without({hot.name})
     fake = FakeDiscovery(inv, after)
-    app = CachewiseApp(discovery=fake, watch_hotplug=False)
+    app = CachewiseApp(Core(fake, live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 45)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -132,7 +133,7 @@ async def test_hotplug_addition_appears() -> None:
     inv = lab_inventory()
     hot = next(d for d in inv.devices if d.serial == "HOT0001")
     fake = FakeDiscovery(inv.without({hot.name}), inv)
-    app = CachewiseApp(discovery=fake, watch_hotplug=False)
+    app = CachewiseApp(Core(fake, live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 45)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -146,7 +147,7 @@ async def test_hotplug_addition_appears() -> None:
 
 
 async def test_discovery_failure_is_shown_not_fatal() -> None:
-    app = CachewiseApp(discovery=FakeDiscovery(lab_inventory(), fail=OSError("sysfs unreadable")), watch_hotplug=False)
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory(), fail=OSError("sysfs unreadable")), live=False), watch_hotplug=False)
     async with app.run_test(size=(120, 30)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -155,7 +156,7 @@ async def test_discovery_failure_is_shown_not_fatal() -> None:
 
 
 async def test_first_scan_is_recorded_in_history(tmp_path: Path) -> None:
-    app = CachewiseApp(discovery=FakeDiscovery(lab_inventory()), state_dir=tmp_path, watch_hotplug=False)
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), state_dir=tmp_path, live=False), watch_hotplug=False)
     async with app.run_test(size=(120, 30)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -166,7 +167,7 @@ async def test_first_scan_is_recorded_in_history(tmp_path: Path) -> None:
 
 
 async def test_q_quits() -> None:
-    app = CachewiseApp(discovery=FakeDiscovery(lab_inventory()), watch_hotplug=False)
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), live=False), watch_hotplug=False)
     async with app.run_test(size=(120, 30)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press("q")

@@ -10,6 +10,7 @@ from textual.widgets import DataTable
 
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeProgress, ProbeResult, classify, parse_fio
+from cachewise.core import Core
 from screens.app import CachewiseApp
 from screens.disks import DisksScreen
 from screens.probing import ConfirmProbe, ProbePanel
@@ -58,7 +59,7 @@ async def test_probe_selected_disk_shows_progress_then_measured_class() -> None:
     hdd = device(inv, "HDD0001")
     gate = threading.Event()
     prober = FakeProber(gate)
-    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False, prober=prober)
+    app = CachewiseApp(Core(FakeDiscovery(inv), prober=prober, live=False), watch_hotplug=False)
     async with app.run_test(size=(180, 50)) as pilot:
         await app.workers.wait_for_complete()
         await select(pilot, app, hdd.name)
@@ -79,7 +80,7 @@ async def test_marked_disks_are_probed_one_after_another() -> None:
     inv = lab_inventory()
     names = [device(inv, s).name for s in ("HDD0001", "SSD0001")]
     prober = FakeProber()
-    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False, prober=prober)
+    app = CachewiseApp(Core(FakeDiscovery(inv), prober=prober, live=False), watch_hotplug=False)
     async with app.run_test(size=(180, 50)) as pilot:
         await app.workers.wait_for_complete()
         for name in names:
@@ -96,7 +97,7 @@ async def test_busy_disk_asks_first_and_n_cancels() -> None:
     inv = lab_inventory()
     busy = device(inv, "LVM0001")
     prober = FakeProber()
-    app = CachewiseApp(discovery=FakeDiscovery(inv), watch_hotplug=False, prober=prober)
+    app = CachewiseApp(Core(FakeDiscovery(inv), prober=prober, live=False), watch_hotplug=False)
     async with app.run_test(size=(180, 50)) as pilot:
         await app.workers.wait_for_complete()
         await select(pilot, app, busy.name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual.widgets import Checkbox, OptionList, Select, Static
 
+from cachewise.core import Core
 from screens.app import CachewiseApp
 from screens.disks import DisksScreen
 from screens.recommend import RecommendScreen
@@ -17,7 +18,7 @@ def static_text(app: CachewiseApp, selector: str) -> str:
 
 
 async def test_recommend_from_marked_ssd_and_highlighted_hdd() -> None:
-    app = CachewiseApp(discovery=FakeDiscovery(lab_inventory()), watch_hotplug=False)
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), live=False), watch_hotplug=False)
     async with app.run_test(size=(170, 60)) as pilot:
         await app.workers.wait_for_complete()
         await pilot.press("c")
@@ -31,6 +32,13 @@ async def test_recommend_from_marked_ssd_and_highlighted_hdd() -> None:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, RecommendScreen)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        # No trace was opened: the screen asks for the workload, as the CLI does, and guesses nothing.
+        assert screen.recommendation is None
+        assert "Choose the workload" in static_text(app, "#rec-summary")
+        screen.query_one("#workload", Select).value = "mixed-files"
+        await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.pause()
         rec = screen.recommendation

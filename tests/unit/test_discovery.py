@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.disks.collect import RawSystem, parse_blkid_export
+from advisor.disks.collect import RawSystem
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import _split_dm_lvm_name, _transport, build_inventory
+from advisor.readers.blkid import parse_export as parse_blkid_export
 from tests.conftest import LAB_SCAN
 
 

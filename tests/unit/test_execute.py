@@ -11,19 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from advisor.apply.run import (
-    ApplyError,
-    Event,
-    Journal,
-    LiveState,
-    apply,
-    preflight,
-    rollback,
-    unfinished_journals,
-)
+from advisor.apply.journal import Journal, unfinished_journals
+from advisor.apply.preflight import preflight
+from advisor.apply.run import ApplyError, Event, apply, rollback
+from advisor.apply.state import LiveState
 from advisor.disks.collect import RawSystem
 from advisor.disks.discovery import build_inventory
 from advisor.plan.model import Plan
+from advisor.readers.dmstatus import CacheStatus, StatusError
+from advisor.readers.lvm import Lv
 from advisor.runner import CommandResult
 from recipes.lvmcache import CacheSpec, lvmcache_attach
 from tests.conftest import FIXTURES
@@ -47,7 +43,8 @@ class FakeLvm:
         return f"/usr/sbin/{tool}"
 
     def state(self) -> LiveState:
-        return LiveState(None, dict(self.pvs), {k: dict(v) for k, v in self.lvs.items()}, INV)
+        lvs = {k: Lv(k.split("/")[0], k.split("/")[1], False, v["segtype"], v["cache_mode"]) for k, v in self.lvs.items()}
+        return LiveState(None, dict(self.pvs), lvs, INV)
 
     def run(self, argv: Sequence[str], *, timeout: float | None = None, check: bool = True) -> CommandResult:
         argv = tuple(argv)
@@ -154,9 +151,9 @@ def test_a_failing_step_stops_says_where_and_rolls_back(tmp_path: Path, monkeypa
 
 def test_preflight_names_a_kernel_module_that_cannot_load(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(os, "geteuid", lambda: 0)
-    monkeypatch.setattr("advisor.apply.run.Path.exists", lambda self: False if "/sys/module/" in str(self) else True)
+    monkeypatch.setattr("advisor.apply.preflight.Path.exists", lambda self: False if "/sys/module/" in str(self) else True)
     lvm = FakeLvm(modprobe_fails=True)
-    problems = preflight(plan(), lvm, lvm.state())  # type: ignore[arg-type]
+    problems = [p.sentence() for p in preflight(plan(), lvm, lvm.state())]  # type: ignore[arg-type]
     assert any("kernel module dm_cache cannot be loaded" in p and "not found in directory" in p for p in problems)
 
 
@@ -165,14 +162,20 @@ def test_preflight_refuses_without_root_and_with_a_changed_device(monkeypatch: p
     lvm = FakeLvm()
     data = plan().to_json()
     data["devices"][1]["size_bytes"] += 512
-    problems = preflight(Plan.from_json(data), lvm, lvm.state())  # type: ignore[arg-type]
+    problems = [p.sentence() for p in preflight(Plan.from_json(data), lvm, lvm.state())]  # type: ignore[arg-type]
     assert any("needs root" in p for p in problems)
     assert any("changed size" in p for p in problems)
 
 
-def test_dirty_blocks_read_from_a_real_dm_cache_status_line() -> None:
-    from advisor.apply.run import cache_dirty_from_status
+def cache_dirty_from_status(text: str) -> int | None:
+    """The dirty-block count the reader finds in a dm-cache status line."""
+    try:
+        return CacheStatus.parse(text).dirty
+    except StatusError:
+        return None
 
+
+def test_dirty_blocks_read_from_a_real_dm_cache_status_line() -> None:
     line = (FIXTURES / "lab-recommend" / "dmsetup-status-cache.txt").read_text()
     assert cache_dirty_from_status(line) == int(line.split()[line.split().index("cache") + 11])
     assert cache_dirty_from_status("0 2048 linear") is None

@@ -130,9 +130,10 @@ def test_same_device_twice_and_bad_seconds(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_busy_disk_is_not_probed_without_yes(capsys: pytest.CaptureFixture[str]) -> None:
-    from advisor.disks.discovery import discover
+    from advisor.disks.collect import collect
+    from advisor.disks.discovery import build_inventory
 
-    busy = next((d for d in discover().devices if d.state == "in-use" and d.kind == "disk"), None)
+    busy = next((d for d in build_inventory(collect()).devices if d.state == "in-use" and d.kind == "disk"), None)
     if busy is None:
         pytest.skip("this machine has no disk in use")
     assert main(["probe", busy.devnode]) == 1  # pytest's stdin is not a terminal

@@ -18,14 +18,13 @@ from advisor.advice.recommend import (
     CacheConfig,
     DeviceFacts,
     Endurance,
-    GiB,
     Inputs,
-    MiB,
     Recommendation,
     RecommendError,
     Versions,
     recommend,
 )
+from advisor.units import GiB, MiB
 from advisor.workload import mrc
 from advisor.workload.analysis import analyze
 from advisor.workload.traces import load_trace
@@ -252,14 +251,14 @@ LAB = ROOT / "tests/fixtures/lab-recommend"
 
 
 def test_lvm_version_parsed_from_the_real_tool() -> None:
-    from advisor.advice.facts import parse_lvm_version
+    from advisor.readers.lvm import parse_version as parse_lvm_version
 
     assert parse_lvm_version((LAB / "lvm-version.txt").read_text()) == "2.03.16"
     assert parse_lvm_version("garbage") is None
 
 
 def test_smartctl_wear_from_the_real_tool() -> None:
-    from advisor.advice.facts import parse_smartctl
+    from advisor.readers.smart import parse_smartctl
 
     # qemu's SATA SSD reports SMART attributes but no device statistics: no wear figures.
     assert parse_smartctl((LAB / "smartctl-sata.json").read_text()) is None

@@ -36,14 +36,16 @@ async def main(serial: str, out: str) -> None:
 
     logging.basicConfig(filename=out + ".log", level=logging.INFO, format="%(relativeCreated)d %(name)s: %(message)s")
     from advisor.runner import CommandRunner
-    from screens.app import CachewiseApp, LiveDiscovery
+    from cachewise.core import Core, LiveDiscovery
+    from screens.app import CachewiseApp
     from screens.disks import DisksScreen
 
     name = find_by_serial(serial)
     assert name, f"no disk with serial {serial}"
     host = Path(f"/sys/block/{name}/device").resolve().parts
     scsi_host = next(p for p in host if p.startswith("host"))
-    app = CachewiseApp(discovery=LiveDiscovery(CommandRunner()), state_dir=None)
+    runner = CommandRunner()
+    app = CachewiseApp(Core(LiveDiscovery(runner), runner, live=True))
     result: dict[str, object] = {"disk": name, "scsi_host": scsi_host}
     async with app.run_test(size=(140, 40)) as pilot:
         screen = app.screen

@@ -1,0 +1,87 @@
+"""The live system as the plan checks see it: LVM's reports, the device inventory (discovered on
+first use: most checks need only pvs and lvs, and a full discovery takes seconds) and bcache's
+sysfs files, with ``{role}`` paths resolved to the plan's device."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.disks.collect import collect
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.discovery import build_inventory, find_device
+from advisor.plan.model import Plan
+from advisor.readers import lvm
+from advisor.readers.lvm import Lv
+from advisor.runner import CommandRunner
+
+
+class RoleMissing(Exception):
+    """A ``{role}`` path names a plan device that is not present."""
+
+    def __init__(self, role: str) -> None:
+        super().__init__(f"the plan's {role} device is not present")
+        self.role = role
+
+
+@dataclass
+class LiveState:
+    """A :class:`~advisor.plan.checks.SystemView` of this machine, read once."""
+
+    runner: CommandRunner | None = None
+    pvs: dict[str, str] = field(default_factory=dict)  # real device path -> VG ('' when none)
+    lvs: dict[str, Lv] = field(default_factory=dict)  # "vg/lv" -> row, hidden LVs included
+    _inv: Inventory | None = None
+    plan: Plan | None = None  # whose {role} paths are resolved
+
+    @classmethod
+    def read(cls, runner: CommandRunner, plan: Plan | None = None) -> LiveState:
+        state = cls(runner, plan=plan)
+        if runner.which("lvs") is None:
+            return state
+        state.pvs = {os.path.realpath(r["pv_name"]): r.get("vg_name", "") for r in lvm.pvs(runner)}
+        lvs = (Lv.from_row(r) for r in lvm.lvs(runner))
+        state.lvs = {lv.full_name: lv for lv in lvs}
+        return state
+
+    @property
+    def inventory(self) -> Inventory:
+        if self._inv is None:
+            self._inv = build_inventory(collect(self.runner or CommandRunner()))
+        return self._inv
+
+    def device(self, path: str) -> Device | None:
+        return find_device(self.inventory, path)
+
+    def partitions(self, dev: Device) -> list[Device]:
+        return [p for p in (self.inventory.by_name(name) for name in dev.partitions) if p is not None]
+
+    def pv_vg(self, device: str) -> str | None:
+        return self.pvs.get(os.path.realpath(device))
+
+    def lv(self, name: str) -> Lv | None:
+        return self.lvs.get(name)
+
+    def resolve(self, path: str) -> str:
+        """``{ROLE}/rest`` -> /sys/class/block/NAME/rest for the plan's device with that role."""
+        if not path.startswith("{") or self.plan is None:
+            return path
+        role, _, rest = path[1:].partition("}")
+        bound = next((d for d in self.plan.devices if d.role == role), None)
+        dev = self.device(bound.path) if bound is not None else None
+        if dev is None:
+            raise RoleMissing(role)
+        return f"/sys/class/block/{dev.name}{rest}"
+
+    def read_sysfs(self, path: str) -> str | None:
+        try:
+            return Path(self.resolve(path)).read_text().strip()
+        except (OSError, RoleMissing):
+            return None
+
+    def sysfs_exists(self, path: str) -> bool:
+        try:
+            return os.path.exists(self.resolve(path))
+        except RoleMissing:
+            return False

@@ -1,0 +1,362 @@
+"""The check vocabulary of plans: one frozen dataclass per kind, each with its three renderings.
+
+A check is a fact about the live system that must hold before a step runs (its precondition)
+or that shows the step took effect (its postcondition). Every kind renders as
+
+- :meth:`Check.describe`: the sentence the preview and the refusals show;
+- :meth:`Check.holds`: its evaluation against a :class:`SystemView` (advisor.apply.state);
+- :meth:`Check.ansible`: a read-only shell command and a Jinja condition on its registered
+  result ``r``, for the playbook form (recipes/ansible.py).
+
+The JSON form (``{"kind": ..., "args": {...}}``) is part of the plan file schema
+(cachewise.plan/1); :func:`from_json` refuses kinds it does not know.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Protocol
+
+from advisor.disks.devices import Device
+from advisor.readers.lvm import Lv
+
+# Paths a plan may write or read in sysfs. ``{ROLE}`` stands for the sysfs directory of the
+# plan's device with that role (/sys/class/block/NAME), resolved when the step runs: kernel
+# names change between boots.
+SYSFS_PATH = re.compile(r"(/sys/fs/bcache/|\{[a-z]+\}/)[A-Za-z0-9_.:/-]*")
+
+
+class CheckError(ValueError):
+    """A check in a plan file is not one cachewise knows, or has bad arguments."""
+
+
+class SystemView(Protocol):
+    """What checks look at. advisor.apply.state.LiveState reads it from the machine."""
+
+    def pv_vg(self, device: str) -> str | None:
+        """The VG of the physical volume at this path ('' in none); None when it is no PV."""
+        ...
+
+    def lv(self, name: str) -> Lv | None:
+        """The LV named VG/LV, hidden ones included."""
+        ...
+
+    def device(self, path: str) -> Device | None: ...
+
+    def partitions(self, dev: Device) -> list[Device]: ...
+
+    def read_sysfs(self, path: str) -> str | None:
+        """A sysfs file's contents (``{role}`` resolved), None when it cannot be read."""
+        ...
+
+    def sysfs_exists(self, path: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Ansible:
+    """A read-only command for the playbook (run by the raw module, stderr dropped) and a Jinja
+    condition on its result, registered under the name given to :meth:`Check.ansible`."""
+
+    argv: tuple[str, ...]
+    condition: str
+
+
+def _quoted(value: str) -> str:
+    return json.dumps(value)  # a Jinja string literal
+
+
+def kname_var(role: str) -> str:
+    """The playbook variable that holds the kernel name of the plan's device with this role."""
+    return f"cw_kname_{role}"
+
+
+def role_of(path: str) -> str | None:
+    return path[1:].partition("}")[0] if path.startswith("{") else None
+
+
+def _playbook_path(path: str) -> str:
+    """A sysfs path for the playbook: ``{role}`` becomes /sys/class/block/ and the kernel name
+    the playbook looked up (recipes/ansible.py registers it with lsblk)."""
+    role = role_of(path)
+    if role is None:
+        return path
+    return f"/sys/class/block/{{{{ {kname_var(role)}.stdout | trim }}}}{path[len(role) + 2:]}"
+
+
+@dataclass(frozen=True)
+class Check:
+    kind: ClassVar[str] = ""
+    negated: ClassVar[bool] = False
+    registry: ClassVar[dict[str, type[Check]]] = {}
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if cls.kind:
+            Check.registry[cls.kind] = cls
+
+    @property
+    def args(self) -> dict[str, str]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "args": self.args}
+
+    @property
+    def role(self) -> str | None:
+        """The plan device role a ``{role}`` sysfs path of this check refers to."""
+        path = getattr(self, "path", None)
+        return role_of(path) if isinstance(path, str) else None
+
+    # The three renderings; a kind without one fails tests/unit/test_checks.py.
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def holds(self, system: SystemView) -> bool:
+        raise NotImplementedError
+
+    def ansible(self, r: str = "r") -> Ansible:
+        raise NotImplementedError
+
+
+def from_json(data: Any) -> Check:
+    """A check from its plan-file form; CheckError says what is wrong."""
+    if not isinstance(data, dict) or not isinstance(data.get("args"), dict):
+        raise CheckError(f"a check must be {{\"kind\": ..., \"args\": {{...}}}}, not {str(data)[:60]!r}")
+    cls = Check.registry.get(str(data.get("kind")))
+    if cls is None:
+        raise CheckError(f"unknown check {data.get('kind')!r}")
+    args = data["args"]
+    names = {f.name for f in fields(cls)}
+    if set(args) != names or not all(isinstance(v, str) for v in args.values()):
+        raise CheckError(f"the check {cls.kind!r} takes the text arguments {', '.join(sorted(names))}, "
+                         f"not {', '.join(sorted(map(str, args))) or 'none'}")
+    if "path" in names and not SYSFS_PATH.fullmatch(args["path"]) or ".." in args.get("path", ""):
+        raise CheckError(f"the check {cls.kind!r} reads {args['path']!r}; plans only look at bcache's sysfs files")
+    return cls(**args)
+
+
+def _not(cond: str) -> str:
+    return f"not ({cond})"
+
+
+# --- LVM ---
+
+@dataclass(frozen=True)
+class Pv(Check):
+    kind: ClassVar[str] = "pv"
+    device: str
+
+    def describe(self) -> str:
+        return f"{self.device} is {'not ' if self.negated else ''}an LVM physical volume"
+
+    def holds(self, system: SystemView) -> bool:
+        return (system.pv_vg(self.device) is not None) != self.negated
+
+    def ansible(self, r: str = "r") -> Ansible:
+        cond = f"{r}.rc == 0"
+        return Ansible(("pvs", "--noheadings", "-o", "pv_name", self.device),
+                       _not(cond) if self.negated else cond)
+
+
+@dataclass(frozen=True)
+class NotPv(Pv):
+    kind: ClassVar[str] = "not_pv"
+    negated: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class PvInVg(Check):
+    kind: ClassVar[str] = "pv_in_vg"
+    device: str
+    vg: str
+
+    def describe(self) -> str:
+        return f"{self.device} is {'not ' if self.negated else ''}a physical volume of VG {self.vg}"
+
+    def holds(self, system: SystemView) -> bool:
+        return (system.pv_vg(self.device) == self.vg) != self.negated
+
+    def ansible(self, r: str = "r") -> Ansible:
+        cond = f"({r}.rc == 0 and ({r}.stdout | trim) == {_quoted(self.vg)})"
+        return Ansible(("pvs", "--noheadings", "-o", "vg_name", self.device),
+                       _not(cond) if self.negated else cond)
+
+
+@dataclass(frozen=True)
+class NotPvInVg(PvInVg):
+    kind: ClassVar[str] = "not_pv_in_vg"
+    negated: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class LvExists(Check):
+    kind: ClassVar[str] = "lv"
+    lv: str
+
+    def describe(self) -> str:
+        return f"LV {self.lv} {'does not exist' if self.negated else 'exists'}"
+
+    def holds(self, system: SystemView) -> bool:
+        return (system.lv(self.lv) is not None) != self.negated
+
+    def ansible(self, r: str = "r") -> Ansible:
+        return Ansible(("lvs", self.lv), f"{r}.rc != 0" if self.negated else f"{r}.rc == 0")
+
+
+@dataclass(frozen=True)
+class NoLv(LvExists):
+    kind: ClassVar[str] = "no_lv"
+    negated: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class Segtype(Check):
+    """The LV exists and has (or, negated, exists and has not) this segment type."""
+
+    kind: ClassVar[str] = "segtype"
+    lv: str
+    segtype: str
+
+    def describe(self) -> str:
+        return f"LV {self.lv} {'is not' if self.negated else 'has'} {'of ' if self.negated else ''}segment type {self.segtype}"
+
+    def holds(self, system: SystemView) -> bool:
+        row = system.lv(self.lv)
+        return row is not None and (row.segtype == self.segtype) != self.negated
+
+    def ansible(self, r: str = "r") -> Ansible:
+        op = "!=" if self.negated else "=="
+        return Ansible(("lvs", "--noheadings", "-o", "segtype", self.lv),
+                       f"({r}.rc == 0 and ({r}.stdout | trim) {op} {_quoted(self.segtype)})")
+
+
+@dataclass(frozen=True)
+class NotSegtype(Segtype):
+    kind: ClassVar[str] = "not_segtype"
+    negated: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class CacheMode(Check):
+    kind: ClassVar[str] = "cache_mode"
+    lv: str
+    mode: str
+
+    def describe(self) -> str:
+        return f"LV {self.lv} caches in {self.mode} mode"
+
+    def holds(self, system: SystemView) -> bool:
+        row = system.lv(self.lv)
+        return row is not None and row.cache_mode == self.mode
+
+    def ansible(self, r: str = "r") -> Ansible:
+        return Ansible(("lvs", "--noheadings", "-o", "cache_mode", self.lv),
+                       f"({r}.rc == 0 and ({r}.stdout | trim) == {_quoted(self.mode)})")
+
+
+# --- devices ---
+
+@dataclass(frozen=True)
+class NoSignature(Check):
+    kind: ClassVar[str] = "no_signature"
+    device: str
+
+    def describe(self) -> str:
+        return f"{self.device} holds no file system, RAID, LVM or other signature"
+
+    def holds(self, system: SystemView) -> bool:
+        dev = system.device(self.device)
+        return dev is not None and not (dev.fs_type or dev.partition_table or dev.partitions or dev.lvm or dev.bcache
+                                        or dev.md)
+
+    def ansible(self, r: str = "r") -> Ansible:
+        return Ansible(("blkid", "-p", self.device), f"{r}.rc == 2")  # blkid: 2 = nothing found
+
+
+@dataclass(frozen=True)
+class NotMounted(Check):
+    kind: ClassVar[str] = "not_mounted"
+    device: str
+
+    def describe(self) -> str:
+        return f"{self.device} and its partitions are not mounted or held"
+
+    def holds(self, system: SystemView) -> bool:
+        dev = system.device(self.device)
+        if dev is None:
+            return False
+        return not (dev.mountpoints or dev.swap or dev.holders
+                    or any(p.mountpoints or p.holders for p in system.partitions(dev)))
+
+    def ansible(self, r: str = "r") -> Ansible:
+        # lsblk lists the device, then its partitions and whatever sits on either: only
+        # unmounted partitions may follow an unmounted device.
+        return Ansible(("lsblk", "-rno", "TYPE,MOUNTPOINT", self.device),
+                       f"({r}.rc == 0 and ' ' not in ({r}.stdout_lines[0] | default('') | trim) and "
+                       f"({r}.stdout_lines[1:] | map('trim') | reject('equalto', 'part') | list | length) == 0)")
+
+
+@dataclass(frozen=True)
+class BcacheSuperblock(Check):
+    kind: ClassVar[str] = "bcache_sb"
+    device: str
+
+    def describe(self) -> str:
+        return f"{self.device} has a bcache superblock"
+
+    def holds(self, system: SystemView) -> bool:
+        dev = system.device(self.device)
+        return dev is not None and (dev.fs_type == "bcache" or dev.bcache is not None)
+
+    def ansible(self, r: str = "r") -> Ansible:
+        return Ansible(("blkid", "-p", "-o", "value", "-s", "TYPE", self.device),
+                       f"({r}.rc == 0 and ({r}.stdout | trim) == 'bcache')")
+
+
+# --- sysfs (bcache) ---
+
+def _alternatives(value: str) -> list[str]:
+    return value.split("|")
+
+
+@dataclass(frozen=True)
+class Sysfs(Check):
+    """A sysfs file contains the value (or one of ``a|b``)."""
+
+    kind: ClassVar[str] = "sysfs"
+    path: str
+    value: str
+
+    def describe(self) -> str:
+        return f"{self.path} reads {self.value}"
+
+    def holds(self, system: SystemView) -> bool:
+        text = system.read_sysfs(self.path)
+        return text is not None and any(alt in text for alt in _alternatives(self.value))
+
+    def ansible(self, r: str = "r") -> Ansible:
+        alts = " or ".join(f"{_quoted(a)} in {r}.stdout" for a in _alternatives(self.value))
+        return Ansible(("cat", _playbook_path(self.path)), f"({r}.rc == 0 and ({alts}))")
+
+
+@dataclass(frozen=True)
+class SysfsExists(Check):
+    kind: ClassVar[str] = "sysfs_exists"
+    path: str
+
+    def describe(self) -> str:
+        return f"{self.path} {'does not exist' if self.negated else 'exists'}"
+
+    def holds(self, system: SystemView) -> bool:
+        return system.sysfs_exists(self.path) != self.negated
+
+    def ansible(self, r: str = "r") -> Ansible:
+        return Ansible(("test", "-e", _playbook_path(self.path)), f"{r}.rc != 0" if self.negated else f"{r}.rc == 0")
+
+
+@dataclass(frozen=True)
+class NoSysfs(SysfsExists):
+    kind: ClassVar[str] = "no_sysfs"
+    negated: ClassVar[bool] = True

@@ -1,0 +1,136 @@
+"""``dmsetup status`` lines of dm-cache and dm-writecache targets, parsed into dataclasses.
+
+Formats from the kernel's Documentation/admin-guide/device-mapper/cache.rst and
+writecache.rst; fixtures captured in the lab (tests/fixtures/lab-recommend/dmsetup-status-cache.txt,
+tests/fixtures/lab-readers/). ``dmsetup status NAME`` prints one line per target:
+``<start> <length> <target> <target's own fields>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.runner import CommandError, CommandRunner
+
+
+class StatusError(ValueError):
+    """The line is not a status line of the expected target."""
+
+
+def _fields(line: str, target: str) -> list[str]:
+    fields = line.split()
+    if len(fields) < 3 or fields[2] != target:
+        raise StatusError(f"not a {target} status line: {line.strip()[:80]!r}")
+    return fields[3:]
+
+
+def _ratio(text: str) -> tuple[int, int]:
+    used, _, total = text.partition("/")
+    return int(used), int(total)
+
+
+@dataclass(frozen=True)
+class CacheStatus:
+    """A dm-cache target's counters. Blocks are cache blocks (chunks) of ``block_sectors``."""
+
+    length_sectors: int
+    metadata_block_sectors: int
+    metadata_used: int
+    metadata_total: int
+    block_sectors: int
+    used_blocks: int
+    total_blocks: int
+    read_hits: int
+    read_misses: int
+    write_hits: int
+    write_misses: int
+    demotions: int
+    promotions: int
+    dirty: int
+    features: tuple[str, ...]
+    core_args: dict[str, str]
+    policy: str
+    policy_args: dict[str, str]
+    metadata_mode: str
+    needs_check: bool
+
+    @property
+    def mode(self) -> str:
+        """writethrough, writeback or passthrough (the feature the table was loaded with)."""
+        return next((f for f in self.features if f in ("writethrough", "writeback", "passthrough")), "writethrough")
+
+    @classmethod
+    def parse(cls, line: str) -> CacheStatus:
+        f = _fields(line, "cache")
+        try:
+            md_used, md_total = _ratio(f[1])
+            used, total = _ratio(f[3])
+            at = 11
+            features = tuple(f[at + 1: at + 1 + int(f[at])])
+            at += 1 + len(features)
+            core = f[at + 1: at + 1 + int(f[at])]
+            at += 1 + len(core)
+            policy = f[at]
+            policy_args = f[at + 2: at + 2 + int(f[at + 1])]
+            at += 2 + len(policy_args)
+            return cls(int(line.split()[1]), int(f[0]), md_used, md_total, int(f[2]), used, total, int(f[4]), int(f[5]),
+                       int(f[6]), int(f[7]), int(f[8]), int(f[9]), int(f[10]), features,
+                       dict(zip(core[::2], core[1::2], strict=False)), policy,
+                       dict(zip(policy_args[::2], policy_args[1::2], strict=False)), f[at],
+                       f[at + 1] == "needs_check" if len(f) > at + 1 else False)
+        except (IndexError, ValueError) as exc:
+            raise StatusError(f"a cache status line with missing or bad fields ({exc}): {line.strip()[:120]!r}") from None
+
+
+@dataclass(frozen=True)
+class WritecacheStatus:
+    """A dm-writecache target's counters (blocks of the cache's block size). Kernels before 5.15
+    report only the first four fields; the statistics are None there."""
+
+    error: int
+    total_blocks: int
+    free_blocks: int
+    writeback_blocks: int
+    read_blocks: int | None = None
+    read_hits: int | None = None
+    write_blocks: int | None = None
+    write_hits_uncommitted: int | None = None
+    write_hits_committed: int | None = None
+    write_bypass: int | None = None
+    write_allocated: int | None = None
+    write_freelist_blocked: int | None = None
+    flushes: int | None = None
+    discards: int | None = None
+
+    @property
+    def used_blocks(self) -> int:
+        """Blocks holding data not yet written back or kept for reads (dirty, in writecache)."""
+        return self.total_blocks - self.free_blocks
+
+    @classmethod
+    def parse(cls, line: str) -> WritecacheStatus:
+        f = _fields(line, "writecache")
+        try:
+            numbers = [int(x) for x in f[:14]]
+        except ValueError as exc:
+            raise StatusError(f"a writecache status line with bad fields ({exc}): {line.strip()[:120]!r}") from None
+        if len(numbers) < 4:
+            raise StatusError(f"a writecache status line with missing fields: {line.strip()[:120]!r}")
+        return cls(*numbers)
+
+
+def dm_name(vg: str, lv: str) -> str:
+    """The device-mapper name lvm2 gives VG/LV (a '-' in either is doubled)."""
+    return f"{vg.replace('-', '--')}-{lv.replace('-', '--')}"
+
+
+def cache_status(runner: CommandRunner, vg: str, lv: str) -> CacheStatus | None:
+    """The live dm-cache status of a cached LV, or None when it cannot be read (not cached, gone).
+
+    Read from the kernel, not lvs: lvconvert holds the VG lock while it flushes, and lvs would
+    wait for it."""
+    try:
+        out = runner.run(["dmsetup", "status", dm_name(vg, lv)], timeout=10, check=False)
+        return CacheStatus.parse(out.stdout) if out.returncode == 0 else None
+    except (CommandError, StatusError):
+        return None

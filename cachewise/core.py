@@ -1,0 +1,490 @@
+"""The application core: every use case the command line and the terminal UI offer, once.
+
+Both front ends construct a :class:`Core` with its backends (discovery, prober, executor, the
+state directory) and call it; they only parse input and render results. The core sits above
+recipes/ and advisor/ (import-linter's layers contract in pyproject.toml) and keeps their
+imports inside the use cases, so ``cachewise --version`` or ``scan`` never loads numpy.
+
+Refusals are :class:`Refused`: a sentence that says what happened, that nothing was changed,
+and what to do. History writes never fail a use case: :meth:`Core.record` returns the warning.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from advisor.disks.collect import RawSystem, collect, devnum_of, refresh
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.discovery import build_inventory, find_device
+from advisor.disks.probe import DEFAULT_SECONDS, ProbeProgress, ProbeResult, probe_device
+from advisor.history import History, HistoryError, default_state_dir
+from advisor.runner import CommandRunner
+
+if TYPE_CHECKING:
+    from advisor.advice.recommend import Inputs, Recommendation
+    from advisor.apply.journal import Journal
+    from advisor.apply.preflight import Problem
+    from advisor.apply.run import Event
+    from advisor.plan.model import Plan
+    from advisor.workload.analysis import Analysis
+    from advisor.workload.traces import CsvLayout
+    from recipes.lvmcache import CacheSpec
+
+NOTHING = "Nothing was changed."
+
+
+class Refused(Exception):
+    """A use case did not run; the message says what happened, that nothing was changed, and
+    what to do. ``problems`` holds preflight's findings when it refused a plan."""
+
+    def __init__(self, message: str, problems: list[Problem] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+# --- backends: what the core is constructed with, so tests can hand it fakes ---------------
+
+class DiscoveryBackend(Protocol):
+    def scan(
+        self, quick: bool = False, should_stop: Callable[[], bool] | None = None, changed: set[str] | None = None
+    ) -> Inventory:
+        """Discover devices. ``quick`` runs no external tools and may reuse earlier answers;
+        with ``changed`` it re-reads only those devices. A full scan asks ``should_stop``
+        between tool runs and raises ScanInterrupted."""
+        ...
+
+    def collect(self) -> RawSystem:
+        """The raw facts of a full scan (``scan --save-raw``)."""
+        ...
+
+
+class LiveDiscovery:
+    """Discovery on this machine."""
+
+    def __init__(self, runner: CommandRunner) -> None:
+        self.runner = runner
+        self._last: RawSystem | None = None  # the latest full scan
+        self._quick: RawSystem | None = None  # the latest scan of any kind
+
+    def scan(
+        self, quick: bool = False, should_stop: Callable[[], bool] | None = None, changed: set[str] | None = None
+    ) -> Inventory:
+        if quick and changed and self._quick is not None:
+            raw = refresh(self._quick, changed)
+        else:
+            raw = collect(self.runner, tools=not quick, reuse=self._last, should_stop=should_stop)
+        if not quick:
+            self._last = raw
+        self._quick = raw
+        return build_inventory(raw)
+
+    def collect(self) -> RawSystem:
+        self._last = self._quick = collect(self.runner)
+        return self._last
+
+
+class ReplayDiscovery:
+    """Discovery replayed from a raw snapshot (``cachewise scan --save-raw``), for bug reports,
+    demos and tests: the screen shows exactly what that machine showed."""
+
+    def __init__(self, raw: RawSystem) -> None:
+        self.raw = raw
+
+    def scan(
+        self, quick: bool = False, should_stop: Callable[[], bool] | None = None, changed: set[str] | None = None
+    ) -> Inventory:
+        return build_inventory(self.raw)
+
+    def collect(self) -> RawSystem:
+        return self.raw
+
+
+class Prober(Protocol):
+    def probe(self, device: Device, seconds: float, on_progress: Callable[[ProbeProgress], None]) -> ProbeResult:
+        """Measure one device read-only (advisor.disks.probe.probe_device)."""
+        ...
+
+
+class LiveProber:
+    def __init__(self, runner: CommandRunner) -> None:
+        self.runner = runner
+
+    def probe(self, device: Device, seconds: float, on_progress: Callable[[ProbeProgress], None]) -> ProbeResult:
+        return probe_device(device, self.runner, seconds=seconds, on_progress=on_progress)
+
+
+class Executor(Protocol):
+    """Checks and runs plans (advisor.apply)."""
+
+    def preflight(self, plan: Plan, resuming: bool = False) -> list[Problem]: ...
+
+    def apply(self, plan: Plan, report: Callable[[Event], None], journal: Journal | None = None) -> str: ...
+
+    def rollback(self, journal: Journal, report: Callable[[Event], None]) -> str: ...
+
+    def pending(self) -> list[Journal]: ...
+
+
+class LiveExecutor:
+    def __init__(self, runner: CommandRunner, state_dir: Path) -> None:
+        self.runner = runner
+        self.state_dir = state_dir
+
+    def preflight(self, plan: Plan, resuming: bool = False) -> list[Problem]:
+        from advisor.apply.preflight import preflight
+        from advisor.apply.state import LiveState
+
+        return preflight(plan, self.runner, LiveState.read(self.runner, plan), resuming=resuming)
+
+    def apply(self, plan: Plan, report: Callable[[Event], None], journal: Journal | None = None) -> str:
+        from advisor.apply.run import apply
+
+        apply(plan, self.runner, self.state_dir, report, journal=journal)
+        return "done"
+
+    def rollback(self, journal: Journal, report: Callable[[Event], None]) -> str:
+        from advisor.apply.run import rollback
+
+        rollback(journal, self.runner, self.state_dir, report)
+        return "rolled back"
+
+    def pending(self) -> list[Journal]:
+        from advisor.apply.journal import unfinished_journals
+
+        return unfinished_journals(self.state_dir) if self.state_dir.is_dir() else []
+
+
+def load_snapshot(path: Path) -> RawSystem:
+    """A raw snapshot saved with ``scan --save-raw``."""
+    try:
+        return RawSystem.load(path)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise Refused(f"cannot read the raw snapshot {path}: {exc}. {NOTHING}") from None
+
+
+# --- the core -------------------------------------------------------------------------------
+
+@dataclass
+class Core:
+    """The use cases, over the backends. ``live``: the inventory is this machine's, so its tools
+    may be asked for versions and SSD wear. ``state_dir`` None records nothing."""
+
+    discovery: DiscoveryBackend
+    runner: CommandRunner = field(default_factory=CommandRunner)
+    prober: Prober | None = None
+    executor: Executor | None = None
+    state_dir: Path | None = None
+    live: bool = True
+
+    def __post_init__(self) -> None:
+        if self.prober is None:
+            self.prober = LiveProber(self.runner)
+
+    @classmethod
+    def for_machine(cls, state_dir: Path | None = None) -> Core:
+        """This machine: live discovery, fio probes, plans applied for real."""
+        runner = CommandRunner()
+        state = state_dir or default_state_dir()
+        return cls(LiveDiscovery(runner), runner, LiveProber(runner), LiveExecutor(runner, state), state, live=True)
+
+    @classmethod
+    def for_snapshot(cls, raw: RawSystem, state_dir: Path | None = None) -> Core:
+        """A saved snapshot: nothing is probed, applied or recorded; ``state_dir`` only supplies
+        earlier probes."""
+        return cls(ReplayDiscovery(raw), CommandRunner(), None, None, state_dir, live=False)
+
+    # -- discovery and history --
+
+    def scan(self, quick: bool = False, should_stop: Callable[[], bool] | None = None,
+             changed: set[str] | None = None) -> Inventory:
+        return self.discovery.scan(quick=quick, should_stop=should_stop, changed=changed)
+
+    def record(self, write: Callable[[History], object]) -> str | None:
+        """Write to the history database. A failure never fails the use case: the warning is
+        returned for the front end to show (None: recorded, or nothing to record into)."""
+        if self.state_dir is None:
+            return None
+        try:
+            with History.open_default(self.state_dir) as hist:
+                write(hist)
+        except HistoryError as exc:
+            return str(exc)
+        return None
+
+    @property
+    def replay(self) -> bool:
+        """The inventory is a saved snapshot of some machine: nothing is recorded or applied."""
+        return isinstance(self.discovery, ReplayDiscovery)
+
+    def record_inventory(self, inv: Inventory) -> str | None:
+        return None if self.replay else self.record(lambda h: h.record_inventory(inv))
+
+    def earlier_probes(self, inv: Inventory) -> tuple[dict[str, ProbeResult], str | None]:
+        """The newest complete probe of each device with an identity, by identity; and a warning
+        when the history could not be read."""
+        found: dict[str, ProbeResult] = {}
+
+        def read(hist: History) -> None:
+            for dev in inv.devices:
+                if dev.identity and dev.identity not in found:
+                    data = hist.latest_probe(dev.identity, dev.size_bytes)
+                    if data is not None:
+                        found[dev.identity] = ProbeResult.from_json(data)
+
+        return found, self.record(read)
+
+    # -- probe --
+
+    def probe_targets(self, paths: list[str]) -> tuple[list[Device], Inventory]:
+        """The devices to probe for these paths, refused with a sentence when one is not a disk
+        discovery lists, or two name the same device."""
+        from advisor.disks.probe import ProbeError, check_target
+
+        if len(set(paths)) != len(paths):
+            raise Refused("the same device is named twice; nothing was probed.")
+        try:
+            for path in paths:
+                check_target(path)
+        except ProbeError as exc:
+            raise Refused(str(exc)) from None
+        inv = self.scan()
+        by_devnum = {d.devnum: d for d in inv.devices}
+        targets = []
+        for path in paths:
+            dev = by_devnum.get(devnum_of(path) or "")
+            if dev is None:
+                raise Refused(f"{path} is a block device that discovery does not list; nothing was probed.")
+            targets.append(dev)
+        if len({d.name for d in targets}) != len(targets):
+            raise Refused("two of the paths name the same device; nothing was probed.")
+        return targets, inv
+
+    def probe(self, dev: Device, seconds: float = DEFAULT_SECONDS,
+              on_progress: Callable[[ProbeProgress], None] | None = None) -> tuple[ProbeResult, str | None]:
+        """Probe one device and record the result: (result, history warning)."""
+        assert self.prober is not None
+        result = self.prober.probe(dev, seconds, on_progress or (lambda _p: None))
+        return result, self.record(lambda h: h.record_probe(result, dev.serial, dev.wwn))
+
+    # -- workload --
+
+    def analyze(self, path: Path, block_size: int = 4096, mode: str = "auto", fmt: str = "auto",
+                layout: CsvLayout | None = None) -> tuple[Analysis, dict[str, Any]]:
+        """Analyse a trace file: (analysis, the trace's own metadata). TraceError when the file
+        cannot be read as a trace; Refused for a bad block size."""
+        from advisor.workload.analysis import analyze_path
+        from advisor.workload.traces import MSR
+
+        try:
+            return analyze_path(path, block_size, mode, fmt, layout or MSR)  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise Refused(f"{exc}; nothing was analysed.") from None
+
+    def record_analysis(self, analysis: Analysis, path: Path, meta: dict[str, Any]) -> str | None:
+        from advisor.workload.traces import file_sha256
+
+        return self.record(lambda h: h.record_analysis(analysis, file_sha256(path), meta))
+
+    def trace(self, device: str, output: Path, seconds: float, tracer: str = "auto",
+              on_progress: Callable[[Any], None] | None = None,
+              on_blktrace: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """Record ``device``'s block I/O to ``output`` for ``seconds`` through tracefs (or
+        blktrace): the summary (schema cachewise.trace/1). Refused before anything is traced,
+        or when the capture fails (an empty output is removed)."""
+        from advisor.workload.capture import (
+            Capture,
+            CaptureError,
+            capture_with_blktrace,
+            plan_capture,
+            tracefs,
+        )
+
+        if not is_root():
+            raise Refused("tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`.")
+        if output.exists():
+            raise Refused(f"{output} already exists; nothing was traced. Choose another name or remove it.")
+        try:
+            plan = plan_capture(self.scan(), device)
+            if tracer == "auto":
+                try:
+                    tracefs(self.runner)
+                    tracer = "tracefs"
+                except CaptureError:
+                    if self.runner.which("blktrace") is None:
+                        raise
+                    tracer = "blktrace"
+            if tracer == "tracefs":
+                with Capture(plan, self.runner) as cap, output.open("xb") as out:
+                    result = cap.run(out, seconds, on_progress)
+            else:
+                if on_blktrace is not None:
+                    on_blktrace(plan.devnode)
+                with output.open("xb") as out:
+                    result = capture_with_blktrace(plan, self.runner, out, seconds)
+        except CaptureError as exc:
+            if output.exists() and output.stat().st_size == 0:
+                output.unlink()
+            raise Refused(str(exc)) from None
+        return {"schema": "cachewise.trace/1", "path": str(output), "device": plan.devnode,
+                "event": plan.event if tracer == "tracefs" else "blktrace", "events": result.events,
+                "seconds": result.seconds, "lost": result.lost, "bad_lines": result.bad_lines,
+                "stopped_by": result.stopped_by}
+
+    # -- recommend --
+
+    def recommend_inputs(self, inv: Inventory, slow: str, fast: list[str], *, analysis: Analysis | None = None,
+                         kernel: str | None = None, known_probes: Mapping[str, ProbeResult] | None = None,
+                         **declared: Any) -> tuple[Inputs, list[str]]:
+        """The recommendation's inputs for a slow device and its fast one(s), named by path or
+        kernel name: each device's facts with its newest probe (``known_probes`` first, then the
+        history), SSD wear and tool versions when the inventory is this machine's, and the
+        declared fields of :class:`~advisor.advice.recommend.Inputs`. Also the warnings met."""
+        from advisor.advice import facts
+        from advisor.advice.recommend import Inputs, Versions
+
+        devices = []
+        for path in [slow, *fast]:
+            dev = find_device(inv, path)
+            if dev is None:
+                raise Refused(f"{path} is not a block device on this machine (see `cachewise scan`). {NOTHING}")
+            devices.append(dev)
+        if len({d.name for d in devices}) != len(devices):
+            raise Refused(f"the same device is named twice ({', '.join([slow, *fast])}). {NOTHING}")
+        warnings: list[str] = []
+        probes = dict(known_probes or {})
+        if not known_probes:
+            earlier, warning = self.earlier_probes(inv)
+            probes.update(earlier)
+            if warning:
+                warnings.append(f"no probe history ({warning}); device classes come from the kernel.")
+
+        def probe_of(d: Device) -> dict[str, Any] | None:
+            result = probes.get(d.identity or d.name)
+            return result.to_json() if result is not None else None
+
+        slow_facts = facts.device_facts(inv, devices[0], probe_of)
+        fast_facts = tuple(facts.device_facts(inv, d, probe_of, facts.endurance(self.runner, d.devnode) if self.live
+                                              else None) for d in devices[1:])
+        versions = facts.versions(self.runner) if self.live else Versions()
+        if kernel:
+            versions = replace(versions, kernel=kernel)
+        return Inputs(slow=slow_facts, fast=fast_facts, analysis=analysis, versions=versions, **declared), warnings
+
+    def recommend(self, inputs: Inputs) -> Recommendation:
+        """RecommendError (with a code) when an input is missing; each front end asks for it."""
+        from advisor.advice.recommend import recommend
+
+        return recommend(inputs)
+
+    # -- plan --
+
+    def plan(self, inv: Inventory, recipe: str, **options: Any) -> Plan:
+        """A plan from a recipe and its options (see the CLI's `plan` subcommands)."""
+        from recipes import bcache, lvmcache
+
+        builders: dict[str, Callable[..., Plan]] = {
+            "lvmcache-attach": lvmcache.lvmcache_attach, "lvmcache-uncache": lvmcache.lvmcache_uncache,
+            "lvmcache-new": lvmcache.lvmcache_new, "lvmcache-mode": lvmcache.lvmcache_mode,
+            "bcache-create": bcache.bcache_create, "bcache-detach": bcache.bcache_detach,
+        }
+        if recipe not in builders:
+            raise Refused(f"there is no recipe {recipe!r} (choose one of {', '.join(builders)}). {NOTHING}")
+        try:
+            return builders[recipe](inv, **options)
+        except lvmcache.RecipeError as exc:
+            raise Refused(str(exc)) from None
+
+    def plan_recommended(self, inv: Inventory, rec: Recommendation, slow: str, fast: list[str]) -> Plan:
+        """The plan for a recommendation's cache, on the devices it was made for."""
+        cfg = rec.config
+        if cfg is None:
+            raise Refused(f"the recommendation is not to cache, so there is nothing to set up. {NOTHING}")
+        if cfg.backend == "lvmcache":
+            return self.plan(inv, "lvmcache-attach", lv_name=slow, ssd_path=fast[0], spec=spec_from_config(asdict(cfg)))
+        if cfg.backend == "bcache":
+            return self.plan(inv, "bcache-create", backing_path=slow, cache_path=fast[0], mode=cfg.mode,
+                             sequential_cutoff=cfg.sequential_cutoff_bytes or 4 << 20,
+                             writeback_percent=cfg.writeback_percent or 0)
+        raise Refused(f"cachewise has no recipe for {cfg.label} yet; set it up with lvconvert --type writecache "
+                      f"(lvmcache(7)). {NOTHING}")
+
+    # -- apply --
+
+    def load_plan(self, path: Path) -> Plan:
+        from advisor.plan.model import Plan, PlanError
+
+        try:
+            return Plan.loads(path.read_text())
+        except OSError as exc:
+            raise Refused(f"cannot read the plan {path}: {exc.strerror}. {NOTHING}") from None
+        except PlanError as exc:
+            raise Refused(f"{path}: {exc}. {NOTHING}") from None
+
+    def pending(self) -> list[Journal]:
+        """Journals of plans that were interrupted, oldest first."""
+        return self.executor.pending() if self.executor is not None else []
+
+    def preflight(self, plan: Plan, resuming: bool = False) -> None:
+        """Refused, with every problem, when the plan cannot run as things stand."""
+        from advisor.apply.preflight import refusal
+        from advisor.runner import CommandError
+
+        if self.executor is None:
+            where = ("this shows a saved snapshot of a machine, not this one" if self.replay
+                     else "this session has no state directory for the apply journal")
+            raise Refused(f"{where}: plans are applied on the machine itself with `sudo cachewise apply PLAN`. "
+                          f"{NOTHING}")
+        try:
+            problems = self.executor.preflight(plan, resuming)
+        except CommandError as exc:
+            raise Refused(f"cannot read the system's state: {exc}. {NOTHING}") from None
+        if problems:
+            raise Refused(refusal(problems), problems)
+
+    def apply_checked(self, plan: Plan, confirm: Callable[[Plan], bool], report: Callable[[Event], None],
+                      journal: Journal | None = None, rollback: bool = False) -> str:
+        """Preflight, then the user's confirmation, then the journaled run (or the roll back of
+        ``journal``). Returns the outcome; Refused before anything ran, ApplyError (saying where
+        the system stands) when a step failed."""
+        self.preflight(plan, resuming=journal is not None)
+        if not confirm(plan):
+            raise Refused(f"the name did not match; {NOTHING}")
+        assert self.executor is not None
+        if rollback:
+            assert journal is not None
+            return self.executor.rollback(journal, report)
+        return self.executor.apply(plan, report, journal)
+
+    def bcache_device(self, plan: Plan) -> str | None:
+        """The stable path of the bcache device a bcache-create plan made."""
+        backing_path = next((d.path for d in plan.devices if d.role == "backing"), None)
+        inv = self.scan()
+        backing = find_device(inv, backing_path) if backing_path else None
+        if backing is None:
+            return None
+        bcache = next((d for d in inv.devices if d.kind == "bcache" and backing.name in d.slaves), None)
+        return (bcache.stable_path or bcache.devnode) if bcache is not None else None
+
+
+def spec_from_config(cfg: Mapping[str, Any], size: int | None = None, chunk: int | None = None,
+                     metadata: int | None = None, mode: str | None = None) -> CacheSpec:
+    """An lvmcache spec from a recommendation's config (``recommend --json``'s "config", or the
+    TUI's recommendation); explicit values win."""
+    from recipes.lvmcache import CacheSpec
+
+    if cfg.get("backend") != "lvmcache":
+        raise Refused(f"the recommendation is not an lvmcache ({cfg.get('backend') or 'no cache'}). {NOTHING}")
+    try:
+        return CacheSpec(size_bytes=size or int(cfg["size_bytes"]), mode=mode or str(cfg["mode"]),
+                         chunk_bytes=chunk or cfg.get("chunk_size_bytes"),
+                         metadata_bytes=metadata or cfg.get("metadata_size_bytes"), policy=cfg.get("policy") or "smq")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise Refused(f"the recommendation's configuration is incomplete ({exc}). {NOTHING}") from None
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
