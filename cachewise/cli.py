@@ -28,6 +28,17 @@ if TYPE_CHECKING:
 NOTHING = "Nothing was changed."
 
 
+def _common(p: argparse.ArgumentParser, *, json: str | None = None, record: str | None = None,
+            raw: str | None = None) -> None:
+    """The flags several subcommands share: --json (what it prints), --no-record, --from-raw."""
+    if json:
+        p.add_argument("--json", action="store_true", help=f"print JSON ({json})")
+    if record:
+        p.add_argument("--no-record", action="store_true", help=f"do not record {record} in the history database")
+    if raw:
+        p.add_argument("--from-raw", type=Path, metavar="FILE", help=raw)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cachewise",
@@ -46,11 +57,10 @@ def _parser() -> argparse.ArgumentParser:
 
     scan = sub.add_parser("scan", help="list disks, partitions, LVM, bcache and other block devices",
                           description="Discover block devices with their stable identity, transport, size and what uses them.")
-    scan.add_argument("--json", action="store_true", help="print JSON (schema cachewise.scan/1, see docs/scan-json.md)")
+    _common(scan, json="schema cachewise.scan/1, see docs/scan-json.md", record="this scan",
+            raw="build the report from a raw snapshot saved with --save-raw instead of this machine")
     scan.add_argument("--all", action="store_true", help="include loop, zram and empty devices")
-    scan.add_argument("--no-record", action="store_true", help="do not record this scan in the history database")
     scan.add_argument("--save-raw", type=Path, metavar="FILE", help="also write the raw udev/sysfs facts to FILE (for bug reports and test fixtures)")
-    scan.add_argument("--from-raw", type=Path, metavar="FILE", help="build the report from a raw snapshot saved with --save-raw instead of this machine")
 
     probe = sub.add_parser(
         "probe", help="measure disks with short read-only fio probes and classify them",
@@ -58,10 +68,9 @@ def _parser() -> argparse.ArgumentParser:
         "sequential 1 MiB reads across the disk) and classify it as hdd, ssd or nvme by measured latency. "
         "Probes never write. Needs root and fio.")
     probe.add_argument("devices", nargs="+", metavar="DEVICE", help="a disk, e.g. /dev/sdb or a /dev/disk/by-id/ path")
-    probe.add_argument("--json", action="store_true", help="print JSON (schema cachewise.probe/1)")
+    _common(probe, json="schema cachewise.probe/1", record="the results")
     probe.add_argument("--seconds", type=float, default=DEFAULT_SECONDS, help=f"time budget per device (default {DEFAULT_SECONDS:g}, at most 60)")
     probe.add_argument("--yes", action="store_true", help="probe mounted or busy disks without asking (the probe adds read load)")
-    probe.add_argument("--no-record", action="store_true", help="do not record the results in the history database")
 
     trace = sub.add_parser(
         "trace", help="record a device's block I/O to a trace file (root)",
@@ -71,7 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     trace.add_argument("device", metavar="DEVICE")
     trace.add_argument("--duration", default="10m", help="how long: 90s, 10m (default), 2h")
     trace.add_argument("-o", "--output", type=Path, required=True, metavar="FILE", help="the trace file to write (must not exist)")
-    trace.add_argument("--json", action="store_true", help="print a JSON summary (schema cachewise.trace/1)")
+    _common(trace, json="a summary, schema cachewise.trace/1")
     trace.add_argument("--tracer", default="auto", choices=["auto", "tracefs", "blktrace"],
                        help="tracefs tracepoints (default), or blktrace and blkparse where tracefs cannot be used")
 
@@ -81,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         "footprint, read/write mix, sequential share, request sizes, the exact LRU miss-ratio curve from 0.1%% to "
         "100%% of the footprint, the hot-data ratio and a Zipf exponent.")
     analyze.add_argument("trace", type=Path, metavar="TRACE")
-    analyze.add_argument("--json", action="store_true", help="print JSON (schema cachewise.analysis/1)")
+    _common(analyze, json="schema cachewise.analysis/1", record="the analysis")
     analyze.add_argument("--block-size", default="4k", help="cache block size: 4k (default), 32k ... 1g (dm-cache chunks)")
     analyze.add_argument("--mode", default="auto", choices=["auto", "exact", "shards"],
                          help="curve by exact stack distances, or by SHARDS sampling (default: exact up to 12 million "
@@ -93,7 +102,6 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--csv-time-unit", default=None, choices=["s", "ms", "us", "ns", "filetime"],
                          help="unit of the CSV time column (default: filetime for MSR, else s)")
     analyze.add_argument("--csv-header", action="store_true", help="the CSV's first line is a header")
-    analyze.add_argument("--no-record", action="store_true", help="do not record the analysis in the history database")
 
     rec = sub.add_parser(
         "recommend", help="recommend a cache: backend, size, mode and tunables, with reasons",
@@ -119,8 +127,7 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--reformat-ok", action="store_true", help="the slow device's data may be moved off and back (bcache)")
     rec.add_argument("--read-iops", type=float, metavar="N", help="declared read rate, for a warm-up time without a trace")
     rec.add_argument("--kernel", metavar="VERSION", help="plan for this kernel instead of the running one")
-    rec.add_argument("--from-raw", type=Path, metavar="FILE", help="plan from a raw snapshot saved with `scan --save-raw`")
-    rec.add_argument("--json", action="store_true", help="print JSON (schema cachewise.recommend/1)")
+    _common(rec, json="schema cachewise.recommend/1", raw="plan from a raw snapshot saved with `scan --save-raw`")
 
     plan = sub.add_parser(
         "plan", help="make a plan (a dry run): the exact commands to attach or remove a cache",
@@ -128,6 +135,7 @@ def _parser() -> argparse.ArgumentParser:
         "destroyed, the space used and the expected time. Nothing runs; `cachewise apply PLAN` runs a plan "
         "saved with -o.")
     plan_sub = plan.add_subparsers(dest="recipe", metavar="RECIPE", required=True)
+    modes = ["writethrough", "writeback"]
     attach = plan_sub.add_parser("lvmcache-attach", help="attach an lvmcache to an LV in place",
                                  description="Attach a cache pool on an SSD to an existing LV: pvcreate, vgextend, "
                                  "lvcreate (data and metadata), lvconvert --type cache-pool, lvconvert --type cache.")
@@ -136,42 +144,39 @@ def _parser() -> argparse.ArgumentParser:
     attach.add_argument("--size", metavar="SIZE", help="cache size, e.g. 40g (or take it from --recommendation)")
     attach.add_argument("--recommendation", type=Path, metavar="FILE",
                         help="a `cachewise recommend --json` output: size, chunk, metadata, mode and policy")
-    attach.add_argument("--mode", choices=["writethrough", "writeback"], help="cache mode (default writethrough)")
+    attach.add_argument("--mode", choices=modes, help="cache mode (default writethrough)")
     attach.add_argument("--chunk", metavar="SIZE", help="chunk size, a multiple of 32k (default: lvm2's rule)")
     attach.add_argument("--metadata", metavar="SIZE", help="metadata size (default: lvm2's rule)")
-    attach.add_argument("--wipe", action="store_true", help="the SSD holds data that may be destroyed")
     attach.add_argument("--allow-partition", action="store_true", help="use a partition of the SSD, not the whole disk")
     uncache = plan_sub.add_parser("lvmcache-uncache", help="remove an lvmcache (dirty blocks are flushed first)",
                                   description="Flush and remove the cache of an LV (lvconvert --uncache), or keep the "
                                   "cache pool as an LV (--keep-pool, lvconvert --splitcache).")
-    uncache.add_argument("--lv", required=True, help="the cached LV, as VG/LV")
     uncache.add_argument("--keep-pool", action="store_true", help="split the cache off but keep the cache pool LV")
     uncache.add_argument("--release-ssd", metavar="DEV", help="then take this SSD out of the VG and remove its label")
     new = plan_sub.add_parser("lvmcache-new", help="a new cached LV on an empty HDD and SSD",
                               description="Make both disks PVs of a new VG, an LV on all of the HDD, and attach a "
                               "cache pool on the SSD.")
-    new.add_argument("--hdd", required=True, metavar="DEV")
-    new.add_argument("--ssd", required=True, metavar="DEV")
-    new.add_argument("--vg", required=True)
-    new.add_argument("--lv", required=True)
+    for flag in ("--hdd", "--ssd", "--vg", "--lv"):
+        new.add_argument(flag, required=True, metavar="DEV" if flag in ("--hdd", "--ssd") else None)
     new.add_argument("--size", required=True, metavar="SIZE", help="cache size")
-    new.add_argument("--mode", choices=["writethrough", "writeback"], default="writethrough")
-    new.add_argument("--wipe", action="store_true", help="the disks hold data that may be destroyed")
+    new.add_argument("--mode", choices=modes, default="writethrough")
     cmode = plan_sub.add_parser("lvmcache-mode", help="switch an lvmcache between writethrough and writeback",
                                 description="Switch a cached LV's mode with lvchange --cachemode; leaving writeback, "
                                 "lvm2 writes the dirty blocks back first.")
-    cmode.add_argument("--lv", required=True, help="the cached LV, as VG/LV")
-    cmode.add_argument("--mode", required=True, choices=["writethrough", "writeback"])
+    cmode.add_argument("--mode", required=True, choices=modes)
+    for p in (uncache, cmode):
+        p.add_argument("--lv", required=True, help="the cached LV, as VG/LV")
     bcreate = plan_sub.add_parser("bcache-create", help="make a bcache device on empty disks",
                                   description="Format an empty HDD as bcache backing and an empty SSD as its cache "
                                   "(make-bcache), register and attach them, set cache_mode, sequential_cutoff and "
                                   "writeback_percent. Refuses a backing device that holds data (use lvmcache).")
     bcreate.add_argument("--backing", required=True, metavar="DEV", help="the slow device (empty)")
     bcreate.add_argument("--cache", required=True, metavar="DEV", help="the SSD (empty)")
-    bcreate.add_argument("--mode", choices=["writethrough", "writeback"], default="writethrough")
+    bcreate.add_argument("--mode", choices=modes, default="writethrough")
     bcreate.add_argument("--sequential-cutoff", default="4m", metavar="SIZE", help="default 4m (T-SEQ-1)")
     bcreate.add_argument("--writeback-percent", type=int, default=10, metavar="N", help="default 10")
-    bcreate.add_argument("--wipe", action="store_true", help="the devices hold data that may be destroyed")
+    for p, what in ((attach, "the SSD holds"), (new, "the disks hold"), (bcreate, "the devices hold")):
+        p.add_argument("--wipe", action="store_true", help=f"{what} data that may be destroyed")
     bdetach = plan_sub.add_parser("bcache-detach", help="detach a bcache cache safely (flush first)",
                                   description="Switch to writethrough, write back every dirty block, wait for state "
                                   "clean, detach, wait for 'no cache', stop the cache set.")
@@ -179,12 +184,11 @@ def _parser() -> argparse.ArgumentParser:
     bdetach.add_argument("--wipe-cache", action="store_true", help="then erase the cache device's bcache superblock")
     for p in (attach, uncache, new, cmode, bcreate, bdetach):
         p.add_argument("-o", "--output", type=Path, metavar="FILE", help="save the plan (JSON) for `cachewise apply`")
-        p.add_argument("--json", action="store_true", help="print the plan as JSON (schema cachewise.plan/1)")
+        _common(p, json="the plan, schema cachewise.plan/1", raw="plan against a raw snapshot (`scan --save-raw`)")
         p.add_argument("--format", choices=["text", "json", "ansible"], default="text",
                        help="text preview (default), JSON, or an Ansible playbook with the same steps and checks "
                        "(with -o, the file is the playbook)")
         p.add_argument("--dry-run", action="store_true", help="only preview (what plan always does; for clarity)")
-        p.add_argument("--from-raw", type=Path, metavar="FILE", help="plan against a raw snapshot (`scan --save-raw`)")
 
     apply_p = sub.add_parser(
         "apply", help="run a saved plan, journaled; or resume or roll back an interrupted one",
@@ -192,18 +196,18 @@ def _parser() -> argparse.ArgumentParser:
         "made for. Each step is journaled, so an interrupted run can be resumed (--resume) or undone (--rollback).")
     apply_p.add_argument("plan", nargs="?", type=Path, metavar="PLAN")
     apply_p.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")
-    what = apply_p.add_mutually_exclusive_group()
-    what.add_argument("--resume", action="store_true", help="finish the interrupted plan")
-    what.add_argument("--rollback", action="store_true", help="undo the steps of the interrupted plan")
-    apply_p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    which = apply_p.add_mutually_exclusive_group()
+    which.add_argument("--resume", action="store_true", help="finish the interrupted plan")
+    which.add_argument("--rollback", action="store_true", help="undo the steps of the interrupted plan")
+    _common(apply_p, json="the outcome")
 
     hist = sub.add_parser("history", help="list recorded discovery snapshots",
                           description="List the discovery snapshots recorded in the history database.")
-    hist.add_argument("--json", action="store_true", help="print JSON")
+    _common(hist, json="the snapshots")
     hist.add_argument("--limit", type=int, default=20, help="how many snapshots (default 20)")
 
     tui = sub.add_parser("tui", help="open the terminal UI (the default)", description="Open the terminal UI.")
-    tui.add_argument("--from-raw", type=Path, metavar="FILE", help="show a raw snapshot saved with `scan --save-raw` instead of this machine")
+    _common(tui, raw="show a raw snapshot saved with `scan --save-raw` instead of this machine")
     return parser
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from advisor.plan.checks import kname_var
+from advisor.plan.checks import Check, kname_var
 from advisor.plan.model import Plan
 
 Task = dict[str, Any]
@@ -34,6 +34,13 @@ def _probe(name: str, argv: list[str] | tuple[str, ...], register: str, when: st
     if when:
         task["when"] = when
     return task
+
+
+def _asserted(check: Check, register: str, when: str, names: tuple[str, str], fail_msg: str) -> list[Task]:
+    """A check as two tasks: its read-only command, then an assert on the result."""
+    form = check.ansible(register)
+    return [_probe(names[0], form.argv, register, when),
+            {"name": names[1], "ansible.builtin.assert": {"that": [form.condition], "fail_msg": fail_msg}, "when": when}]
 
 
 def playbook(plan: Plan) -> list[dict[str, Any]]:
@@ -71,23 +78,15 @@ def playbook(plan: Plan) -> list[dict[str, Any]]:
                       "ansible.builtin.set_fact": {f"cw_done_{i}": f"{{{{ {expr} }}}}"}})
     for i, step in enumerate(plan.steps):
         for j, check in enumerate(step.pre):
-            form = check.ansible(f"cw_pre_{i}_{j}")
-            tasks.append(_probe(f"before step {i + 1}: {check.describe()}?", form.argv, f"cw_pre_{i}_{j}",
-                                f"not (cw_done_{i} | bool)"))
-            tasks.append({"name": f"before step {i + 1}: precondition", "ansible.builtin.assert": {
-                "that": [form.condition],
-                "fail_msg": f"expected that {check.describe()}; step {i + 1} and later did not run."},
-                "when": f"not (cw_done_{i} | bool)"})
+            tasks += _asserted(check, f"cw_pre_{i}_{j}", f"not (cw_done_{i} | bool)",
+                               (f"before step {i + 1}: {check.describe()}?", f"before step {i + 1}: precondition"),
+                               f"expected that {check.describe()}; step {i + 1} and later did not run.")
         tasks.append({"name": f"step {i + 1}: {step.description}", "ansible.builtin.command": {"argv": list(step.argv)},
                       "when": f"not (cw_done_{i} | bool)"})
         for j, check in enumerate(step.post):
-            form = check.ansible(f"cw_verify_{i}_{j}")
-            tasks.append(_probe(f"verify step {i + 1}: {check.describe()}", form.argv, f"cw_verify_{i}_{j}",
-                                f"not (cw_done_{i} | bool)"))
-            tasks.append({"name": f"verify step {i + 1} took effect", "ansible.builtin.assert": {
-                "that": [form.condition],
-                "fail_msg": f"step {i + 1} ({step.description}) did not take effect; later steps did not run."},
-                "when": f"not (cw_done_{i} | bool)"})
+            tasks += _asserted(check, f"cw_verify_{i}_{j}", f"not (cw_done_{i} | bool)",
+                               (f"verify step {i + 1}: {check.describe()}", f"verify step {i + 1} took effect"),
+                               f"step {i + 1} ({step.description}) did not take effect; later steps did not run.")
     return [{"name": plan.title, "hosts": "all", "become": True, "gather_facts": False, "tasks": tasks}]
 
 

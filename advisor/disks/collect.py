@@ -145,7 +145,8 @@ def _listdir(path: Path) -> list[str]:
         return []
 
 
-def _read_block(sys_path: Path) -> tuple[dict[str, str], dict[str, str] | None, list[str], list[str]]:
+def _read_block(sys_path: Path) -> dict[str, Any]:
+    """What sysfs says of one device, whoever lists it: attributes, bcache files, holders, slaves."""
     attrs: dict[str, str] = {}
     for name in (*ATTRS, "device/vpd_pg80"):
         value = _read(sys_path / name)
@@ -153,7 +154,8 @@ def _read_block(sys_path: Path) -> tuple[dict[str, str], dict[str, str] | None, 
             attrs[name] = value
     bdir = sys_path / "bcache"
     bcache = bcache_reader.read_files(bdir, bcache_reader.DISCOVERY_FILES, bcache_reader.LINKS) if bdir.is_dir() else None
-    return attrs, bcache, _listdir(sys_path / "holders"), _listdir(sys_path / "slaves")
+    return {"attrs": attrs, "bcache": bcache, "holders": _listdir(sys_path / "holders"),
+            "slaves": _listdir(sys_path / "slaves")}
 
 
 def udev_state() -> str:
@@ -166,7 +168,6 @@ def udev_state() -> str:
 
 def _block_from_pyudev(dev: Any) -> RawBlock:
     sys_path = Path(dev.sys_path)
-    attrs, bcache, holders, slaves = _read_block(sys_path)
     parent = dev.find_parent("block")
     return RawBlock(
         name=dev.sys_name,
@@ -177,10 +178,7 @@ def _block_from_pyudev(dev: Any) -> RawBlock:
         parent=parent.sys_name if parent is not None else None,
         properties={str(k): str(v) for k, v in dev.properties.items()},
         links=sorted(str(link) for link in dev.device_links),
-        attrs=attrs,
-        holders=holders,
-        slaves=slaves,
-        bcache=bcache,
+        **_read_block(sys_path),
         udev_initialized=bool(dev.is_initialized),
     )
 
@@ -228,7 +226,6 @@ def _block_from_sysfs(name: str) -> RawBlock | None:
         uevent[key] = value
     devnum = _read(sys_path / "dev") or ""
     db_props, links = _parse_udev_db(UDEV_RUN / "data" / f"b{devnum}")
-    attrs, bcache, holders, slaves = _read_block(sys_path)
     devtype = uevent.get("DEVTYPE", "")
     return RawBlock(
         name=name,
@@ -239,10 +236,7 @@ def _block_from_sysfs(name: str) -> RawBlock | None:
         parent=sys_path.parent.name if devtype == "partition" else None,
         properties={**uevent, **db_props},
         links=links,
-        attrs=attrs,
-        holders=holders,
-        slaves=slaves,
-        bcache=bcache,
+        **_read_block(sys_path),
         udev_initialized=bool(db_props),
     )
 

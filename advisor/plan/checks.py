@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from advisor.disks.devices import Device
 from advisor.readers.lvm import Lv
@@ -26,6 +26,9 @@ from advisor.readers.lvm import Lv
 # plan's device with that role (/sys/class/block/NAME), resolved when the step runs: kernel
 # names change between boots.
 SYSFS_PATH = re.compile(r"(/sys/fs/bcache/|\{[a-z]+\}/)[A-Za-z0-9_.:/-]*")
+
+
+C = TypeVar("C", bound="Check")
 
 
 class CheckError(ValueError):
@@ -141,154 +144,166 @@ def _not(cond: str) -> str:
     return f"not ({cond})"
 
 
+def _negation(cls: type[C], kind: str) -> type[C]:
+    """The kind that holds where ``cls`` does not: the same arguments, every rendering negated."""
+    return type(f"Not{cls.__name__}", (cls,), {"kind": kind, "negated": True, "__module__": cls.__module__,
+                                               "__doc__": f"Not: {cls.__doc__}"})
+
+
 # --- LVM ---
 
 @dataclass(frozen=True)
 class Pv(Check):
+    """The device is an LVM physical volume (of a given VG, for pv_in_vg), or, negated, is not."""
+
     kind: ClassVar[str] = "pv"
     device: str
 
+    @property
+    def in_vg(self) -> str | None:
+        return getattr(self, "vg", None)
+
     def describe(self) -> str:
-        return f"{self.device} is {'not ' if self.negated else ''}an LVM physical volume"
+        what = f"a physical volume of VG {self.in_vg}" if self.in_vg else "an LVM physical volume"
+        return f"{self.device} is {'not ' if self.negated else ''}{what}"
 
     def holds(self, system: SystemView) -> bool:
-        return (system.pv_vg(self.device) is not None) != self.negated
+        vg = system.pv_vg(self.device)
+        return (vg is not None if self.in_vg is None else vg == self.in_vg) != self.negated
 
     def ansible(self, r: str = "r") -> Ansible:
-        cond = f"{r}.rc == 0"
-        return Ansible(("pvs", "--noheadings", "-o", "pv_name", self.device),
+        same_vg = f" and ({r}.stdout | trim) == {_quoted(self.in_vg)}" if self.in_vg else ""
+        cond = f"({r}.rc == 0{same_vg})"
+        return Ansible(("pvs", "--noheadings", "-o", "vg_name" if self.in_vg else "pv_name", self.device),
                        _not(cond) if self.negated else cond)
 
 
-@dataclass(frozen=True)
-class NotPv(Pv):
-    kind: ClassVar[str] = "not_pv"
-    negated: ClassVar[bool] = True
+NotPv = _negation(Pv, "not_pv")
 
 
 @dataclass(frozen=True)
-class PvInVg(Check):
+class PvInVg(Pv):
     kind: ClassVar[str] = "pv_in_vg"
-    device: str
     vg: str
 
+
+NotPvInVg = _negation(PvInVg, "not_pv_in_vg")
+
+
+@dataclass(frozen=True)
+class _Exists(Check):
+    """Something exists (or, negated, does not): ``subject`` and ``lookup`` are templates over the
+    check's arguments, ``lookup`` a command that succeeds exactly when it exists."""
+
+    subject: ClassVar[str]
+    lookup: ClassVar[tuple[str, ...]]
+
     def describe(self) -> str:
-        return f"{self.device} is {'not ' if self.negated else ''}a physical volume of VG {self.vg}"
+        return f"{self.subject.format(**self.args)} {'does not exist' if self.negated else 'exists'}"
 
     def holds(self, system: SystemView) -> bool:
-        return (system.pv_vg(self.device) == self.vg) != self.negated
+        return self.found(system) != self.negated
+
+    def found(self, system: SystemView) -> bool:
+        raise NotImplementedError
 
     def ansible(self, r: str = "r") -> Ansible:
-        cond = f"({r}.rc == 0 and ({r}.stdout | trim) == {_quoted(self.vg)})"
-        return Ansible(("pvs", "--noheadings", "-o", "vg_name", self.device),
-                       _not(cond) if self.negated else cond)
+        values = {k: _playbook_path(v) if k == "path" else v for k, v in self.args.items()}
+        return Ansible(tuple(a.format(**values) for a in self.lookup), f"{r}.rc != 0" if self.negated else f"{r}.rc == 0")
 
 
 @dataclass(frozen=True)
-class NotPvInVg(PvInVg):
-    kind: ClassVar[str] = "not_pv_in_vg"
-    negated: ClassVar[bool] = True
+class LvExists(_Exists):
+    kind, subject, lookup = "lv", "LV {lv}", ("lvs", "{lv}")
+    lv: str
+
+    def found(self, system: SystemView) -> bool:
+        return system.lv(self.lv) is not None
+
+
+NoLv = _negation(LvExists, "no_lv")
 
 
 @dataclass(frozen=True)
-class LvExists(Check):
-    kind: ClassVar[str] = "lv"
+class _LvColumn(Check):
+    """The LV exists and an lvs column of it has (or, negated, has not) a value."""
+
+    column: ClassVar[str]  # the lvs column, also the name of the Lv attribute
+    sentences: ClassVar[tuple[str, str]]  # the sentence, and the negated one
     lv: str
 
     def describe(self) -> str:
-        return f"LV {self.lv} {'does not exist' if self.negated else 'exists'}"
+        return self.sentences[self.negated].format(lv=self.lv, value=self.expected)
 
-    def holds(self, system: SystemView) -> bool:
-        return (system.lv(self.lv) is not None) != self.negated
-
-    def ansible(self, r: str = "r") -> Ansible:
-        return Ansible(("lvs", self.lv), f"{r}.rc != 0" if self.negated else f"{r}.rc == 0")
-
-
-@dataclass(frozen=True)
-class NoLv(LvExists):
-    kind: ClassVar[str] = "no_lv"
-    negated: ClassVar[bool] = True
-
-
-@dataclass(frozen=True)
-class Segtype(Check):
-    """The LV exists and has (or, negated, exists and has not) this segment type."""
-
-    kind: ClassVar[str] = "segtype"
-    lv: str
-    segtype: str
-
-    def describe(self) -> str:
-        return f"LV {self.lv} {'is not' if self.negated else 'has'} {'of ' if self.negated else ''}segment type {self.segtype}"
+    @property
+    def expected(self) -> str:
+        return str(getattr(self, fields(self)[1].name))
 
     def holds(self, system: SystemView) -> bool:
         row = system.lv(self.lv)
-        return row is not None and (row.segtype == self.segtype) != self.negated
+        return row is not None and (getattr(row, self.column) == self.expected) != self.negated
 
     def ansible(self, r: str = "r") -> Ansible:
         op = "!=" if self.negated else "=="
-        return Ansible(("lvs", "--noheadings", "-o", "segtype", self.lv),
-                       f"({r}.rc == 0 and ({r}.stdout | trim) {op} {_quoted(self.segtype)})")
+        return Ansible(("lvs", "--noheadings", "-o", self.column, self.lv),
+                       f"({r}.rc == 0 and ({r}.stdout | trim) {op} {_quoted(self.expected)})")
 
 
 @dataclass(frozen=True)
-class NotSegtype(Segtype):
-    kind: ClassVar[str] = "not_segtype"
-    negated: ClassVar[bool] = True
+class Segtype(_LvColumn):
+    kind, column = "segtype", "segtype"
+    sentences = ("LV {lv} has segment type {value}", "LV {lv} is not of segment type {value}")
+    segtype: str
+
+
+NotSegtype = _negation(Segtype, "not_segtype")
 
 
 @dataclass(frozen=True)
-class CacheMode(Check):
-    kind: ClassVar[str] = "cache_mode"
-    lv: str
+class CacheMode(_LvColumn):
+    kind, column = "cache_mode", "cache_mode"
+    sentences = ("LV {lv} caches in {value} mode", "LV {lv} does not cache in {value} mode")
     mode: str
-
-    def describe(self) -> str:
-        return f"LV {self.lv} caches in {self.mode} mode"
-
-    def holds(self, system: SystemView) -> bool:
-        row = system.lv(self.lv)
-        return row is not None and row.cache_mode == self.mode
-
-    def ansible(self, r: str = "r") -> Ansible:
-        return Ansible(("lvs", "--noheadings", "-o", "cache_mode", self.lv),
-                       f"({r}.rc == 0 and ({r}.stdout | trim) == {_quoted(self.mode)})")
 
 
 # --- devices ---
 
 @dataclass(frozen=True)
-class NoSignature(Check):
-    kind: ClassVar[str] = "no_signature"
+class _OnDevice(Check):
+    """A fact about a block device as discovery sees it; never true of a device that is absent."""
+
+    sentence: ClassVar[str]
     device: str
 
     def describe(self) -> str:
-        return f"{self.device} holds no file system, RAID, LVM or other signature"
+        return self.sentence.format(device=self.device)
 
     def holds(self, system: SystemView) -> bool:
         dev = system.device(self.device)
-        return dev is not None and not (dev.fs_type or dev.partition_table or dev.partitions or dev.lvm or dev.bcache
-                                        or dev.md)
+        return dev is not None and self.of(dev, system)
+
+    def of(self, dev: Device, system: SystemView) -> bool:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class NoSignature(_OnDevice):
+    kind, sentence = "no_signature", "{device} holds no file system, RAID, LVM or other signature"
+
+    def of(self, dev: Device, system: SystemView) -> bool:
+        return not (dev.fs_type or dev.partition_table or dev.partitions or dev.lvm or dev.bcache or dev.md)
 
     def ansible(self, r: str = "r") -> Ansible:
         return Ansible(("blkid", "-p", self.device), f"{r}.rc == 2")  # blkid: 2 = nothing found
 
 
 @dataclass(frozen=True)
-class NotMounted(Check):
-    kind: ClassVar[str] = "not_mounted"
-    device: str
+class NotMounted(_OnDevice):
+    kind, sentence = "not_mounted", "{device} and its partitions are not mounted or held"
 
-    def describe(self) -> str:
-        return f"{self.device} and its partitions are not mounted or held"
-
-    def holds(self, system: SystemView) -> bool:
-        dev = system.device(self.device)
-        if dev is None:
-            return False
-        return not (dev.mountpoints or dev.swap or dev.holders
-                    or any(p.mountpoints or p.holders for p in system.partitions(dev)))
+    def of(self, dev: Device, system: SystemView) -> bool:
+        partitions = system.partitions(dev)
+        return not (dev.mountpoints or dev.swap or dev.holders or any(p.mountpoints or p.holders for p in partitions))
 
     def ansible(self, r: str = "r") -> Ansible:
         # lsblk lists the device, then its partitions and whatever sits on either: only
@@ -299,16 +314,11 @@ class NotMounted(Check):
 
 
 @dataclass(frozen=True)
-class BcacheSuperblock(Check):
-    kind: ClassVar[str] = "bcache_sb"
-    device: str
+class BcacheSuperblock(_OnDevice):
+    kind, sentence = "bcache_sb", "{device} has a bcache superblock"
 
-    def describe(self) -> str:
-        return f"{self.device} has a bcache superblock"
-
-    def holds(self, system: SystemView) -> bool:
-        dev = system.device(self.device)
-        return dev is not None and (dev.fs_type == "bcache" or dev.bcache is not None)
+    def of(self, dev: Device, system: SystemView) -> bool:
+        return dev.fs_type == "bcache" or dev.bcache is not None
 
     def ansible(self, r: str = "r") -> Ansible:
         return Ansible(("blkid", "-p", "-o", "value", "-s", "TYPE", self.device),
@@ -342,21 +352,12 @@ class Sysfs(Check):
 
 
 @dataclass(frozen=True)
-class SysfsExists(Check):
-    kind: ClassVar[str] = "sysfs_exists"
+class SysfsExists(_Exists):
+    kind, subject, lookup = "sysfs_exists", "{path}", ("test", "-e", "{path}")
     path: str
 
-    def describe(self) -> str:
-        return f"{self.path} {'does not exist' if self.negated else 'exists'}"
-
-    def holds(self, system: SystemView) -> bool:
-        return system.sysfs_exists(self.path) != self.negated
-
-    def ansible(self, r: str = "r") -> Ansible:
-        return Ansible(("test", "-e", _playbook_path(self.path)), f"{r}.rc != 0" if self.negated else f"{r}.rc == 0")
+    def found(self, system: SystemView) -> bool:
+        return system.sysfs_exists(self.path)
 
 
-@dataclass(frozen=True)
-class NoSysfs(SysfsExists):
-    kind: ClassVar[str] = "no_sysfs"
-    negated: ClassVar[bool] = True
+NoSysfs = _negation(SysfsExists, "no_sysfs")
