@@ -385,6 +385,7 @@ class Core:
     def plan(self, inv: Inventory, recipe: str, **options: Any) -> Plan:
         """A plan from a recipe and its options (see the CLI's `plan` subcommands)."""
         from recipes import bcache, lvmcache
+        from recipes.common import RecipeError
 
         builders: dict[str, Callable[..., Plan]] = {
             "lvmcache-attach": lvmcache.lvmcache_attach, "lvmcache-uncache": lvmcache.lvmcache_uncache,
@@ -395,7 +396,7 @@ class Core:
             raise Refused(f"there is no recipe {recipe!r} (choose one of {', '.join(builders)}). {NOTHING}")
         try:
             return builders[recipe](inv, **options)
-        except lvmcache.RecipeError as exc:
+        except RecipeError as exc:
             raise Refused(str(exc)) from None
 
     def plan_recommended(self, inv: Inventory, rec: Recommendation, slow: str, fast: list[str]) -> Plan:

@@ -8,7 +8,6 @@ backing device's sysfs directory, resolved when the step runs (kernel names chan
 
 from __future__ import annotations
 
-import socket
 import uuid
 
 from advisor.disks.devices import Device, Inventory
@@ -22,7 +21,7 @@ from advisor.plan.checks import (
 )
 from advisor.plan.model import Plan, Step
 from advisor.units import human_size
-from recipes.lvmcache import NOTHING, RecipeError, _now, bind
+from recipes.common import NOTHING, RecipeError, bind
 
 B = "{backing}/bcache"
 # make-bcache's default bucket (1024 sectors); the kernel's cache_alloc() refuses a cache whose
@@ -43,8 +42,7 @@ def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | N
         p = inv.by_name(part)
         if p is not None and (p.mountpoints or p.holders):
             raise RecipeError(f"{dev.display_path} has a partition in use ({p.display_path}). {NOTHING}")
-    signature = dev.fs_type or dev.partition_table or ("LVM PV" if dev.lvm else None) or (
-        "RAID member" if dev.md else None)
+    signature = dev.signature
     if signature and not wipe:
         if role == "backing":
             raise RecipeError(
@@ -133,8 +131,7 @@ def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: s
                f"(/sys/class/block/{backing.name} now).",
                "Make the file system on the bcache device, not on the backing disk.",
                "Undo with `cachewise plan bcache-detach --device /dev/bcache/by-uuid/...`.")
-        + (("Writeback: dirty data lives only on the SSD until written back (T-MODE-1).",) if mode == "writeback" else ()),
-        created=_now(), host=socket.gethostname())
+        + (("Writeback: dirty data lives only on the SSD until written back (T-MODE-1).",) if mode == "writeback" else ()))
 
 
 def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Plan:
@@ -188,4 +185,4 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
                               "working, at disk speed)",),
                 destroys=(f"{cache.display_path}: bcache cache superblock",) if wipe_cache and cache else (),
                 notes=("Dirty data is written back before the detach; with a large writeback cache this takes "
-                       "minutes.",), created=_now(), host=socket.gethostname())
+                       "minutes.",))

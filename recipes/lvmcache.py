@@ -8,9 +8,7 @@ and what to do.
 from __future__ import annotations
 
 import re
-import socket
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
 from advisor.advice.lvmrules import (
     CHUNK_UNIT,
@@ -33,16 +31,12 @@ from advisor.plan.checks import (
     PvInVg,
     Segtype,
 )
-from advisor.plan.model import BoundDevice, Plan, Step
+from advisor.plan.model import Plan, Step
 from advisor.units import human_size
+from recipes.common import NOTHING, RecipeError, bind
 
 NAME_RE = re.compile(r"[A-Za-z0-9+_.][A-Za-z0-9+_.-]*")
-NOTHING = "Nothing was changed."
 PV_HEADER = LVM_PV_METADATA
-
-
-class RecipeError(ValueError):
-    """The plan cannot be made; the message says why, that nothing changed, and what to do."""
 
 
 @dataclass(frozen=True)
@@ -52,17 +46,6 @@ class CacheSpec:
     chunk_bytes: int | None = None  # default: lvm2's rule
     metadata_bytes: int | None = None
     policy: str = "smq"
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def bind(dev: Device, role: str) -> BoundDevice:
-    signature = dev.fs_type or (f"LVM PV of {dev.lvm.vg}" if dev.lvm and dev.lvm.role == "pv" else None) or \
-        (f"{dev.partition_table} partition table" if dev.partition_table else None)
-    return BoundDevice(role=role, path=dev.display_path, devnode=dev.devnode, identity=dev.identity,
-                       serial=dev.serial, wwn=dev.wwn, size_bytes=dev.size_bytes, signature=signature)
 
 
 def find_lv(inv: Inventory, name: str) -> Device:
@@ -134,12 +117,11 @@ def lvmcache_attach(inv: Inventory, lv_name: str, ssd_path: str, spec: CacheSpec
                           f"the same VG as the LV ({vg}) (lvmcache(7)). Free it from {ssd.lvm.vg} first. {NOTHING}")
     destroys: list[str] = []
     if not in_vg:
-        signature = ssd.fs_type or ssd.partition_table or (ssd.bcache and "bcache") or (ssd.md and "RAID member")
-        if signature or ssd.partitions:
+        if ssd.signature:
             if not wipe:
-                raise RecipeError(f"{ssd.display_path} holds data ({signature or 'partitions'}); making it a cache "
+                raise RecipeError(f"{ssd.display_path} holds data ({ssd.signature}); making it a cache "
                                   "destroys that. If it can go, pass --wipe (and confirm). " + NOTHING)
-            destroys.append(f"{ssd.display_path}: {signature or 'partitions ' + ', '.join(ssd.partitions)}")
+            destroys.append(f"{ssd.display_path}: {ssd.signature}")
 
     chunk = spec.chunk_bytes or lvm_chunk_size(spec.size_bytes)
     if chunk % CHUNK_UNIT or not CHUNK_UNIT <= chunk <= 1 << 30:
@@ -208,7 +190,7 @@ def lvmcache_attach(inv: Inventory, lv_name: str, ssd_path: str, spec: CacheSpec
         layout_after=(f"{vglv}: cache LV, {human_size(origin.size_bytes)} (origin {vglv}_corig)",
                       f"{vg}/{pool}: cache pool {human_size(size)}, chunk {human_size(chunk)}, {spec.mode}, "
                       f"{spec.policy}, metadata {human_size(meta)} + spare on {pv}"),
-        space=space, notes=tuple(notes), created=_now(), host=socket.gethostname())
+        space=space, notes=tuple(notes))
 
 
 def lvmcache_uncache(inv: Inventory, lv_name: str, *, keep_pool: bool = False, release: str | None = None) -> Plan:
@@ -247,7 +229,7 @@ def lvmcache_uncache(inv: Inventory, lv_name: str, *, keep_pool: bool = False, r
                 steps=tuple(steps), layout_before=(f"{vglv}: cache LV",),
                 layout_after=(f"{vglv}: plain LV, same data",) + ((f"{release}: free",) if release else ()),
                 notes=("Dirty blocks are written back before the cache goes; this can take a while with a big "
-                       "writeback cache.",), created=_now(), host=socket.gethostname())
+                       "writeback cache.",))
 
 
 def lvmcache_mode(inv: Inventory, lv_name: str, mode: str) -> Plan:
@@ -273,7 +255,7 @@ def lvmcache_mode(inv: Inventory, lv_name: str, mode: str) -> Plan:
         if mode == "writeback" else ()
     return Plan(kind="lvmcache-mode", title=f"Switch the cache of {vglv} to {mode}", devices=(bind(origin, "origin"),),
                 steps=(step,), layout_before=(f"{vglv}: cache LV",), layout_after=(f"{vglv}: cache LV in {mode}",),
-                notes=notes, created=_now(), host=socket.gethostname())
+                notes=notes)
 
 
 def lvmcache_new(inv: Inventory, hdd_path: str, ssd_path: str, vg: str, lv: str, spec: CacheSpec, *,
@@ -296,11 +278,10 @@ def lvmcache_new(inv: Inventory, hdd_path: str, ssd_path: str, vg: str, lv: str,
     destroys = []
     for dev in (hdd, ssd):
         _fast_device(inv, dev, hdd if dev is ssd else ssd, allow_partition=True)
-        signature = dev.fs_type or dev.partition_table or (dev.lvm and "LVM PV") or (dev.bcache and "bcache")
-        if signature and not wipe:
-            raise RecipeError(f"{dev.display_path} holds data ({signature}); pass --wipe if it can go. {NOTHING}")
-        if signature:
-            destroys.append(f"{dev.display_path}: {signature}")
+        if dev.signature and not wipe:
+            raise RecipeError(f"{dev.display_path} holds data ({dev.signature}); pass --wipe if it can go. {NOTHING}")
+        if dev.signature:
+            destroys.append(f"{dev.display_path}: {dev.signature}")
     hp, sp = hdd.display_path, ssd.display_path
     create = [
         Step(f"pvcreate-{i}", f"make {p} an LVM physical volume", ("pvcreate", "--yes", *(["--force"] if destroys else []), p),

@@ -41,8 +41,7 @@ def device_facts(inv: Inventory, dev: Device, probe_of: ProbeLookup, endurance: 
     vg = dev.lvm.vg if dev.lvm is not None else None
     common = dict(path=dev.display_path, size_bytes=dev.size_bytes, logical_sector_size=dev.logical_sector_size or 512,
                   identity=dev.identity, vg=vg, is_lv=dev.lvm is not None and dev.lvm.role == "lv",
-                  has_data=bool(dev.fs_type or dev.lvm is not None and dev.lvm.role == "pv" or dev.bcache or dev.md
-                                or dev.partition_table or dev.partitions),
+                  has_data=dev.signature is not None,
                   fs_type=dev.fs_type, endurance=endurance)
     if probes:
         slowest = max(probes, key=lambda p: _p50(p) or 0.0)

@@ -102,6 +102,25 @@ class Device:
         return self.stable_path or self.devnode
 
     @property
+    def signature(self) -> str | None:
+        """What writing over the device would destroy, in a few words ('ext4', 'gpt partition
+        table', 'LVM2_member'); None when it holds nothing discovery can see (an LV is not data
+        by itself: its file system is)."""
+        if self.fs_type:
+            return self.fs_type
+        if self.partition_table:
+            return f"{self.partition_table} partition table"
+        if self.partitions:
+            return "partitions " + ", ".join(self.partitions)
+        if self.lvm is not None and self.lvm.role == "pv":
+            return "LVM PV"
+        if self.bcache is not None:
+            return "bcache"
+        if self.md is not None:
+            return "RAID member"
+        return None
+
+    @property
     def role(self) -> str:
         """A short word or two for tables: 'LVM PV', 'bcache backing', 'ext4' ..."""
         if self.lvm is not None:

@@ -291,7 +291,7 @@ class NoSignature(_OnDevice):
     kind, sentence = "no_signature", "{device} holds no file system, RAID, LVM or other signature"
 
     def of(self, dev: Device, system: SystemView) -> bool:
-        return not (dev.fs_type or dev.partition_table or dev.partitions or dev.lvm or dev.bcache or dev.md)
+        return dev.signature is None and dev.lvm is None
 
     def ansible(self, r: str = "r") -> Ansible:
         return Ansible(("blkid", "-p", self.device), f"{r}.rc == 2")  # blkid: 2 = nothing found

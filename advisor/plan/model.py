@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import shlex
+import socket
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from advisor.plan.checks import SYSFS_PATH, Check, CheckError, from_json
@@ -81,8 +83,8 @@ class Plan:
     layout_after: tuple[str, ...] = ()
     space: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
-    created: str = ""
-    host: str = ""
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    host: str = field(default_factory=socket.gethostname)
     schema: str = PLAN_SCHEMA
 
     @property

@@ -10,22 +10,21 @@ import re
 
 import pytest
 
-from tests.vm.lab import HDD, SATA_SSD, GuestRun, Lab, LabDisk
+from tests.vm.lab import HDD, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario
+
+SCENARIO = Scenario("bcache-ansible", "apply_bcache_ansible.sh", (
+    LabDisk(HDD.name, HDD.serial, "384M", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
+    LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
+    # bcache's cache must have more than 512 buckets of 512 KiB (recipes/bcache.py).
+    # An HDD's 150 IOPS, so the write-back of dirty data takes long enough to watch.
+    LabDisk("bhdd", "BHDD0001", "384M", "scsi", rotation_rate=7200, iops_limit=150),
+    LabDisk("bssd", "BSSD0001", "320M", "sata", rotation_rate=1)), timeout=1500, expected_s=730)
 
 
 @pytest.fixture(scope="module")
-def guest(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> GuestRun:
-    disks = [LabDisk(HDD.name, HDD.serial, "384M", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
-             LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
-             # bcache's cache must have more than 512 buckets of 512 KiB (recipes/bcache.py).
-             # An HDD's 150 IOPS, so the write-back of dirty data takes long enough to watch.
-             LabDisk("bhdd", "BHDD0001", "384M", "scsi", rotation_rate=7200, iops_limit=150),
-             LabDisk("bssd", "BSSD0001", "320M", "sata", rotation_rate=1)]
-    run = Lab(disks, workdir=tmp_path_factory.mktemp("lab-bcache-ansible")).run("apply_bcache_ansible.sh", timeout=1200)
-    log = (run.out / "scenario.log").read_text() if (run.out / "scenario.log").exists() else run.console[-4000:]
-    timeline = (run.out / "timeline.txt").read_text() if (run.out / "timeline.txt").exists() else ""
-    print(f"lab bcache+ansible scenario: exit {run.returncode} in {run.seconds:.0f} s\n{timeline}")
-    assert run.returncode == 0, f"guest scenario failed:\n{log[-6000:]}"
+def guest(lab_pool: LabPool) -> GuestRun:
+    run = lab_pool.result(SCENARIO)
+    print((run.out / "timeline.txt").read_text() if (run.out / "timeline.txt").exists() else "")
     return run
 
 

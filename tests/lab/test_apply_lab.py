@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.vm.lab import HDD, SATA_SSD, GuestRun, Lab, LabDisk
+from tests.vm.lab import HDD, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario
 
 EXPECTED_BAD = {
     "nonexistent-ssd": "/dev/nonexistent is not a block device",
@@ -42,18 +42,16 @@ EXPECTED_BAD = {
 }
 
 
+# No IOPS limit here: this scenario checks data, not speed, and hashes whole disks twice.
+SCENARIO = Scenario("apply", "apply_lvm.sh", (
+    LabDisk(HDD.name, HDD.serial, "384M", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
+    LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
+    LabDisk("part", "PART0001", "256M"), LabDisk("other", "OTHER0001", "128M")), timeout=1800, expected_s=850)
+
+
 @pytest.fixture(scope="module")
-def guest(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> GuestRun:
-    # No IOPS limit here: this scenario checks data, not speed, and hashes whole disks twice.
-    disks = [LabDisk(HDD.name, HDD.serial, "384M", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
-             LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
-             LabDisk("part", "PART0001", "256M"), LabDisk("other", "OTHER0001", "128M")]
-    lab = Lab(disks, workdir=tmp_path_factory.mktemp("lab-apply"))
-    run = lab.run("apply_lvm.sh", timeout=1500)
-    log = (run.out / "scenario.log").read_text() if (run.out / "scenario.log").exists() else run.console[-4000:]
-    print(f"lab apply scenario: exit {run.returncode} in {run.seconds:.0f} s")
-    assert run.returncode == 0, f"guest scenario failed:\n{log[-8000:]}"
-    return run
+def guest(lab_pool: LabPool) -> GuestRun:
+    return lab_pool.result(SCENARIO)
 
 
 def lvs(run: GuestRun, name: str) -> dict[str, dict[str, Any]]:

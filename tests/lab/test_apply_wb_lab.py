@@ -8,18 +8,17 @@ import re
 
 import pytest
 
-from tests.vm.lab import HDD, SATA_SSD, GuestRun, Lab, LabDisk
+from tests.vm.lab import HDD, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario
+
+SCENARIO = Scenario("writeback", "apply_wb.sh", (
+    LabDisk(HDD.name, HDD.serial, "384M", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
+    LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model)),
+    timeout=1200, expected_s=250)
 
 
 @pytest.fixture(scope="module")
-def guest(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> GuestRun:
-    disks = [LabDisk(HDD.name, HDD.serial, "384M", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
-             LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model)]
-    run = Lab(disks, workdir=tmp_path_factory.mktemp("lab-wb")).run("apply_wb.sh", timeout=900)
-    log = (run.out / "scenario.log").read_text() if (run.out / "scenario.log").exists() else run.console[-4000:]
-    print(f"lab writeback scenario: exit {run.returncode} in {run.seconds:.0f} s")
-    assert run.returncode == 0, f"guest scenario failed:\n{log[-6000:]}"
-    return run
+def guest(lab_pool: LabPool) -> GuestRun:
+    return lab_pool.result(SCENARIO)
 
 
 def segtype(run: GuestRun, name: str) -> tuple[str, str]:

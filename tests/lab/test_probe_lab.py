@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, Lab, LabDisk
+from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, Lab, LabDisk, LabPool, Scenario
 
 FAST_ROTATIONAL = LabDisk("fastrot", "FASTROT1", "512M", "scsi", rotation_rate=7200)  # lies: says rotational
 SLOW_FLAT = LabDisk("slowflat", "SLOWFLAT1", "512M", "scsi", rotation_rate=1, iops_limit=150)  # lies: says SSD
@@ -36,19 +36,24 @@ def sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-@pytest.fixture(scope="module")
-def guest(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[GuestRun, dict[str, str], dict[str, str]]:
-    lab = Lab(DISKS, workdir=tmp_path_factory.mktemp("lab-probe"))
-    lab.create_images()
-    for disk in PROBED:  # real data everywhere, so reads are not answered from holes
+def fill_with_data(lab: Lab) -> dict[str, Any]:
+    """Real data on every probed disk, so reads are not answered from holes; its hashes."""
+    for disk in PROBED:
         with lab.image(disk).open("r+b") as fh:
             fh.write(os.urandom(512 << 20))
-    before = {d.serial: sha256(lab.image(d)) for d in PROBED}
-    run = lab.run("probe.sh", timeout=900)
-    log = (run.out / "scenario.log").read_text() if (run.out / "scenario.log").exists() else run.console[-4000:]
-    print(f"lab probe scenario: exit {run.returncode} in {run.seconds:.0f} s")
-    assert run.returncode == 0, f"guest scenario failed:\n{log[-6000:]}"
-    after = {d.serial: sha256(lab.image(d)) for d in PROBED}
+    return {"before": {d.serial: sha256(lab.image(d)) for d in PROBED}}
+
+
+# Alone: each probe's duration is checked against its budget.
+SCENARIO = Scenario("probe", "probe.sh", tuple(DISKS), timeout=1200, expected_s=250, alone=True,
+                    prepare=fill_with_data)
+
+
+@pytest.fixture(scope="module")
+def guest(lab_pool: LabPool) -> tuple[GuestRun, dict[str, str], dict[str, str]]:
+    run = lab_pool.result(SCENARIO)
+    before = run.prepared["before"]
+    after = {d.serial: sha256(run.out.parent / f"{d.name}.img") for d in PROBED}
     keep = Path(__file__).parents[1] / "vm" / "last-probe-run"
     shutil.rmtree(keep, ignore_errors=True)
     shutil.copytree(run.out, keep)

@@ -10,20 +10,17 @@ from typing import Any
 import pytest
 
 from advisor.advice.lvmrules import lvm_chunk_size, lvm_metadata_size
-from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, Lab, LabDisk
+from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario
+
+SCENARIO = Scenario("recommend", "recommend.sh", (
+    LabDisk(HDD.name, HDD.serial, "3G", HDD.bus, HDD.rotation_rate, HDD.iops_limit, HDD.wwn),
+    LabDisk(SATA_SSD.name, SATA_SSD.serial, "1G", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
+    LabDisk(NVME.name, NVME.serial, "256M", NVME.bus)), timeout=1200, expected_s=270)  # NVMe: smartctl's output
 
 
 @pytest.fixture(scope="module")
-def guest(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> GuestRun:
-    disks = [LabDisk(HDD.name, HDD.serial, "3G", HDD.bus, HDD.rotation_rate, HDD.iops_limit, HDD.wwn),
-             LabDisk(SATA_SSD.name, SATA_SSD.serial, "1G", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
-             LabDisk(NVME.name, NVME.serial, "256M", NVME.bus)]  # for smartctl's NVMe output
-    lab = Lab(disks, workdir=tmp_path_factory.mktemp("lab-recommend"))
-    run = lab.run("recommend.sh", timeout=900)
-    log = (run.out / "scenario.log").read_text() if (run.out / "scenario.log").exists() else run.console[-4000:]
-    print(f"lab recommend scenario: exit {run.returncode} in {run.seconds:.0f} s")
-    assert run.returncode == 0, f"guest scenario failed:\n{log[-6000:]}"
-    return run
+def guest(lab_pool: LabPool) -> GuestRun:
+    return lab_pool.result(SCENARIO)
 
 
 def lvs(run: GuestRun, name: str) -> dict[str, dict[str, Any]]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, Lab, LabDisk
+from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario
 
 DISKS = [
     HDD,
@@ -24,13 +24,13 @@ DISKS = [
 ]
 
 
+# Alone: the hot-plug check times how fast the Disks screen shows a disk coming and going.
+SCENARIO = Scenario("scan", "scan.sh", tuple(DISKS), timeout=1200, expected_s=300, alone=True)
+
+
 @pytest.fixture(scope="module")
-def guest(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> GuestRun:
-    lab = Lab(DISKS, workdir=tmp_path_factory.mktemp("lab-scan"))
-    run = lab.run("scan.sh", timeout=900)
-    log = (run.out / "scenario.log").read_text() if (run.out / "scenario.log").exists() else run.console[-4000:]
-    print(f"lab scan scenario: exit {run.returncode} in {run.seconds:.0f} s")
-    assert run.returncode == 0, f"guest scenario failed:\n{log[-6000:]}"
+def guest(lab_pool: LabPool) -> GuestRun:
+    run = lab_pool.result(SCENARIO)
     keep = Path(__file__).parents[1] / "vm" / "last-run"
     if keep.parent.exists():
         shutil.rmtree(keep, ignore_errors=True)

@@ -13,7 +13,8 @@ from advisor.disks.devices import Inventory
 from advisor.disks.discovery import build_inventory
 from advisor.plan.model import PLAN_SCHEMA, Plan, PlanError
 from recipes.bcache import bcache_create, bcache_detach
-from recipes.lvmcache import CacheSpec, RecipeError, lvmcache_attach, lvmcache_uncache
+from recipes.common import RecipeError
+from recipes.lvmcache import CacheSpec, lvmcache_attach, lvmcache_uncache
 from tests.conftest import FIXTURES
 
 MiB, GiB = 1 << 20, 1 << 30

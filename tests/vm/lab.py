@@ -15,9 +15,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 GUEST_DIR = Path(__file__).parent / "guest"
 REPO = Path(__file__).resolve().parents[2]
@@ -80,9 +84,14 @@ class GuestRun:
     seconds: float
     out: Path
     console: str
+    prepared: dict[str, Any] = field(default_factory=dict)  # what the scenario's prepare() returned
 
     def read(self, name: str) -> str:
         return (self.out / name).read_text()
+
+    def log_tail(self, chars: int = 6000) -> str:
+        log = self.out / "scenario.log"
+        return log.read_text()[-chars:] if log.exists() else self.console[-chars:]
 
 
 @dataclass
@@ -165,3 +174,65 @@ class Lab:
         rc_file = self.workdir / "out" / "rc"
         rc = int(rc_file.read_text().strip()) if rc_file.exists() else (proc.returncode or 255)
         return GuestRun(rc, seconds, self.workdir / "out", proc.stdout + proc.stderr)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One guest boot: its disks, the script it runs (tests/vm/guest/), and how to schedule it."""
+
+    name: str
+    script: str
+    disks: tuple[LabDisk, ...]
+    timeout: float = 900
+    expected_s: float = 300  # about how long it boots and runs, to start the longest first
+    alone: bool = False  # it asserts timings: no other guest may run beside it
+    prepare: Callable[[Lab], dict[str, Any]] | None = None  # on the images, before the boot
+
+
+class LabPool:
+    """Runs the scenarios of a test session's lab modules: two guests at a time (a guest under
+    software emulation keeps about one of the two cores busy: bash, Python and lvm2 are
+    single-threaded), longest first, then those that measure time one by one on an idle host.
+    A module's fixture waits for its own scenario while the others go on."""
+
+    def __init__(self, scenarios: list[Scenario], workdirs: dict[str, Path], parallel: int = 2) -> None:
+        self.scenarios = {s.name: s for s in scenarios}
+        self.workdirs = workdirs
+        self.parallel = max(1, parallel)
+        self.futures: dict[str, Future[GuestRun]] = {s.name: Future() for s in scenarios}
+        self.log: list[str] = []
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run_all, name="lab-pool", daemon=True)
+            self._thread.start()
+
+    def _run_one(self, scenario: Scenario) -> None:
+        future = self.futures[scenario.name]
+        start = time.monotonic()
+        try:
+            lab = Lab(list(scenario.disks), workdir=self.workdirs[scenario.name])
+            lab.create_images()
+            prepared = scenario.prepare(lab) if scenario.prepare else {}
+            run = lab.run(scenario.script, timeout=scenario.timeout)
+            run.prepared = prepared
+            future.set_result(run)
+        except BaseException as exc:  # noqa: BLE001 - the module's fixture re-raises it
+            future.set_exception(exc)
+        self.log.append(f"{scenario.name}: {time.monotonic() - start:.0f} s")
+
+    def _run_all(self) -> None:
+        together = sorted((s for s in self.scenarios.values() if not s.alone), key=lambda s: -s.expected_s)
+        with ThreadPoolExecutor(self.parallel, thread_name_prefix="lab") as pool:
+            list(pool.map(self._run_one, together))
+        for scenario in (s for s in self.scenarios.values() if s.alone):
+            self._run_one(scenario)
+
+    def result(self, scenario: Scenario) -> GuestRun:
+        """The scenario's run once it has ended (it must have succeeded)."""
+        self.start()
+        run = self.futures[scenario.name].result()
+        print(f"lab {scenario.name}: exit {run.returncode} in {run.seconds:.0f} s")
+        assert run.returncode == 0, f"guest scenario {scenario.script} failed:\n{run.log_tail()}"
+        return run

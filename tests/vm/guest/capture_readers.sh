@@ -17,7 +17,7 @@ lvcreate -q -y -L 512M -n data labvg "$hdd"
 lvcreate -q -y -L 256M -n wc labvg "$hdd"
 lvcreate -q -y --type cache-pool -L 128M -n data_cache labvg "$ssd"
 lvconvert -q -y --type cache --cachepool labvg/data_cache --cachemode writeback labvg/data
-lvcreate -q -y -L 64M -n wc_fast labvg "$ssd"
+lvcreate -q -y -an -Zn -L 64M -n wc_fast labvg "$ssd"  # a cachevol must be inactive to attach
 lvconvert -q -y --type writecache --cachevol wc_fast labvg/wc
 fields=lv_name,vg_name,lv_uuid,lv_attr,lv_size,segtype,lv_dm_path,devices,pool_lv,origin,lv_role,cache_mode,cache_policy,cache_dirty_blocks
 lvs -a -o "$fields" --reportformat json_std --units b --nosuffix > /dev/null 2> "$LAB_OUT/lvs-json-std-2.03.16.txt" \
