@@ -432,6 +432,7 @@ class Core:
     def preflight(self, plan: Plan, resuming: bool = False) -> None:
         """Refused, with every problem, when the plan cannot run as things stand."""
         from advisor.apply.preflight import refusal
+        from advisor.readers.lvm import ReportError
         from advisor.runner import CommandError
 
         if self.executor is None:
@@ -441,7 +442,7 @@ class Core:
                           f"{NOTHING}")
         try:
             problems = self.executor.preflight(plan, resuming)
-        except CommandError as exc:
+        except (CommandError, ReportError) as exc:
             raise Refused(f"cannot read the system's state: {exc}. {NOTHING}") from None
         if problems:
             raise Refused(refusal(problems), problems)
