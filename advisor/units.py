@@ -65,5 +65,5 @@ def duration(seconds: float | None) -> str:
 
 
 def rate(per_second: float, what: str = "IOPS") -> str:
-    """12345.6 -> '12,346 IOPS'."""
-    return f"{per_second:,.0f} {what}"
+    """12345.6 -> '12,346 IOPS'; with what='/s', '12,346/s'."""
+    return f"{per_second:,.0f}{'' if what.startswith('/') else ' '}{what}"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from advisor.advice.workloads import workload_types
 from advisor.disks.probe import DEFAULT_SECONDS
 from advisor.history import STATE_ENV
-from advisor.units import UnitError, parse_duration, parse_size
+from advisor.units import UnitError, parse_duration, parse_size, rate
 from cachewise import __version__
 
 if TYPE_CHECKING:
@@ -328,12 +328,12 @@ def cmd_probe(args: argparse.Namespace) -> int:
     show_progress = sys.stderr.isatty() and not args.json
 
     def progress(p: ProbeProgress) -> None:
-        print(f"\r{p.device}: {p.description} ({p.elapsed:4.1f}/{p.total:g} s, {p.iops:,.0f} IOPS)   ",
+        print(f"\r{p.device}: {p.description} ({p.elapsed:4.1f}/{p.total:g} s, {rate(p.iops)})   ",
               end="", file=sys.stderr, flush=True)
 
     for dev in targets:
         try:
-            result, warning = core.probe(dev, args.seconds, progress if show_progress else None)
+            result, warning = core.probe(dev, args.seconds, progress if show_progress else None, not args.no_record)
         except (ProbeError, CommandError) as exc:
             if show_progress:
                 print(file=sys.stderr)
@@ -344,8 +344,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
             print(file=sys.stderr)
         results.append(result)
         failed |= not result.complete
-        if not args.no_record:
-            _warn(warning)
+        _warn(warning)
     if args.json:
         _print_json({"schema": PROBE_SCHEMA, "results": [r.to_json() for r in results]})
     elif results:
@@ -372,7 +371,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
     def progress(p: CaptureProgress) -> None:
         lost = f", {p.lost:,} lost" if p.lost else ""
-        print(f"\r{p.events:,} events ({p.rate:,.0f}/s{lost}), {p.elapsed:,.0f} of {seconds:,.0f} s; Ctrl-C stops   ",
+        print(f"\r{p.events:,} events ({rate(p.rate, '/s')}{lost}), {p.elapsed:,.0f} of {seconds:,.0f} s; Ctrl-C stops   ",
               end="", file=sys.stderr, flush=True)
 
     def blktrace(devnode: str) -> None:

@@ -264,11 +264,12 @@ class Core:
         return targets, inv
 
     def probe(self, dev: Device, seconds: float = DEFAULT_SECONDS,
-              on_progress: Callable[[ProbeProgress], None] | None = None) -> tuple[ProbeResult, str | None]:
+              on_progress: Callable[[ProbeProgress], None] | None = None,
+              record: bool = True) -> tuple[ProbeResult, str | None]:
         """Probe one device and record the result: (result, history warning)."""
         assert self.prober is not None
         result = self.prober.probe(dev, seconds, on_progress or (lambda _p: None))
-        return result, self.record(lambda h: h.record_probe(result, dev.serial, dev.wwn))
+        return result, self.record(lambda h: h.record_probe(result, dev.serial, dev.wwn)) if record else None
 
     # -- workload --
 

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeResult
-from advisor.units import duration, human_size
+from advisor.units import duration, human_size, rate
 
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
     from advisor.advice.recommend import CacheConfig, Reason, Recommendation
@@ -108,7 +108,7 @@ def analysis_report(a: Analysis) -> Group:
     summary.add_column()
     total = a.read_requests + a.write_requests
     summary.add_row("Trace", f"{a.source} ({a.source_format}, {a.lines:,} lines, {a.bad_lines} malformed)")
-    summary.add_row("Requests", f"{a.requests:,} over {a.duration_s:,.1f} s ({a.iops:,.0f} IOPS); "
+    summary.add_row("Requests", f"{a.requests:,} over {a.duration_s:,.1f} s ({rate(a.iops)}); "
                     f"{a.read_requests / total:.0%} reads, {a.write_requests / total:.0%} writes")
     summary.add_row("Footprint", f"{human_size(a.footprint_bytes)} ({a.footprint_blocks:,} blocks of {human_size(a.block_size)})")
     summary.add_row("Sequential", f"{a.sequential_share:.0%} of requests continue the previous one")

@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
 from advisor.disks.probe import ProbeProgress, ProbeResult
+from advisor.units import rate
 
 
 class ProbeUpdate(Message):
@@ -50,7 +51,7 @@ class ProbePanel(Static):
     def progress(self, p: ProbeProgress) -> None:
         self.lines[p.device] = Text.assemble(
             (f"{p.device}: ", "bold"), f"{p.description}  ", (f"{p.elapsed:4.1f}/{p.total:g} s", "cyan"),
-            f"  {p.iops:,.0f} IOPS",
+            f"  {rate(p.iops)}",
         )
         self._refresh()
 
