@@ -41,7 +41,7 @@ class LiveState:
         if runner.which("lvs") is None:
             return state
         state.pvs = {os.path.realpath(r["pv_name"]): r.get("vg_name", "") for r in lvm.pvs(runner)}
-        lvs = (Lv.from_row(r) for r in lvm.lvs(runner))
+        lvs = (Lv.from_row(r) for r in lvm.lvs(runner, lvm.CACHE_FIELDS))
         state.lvs = {lv.full_name: lv for lv in lvs}
         return state
 

@@ -10,6 +10,7 @@ either way. Fixtures: tests/fixtures/lab-scan/lvs.json, pvs.json, tests/fixtures
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +18,13 @@ from typing import Any
 from advisor.runner import CommandFailed, CommandRunner
 
 PVS_FIELDS = ("pv_name", "vg_name", "pv_uuid", "pv_size", "dev_size")
+# What discovery shows of each LV. Cache columns make lvs read every cached LV's kernel status,
+# so they are asked for only where they are used (CACHE_FIELDS).
 LVS_FIELDS = ("lv_name", "vg_name", "lv_uuid", "lv_attr", "lv_size", "segtype", "lv_dm_path", "devices", "pool_lv",
-              "origin", "lv_role", "cache_mode", "cache_policy", "cache_dirty_blocks")
-# Formats tried in order; the first one lvm2 accepts is remembered for the rest of the process.
+              "origin", "lv_role")
+CACHE_FIELDS = ("lv_name", "vg_name", "segtype", "cache_mode", "cache_policy", "cache_dirty_blocks")
+# Formats tried in order; the first one lvm2 accepts is remembered for the rest of the process,
+# per lvm2 binary (pvs and lvs are links to the one lvm program).
 FORMATS = ("json_std", "json")
 _accepted: dict[str, str] = {}
 
@@ -59,7 +64,8 @@ def _refuses_format(exc: CommandFailed) -> bool:
 def report(runner: CommandRunner, command: str, fields: tuple[str, ...], *extra: str, key: str,
            timeout: float = 60) -> list[dict[str, str]]:
     """Run ``command`` (pvs, lvs) for ``fields`` in bytes and return its rows."""
-    tool = runner.which(command) or command
+    found = runner.which(command)
+    tool = os.path.realpath(found) if found else command
     for fmt in FORMATS:
         if _accepted.get(tool, fmt) != fmt:
             continue
@@ -80,8 +86,8 @@ def pvs(runner: CommandRunner) -> list[dict[str, str]]:
     return report(runner, "pvs", PVS_FIELDS, key="pv")
 
 
-def lvs(runner: CommandRunner) -> list[dict[str, str]]:
-    return report(runner, "lvs", LVS_FIELDS, "-a", key="lv")
+def lvs(runner: CommandRunner, fields: tuple[str, ...] = LVS_FIELDS) -> list[dict[str, str]]:
+    return report(runner, "lvs", fields, "-a", key="lv")
 
 
 @dataclass(frozen=True)
