@@ -193,7 +193,7 @@ class Scenario:
         # One vCPU is faster for these single-threaded scenarios and leaves the host's other core
         # to the second guest (docs/lab.md); scenarios that run alone keep the timing they were
         # calibrated with.
-        return 2 if self.alone else 1
+        return int(os.environ.get("CACHEWISE_LAB_CPUS", "0")) or (2 if self.alone else 1)
 
 
 class LabPool:
