@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.disks.devices import Inventory
-from advisor.disks.probe import ProbeResult
 
-if TYPE_CHECKING:  # the analysis pulls in numpy; recording one must not cost every command that
-    from advisor.workload.analysis import Analysis  # opens the history
+if TYPE_CHECKING:  # modules that only type the records: opening the history must stay cheap
+    from advisor.disks.probe import ProbeResult
+    from advisor.workload.analysis import Analysis
 
 STATE_ENV = "CACHEWISE_STATE_DIR"
 DB_NAME = "history.sqlite3"

@@ -20,8 +20,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from advisor.disks.collect import RawSystem, collect, devnum_of, refresh
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import build_inventory, find_device
-from advisor.disks.probe import DEFAULT_SECONDS, ProbeProgress, ProbeResult, probe_device
-from advisor.history import History, HistoryError, default_state_dir
 from advisor.runner import CommandRunner
 
 if TYPE_CHECKING:
@@ -29,6 +27,8 @@ if TYPE_CHECKING:
     from advisor.apply.journal import Journal
     from advisor.apply.preflight import Problem
     from advisor.apply.run import Event
+    from advisor.disks.probe import ProbeProgress, ProbeResult
+    from advisor.history import History
     from advisor.plan.model import Plan
     from advisor.workload.analysis import Analysis
     from advisor.workload.traces import CsvLayout
@@ -114,6 +114,8 @@ class LiveProber:
         self.runner = runner
 
     def probe(self, device: Device, seconds: float, on_progress: Callable[[ProbeProgress], None]) -> ProbeResult:
+        from advisor.disks.probe import probe_device
+
         return probe_device(device, self.runner, seconds=seconds, on_progress=on_progress)
 
 
@@ -187,6 +189,8 @@ class Core:
     @classmethod
     def for_machine(cls, state_dir: Path | None = None) -> Core:
         """This machine: live discovery, fio probes, plans applied for real."""
+        from advisor.history import default_state_dir
+
         runner = CommandRunner()
         state = state_dir or default_state_dir()
         return cls(LiveDiscovery(runner), runner, LiveProber(runner), LiveExecutor(runner, state), state, live=True)
@@ -206,6 +210,8 @@ class Core:
     def record(self, write: Callable[[History], object]) -> str | None:
         """Write to the history database. A failure never fails the use case: the warning is
         returned for the front end to show (None: recorded, or nothing to record into)."""
+        from advisor.history import History, HistoryError
+
         if self.state_dir is None:
             return None
         try:
@@ -226,6 +232,8 @@ class Core:
     def earlier_probes(self, inv: Inventory) -> tuple[dict[str, ProbeResult], str | None]:
         """The newest complete probe of each device with an identity, by identity; and a warning
         when the history could not be read."""
+        from advisor.disks.probe import ProbeResult
+
         found: dict[str, ProbeResult] = {}
 
         def read(hist: History) -> None:
@@ -263,12 +271,15 @@ class Core:
             raise Refused("two of the paths name the same device; nothing was probed.")
         return targets, inv
 
-    def probe(self, dev: Device, seconds: float = DEFAULT_SECONDS,
+    def probe(self, dev: Device, seconds: float | None = None,
               on_progress: Callable[[ProbeProgress], None] | None = None,
               record: bool = True) -> tuple[ProbeResult, str | None]:
-        """Probe one device and record the result: (result, history warning)."""
+        """Probe one device (for ``seconds``, default the probe's own budget) and record the
+        result: (result, history warning)."""
+        from advisor.disks.probe import DEFAULT_SECONDS
+
         assert self.prober is not None
-        result = self.prober.probe(dev, seconds, on_progress or (lambda _p: None))
+        result = self.prober.probe(dev, seconds or DEFAULT_SECONDS, on_progress or (lambda _p: None))
         return result, self.record(lambda h: h.record_probe(result, dev.serial, dev.wwn)) if record else None
 
     # -- workload --

@@ -185,22 +185,19 @@ class Scenario:
     disks: tuple[LabDisk, ...]
     timeout: float = 900
     expected_s: float = 300  # about how long it boots and runs, to start the longest first
-    alone: bool = False  # it asserts timings: no other guest may run beside it (and it gets 2 vCPUs)
+    alone: bool = False  # it asserts timings: no other guest may run beside it
     prepare: Callable[[Lab], dict[str, Any]] | None = None  # on the images, before the boot
 
     @property
     def cpus(self) -> int:
-        # One vCPU is faster for these single-threaded scenarios and leaves the host's other core
-        # to the second guest (docs/lab.md); scenarios that run alone keep the timing they were
-        # calibrated with.
-        return int(os.environ.get("CACHEWISE_LAB_CPUS", "0")) or (2 if self.alone else 1)
+        return int(os.environ.get("CACHEWISE_LAB_CPUS", "2"))
 
 
 class LabPool:
-    """Runs the scenarios of a test session's lab modules: two one-vCPU guests at a time (the
-    scenarios are single-threaded, and a guest with two vCPUs keeps both host cores busy), longest
-    first, then those that measure time one by one on an idle host. A module's fixture waits
-    for its own scenario while the others go on."""
+    """Runs the scenarios of a test session's lab modules in the background, ``parallel`` guests
+    at a time (longest first), then those that measure time one by one on an idle host. A
+    module's fixture waits for its own scenario while the others go on. On this 2-core machine
+    ``parallel`` is 1: two guests side by side gained nothing (docs/lab.md)."""
 
     def __init__(self, scenarios: list[Scenario], workdirs: dict[str, Path], parallel: int = 2) -> None:
         self.scenarios = {s.name: s for s in scenarios}

@@ -115,9 +115,14 @@ for k in $(seq 1 "$steps"); do
   mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
   "$CW_PY" -m cachewise apply "$LAB_OUT/crash.json" --yes > "$LAB_OUT/crash-$k-apply.txt" 2>&1 &
   pid=$!
+  # Count finished steps with bash builtins only: a process per poll competes with the apply.
   while kill -0 $pid 2> /dev/null; do
-    n=$(cat "$CACHEWISE_STATE_DIR"/journal/*.jsonl 2> /dev/null | grep -c '"step-end"' || true)
-    [ "${n:-0}" -ge "$k" ] && break
+    n=0
+    for f in "$CACHEWISE_STATE_DIR"/journal/*.jsonl; do
+      [ -e "$f" ] || continue
+      while IFS= read -r line; do [[ $line == *'"step-end"'* ]] && n=$((n + 1)); done < "$f"
+    done
+    [ "$n" -ge "$k" ] && break
     sleep 0.1
   done
   kill -9 $pid 2> /dev/null || true
