@@ -12,26 +12,40 @@ import re
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 SIZE_SUFFIX = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
 DURATION_SUFFIX = {"": 1, "s": 1, "m": 60, "h": 3600}
+MAX_DURATION = 31 * 86400
 
 
 class UnitError(ValueError):
     """Text that is not a size, duration or rate."""
 
 
-def parse_size(text: str) -> int:
-    """'4k', '32KiB', '1g', '65536' -> bytes (binary multiples)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)(i?b)?\s*", text.lower())
+MAX_SIZE = 1 << 60  # 1 EiB: far beyond any disk; larger numbers are typing mistakes
+
+
+def parse_size(text: str, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
+    """'4k', '32KiB', '1g', '65536' -> bytes (binary multiples), between ``minimum`` and
+    ``maximum``."""
+    match = re.fullmatch(r"\s*(\d{1,20})\s*([kmgt]?)(i?b)?\s*", text.lower())
     if match is None:
-        raise UnitError(f"not a size: {text!r}")
-    return int(match[1]) << SIZE_SUFFIX[match[2]]
+        raise UnitError(f"not a size: {text!r} (use 4k, 256m, 40g or a number of bytes)")
+    value = int(match[1]) << SIZE_SUFFIX[match[2]]
+    if value < minimum:
+        raise UnitError(f"{text.strip()} is too small (at least {human_size(minimum)})" if minimum > 1
+                        else f"a size of {text.strip()} is zero")
+    if value > maximum:
+        raise UnitError(f"{text.strip()} is too large (at most {human_size(maximum)})")
+    return value
 
 
 def parse_duration(text: str) -> float:
     """'90', '90s', '10m', '2h' -> seconds (more than zero)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text.lower())
+    match = re.fullmatch(r"\s*(\d{1,9}(?:\.\d{1,9})?)\s*([smh]?)\s*", text.lower())
     if match is None or float(match[1]) <= 0:
         raise UnitError(f"not a duration: {text!r} (use 90s, 10m or 2h)")
-    return float(match[1]) * DURATION_SUFFIX[match[2]]
+    seconds = float(match[1]) * DURATION_SUFFIX[match[2]]
+    if seconds > MAX_DURATION:
+        raise UnitError(f"{text.strip()} is longer than {MAX_DURATION // 86400:.0f} days")
+    return seconds
 
 
 def human_size(n: int) -> str:

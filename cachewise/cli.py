@@ -10,6 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -115,9 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     src = rec.add_mutually_exclusive_group()
     src.add_argument("--trace", type=Path, metavar="FILE", help="a trace of the slow device's workload (`cachewise trace`)")
     src.add_argument("--workload", choices=workload_types(), help="declare the workload when there is no trace")
-    rec.add_argument("--hot-fraction", type=float, metavar="F",
+    rec.add_argument("--hot-fraction", type=_positive, metavar="F",
                      help="declared: the share of the data that serves 90%% of the I/O (0.1 for fio's zipf:1.2)")
-    rec.add_argument("--read-share", type=float, metavar="F", help="declared: the share of I/O that is reads")
+    rec.add_argument("--read-share", type=_positive, metavar="F", help="declared: the share of I/O that is reads")
     rec.add_argument("--fs", choices=["ext4", "xfs", "other"], help="the file system (default: detected on --slow)")
     rec.add_argument("--data-size", metavar="SIZE", help="the dataset's size, e.g. 48g (default: the slow device's size)")
     rec.add_argument("--cache-size", metavar="SIZE", help="at most this much SSD space for the cache")
@@ -125,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--accept-writeback-risk", action="store_true",
                      help="allow writeback on a single SSD: dirty data is lost if it fails")
     rec.add_argument("--reformat-ok", action="store_true", help="the slow device's data may be moved off and back (bcache)")
-    rec.add_argument("--read-iops", type=float, metavar="N", help="declared read rate, for a warm-up time without a trace")
+    rec.add_argument("--read-iops", type=_positive, metavar="N", help="declared read rate, for a warm-up time without a trace")
     rec.add_argument("--kernel", metavar="VERSION", help="plan for this kernel instead of the running one")
     _common(rec, json="schema cachewise.recommend/1", raw="plan from a raw snapshot saved with `scan --save-raw`")
 
@@ -199,12 +202,14 @@ def _parser() -> argparse.ArgumentParser:
     which = apply_p.add_mutually_exclusive_group()
     which.add_argument("--resume", action="store_true", help="finish the interrupted plan")
     which.add_argument("--rollback", action="store_true", help="undo the steps of the interrupted plan")
+    which.add_argument("--abandon", type=Path, metavar="JOURNAL",
+                       help="neither resume nor roll back this journal's plan: record that, after showing what ran")
     _common(apply_p, json="the outcome")
 
     hist = sub.add_parser("history", help="list recorded discovery snapshots",
                           description="List the discovery snapshots recorded in the history database.")
     _common(hist, json="the snapshots")
-    hist.add_argument("--limit", type=int, default=20, help="how many snapshots (default 20)")
+    hist.add_argument("--limit", type=_count, default=20, help="how many snapshots (default 20)")
 
     tui = sub.add_parser("tui", help="open the terminal UI (the default)", description="Open the terminal UI.")
     _common(tui, raw="show a raw snapshot saved with `scan --save-raw` instead of this machine")
@@ -222,6 +227,10 @@ def main(argv: list[str] | None = None) -> int:
 
     commands = {"scan": cmd_scan, "probe": cmd_probe, "trace": cmd_trace, "analyze": cmd_analyze,
                 "recommend": cmd_recommend, "history": cmd_history, "plan": cmd_plan, "apply": cmd_apply}
+    # SIGTERM and SIGHUP stop a command as Ctrl-C does, through the same clean-up (the trace's
+    # kernel instance is removed, fio is stopped; apply finishes the step in progress first).
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.default_int_handler)
     try:
         return commands.get(args.command, cmd_tui)(args)
     except Refused as exc:
@@ -229,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("cachewise: interrupted; nothing was changed.", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `cachewise scan --json | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 def _error(message: str) -> int:
@@ -262,18 +274,39 @@ def _core(args: argparse.Namespace) -> Core:
     return Core.for_machine(args.state_dir)
 
 
-def _size(text: str | None, what: str) -> int | None:
+def _size(text: str | None, what: str, minimum: int = 1, maximum: int = 1 << 60) -> int | None:
     from cachewise.core import Refused
 
     try:
-        return parse_size(text) if text is not None else None
+        return parse_size(text, minimum, maximum) if text is not None else None
     except UnitError as exc:
-        raise Refused(f"{exc} ({what}). {NOTHING}") from None
+        raise Refused(f"{what}: {exc}. {NOTHING}") from None
+
+
+def _positive(text: str) -> float:
+    """argparse type: a finite number above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number above zero, not {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number from 1 to a million."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 1000000, not {text!r}")
+    return int(text)
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
     from advisor.disks.discovery import build_inventory
+    from cachewise.core import check_output
 
+    if args.save_raw:
+        check_output(args.save_raw, "nothing was scanned or written")
     core = _core(args)
     if args.save_raw:
         raw = core.discovery.collect()
@@ -459,8 +492,12 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    if args.output is not None and args.output.exists():
-        return _error(f"{args.output} already exists; choose another name or remove it. {NOTHING}")
+    from cachewise.core import check_output
+
+    if args.json and args.format == "ansible":
+        return _error(f"--json and --format ansible ask for two different outputs; choose one. {NOTHING}")
+    if args.output is not None:
+        check_output(args.output, "no plan was made; nothing was changed")
     core = _core(args)
     inv = core.scan()
     plan = core.plan(inv, args.recipe, **_recipe_options(args))
@@ -506,7 +543,7 @@ def _recipe_options(args: argparse.Namespace) -> dict[str, Any]:
         return {"lv_name": args.lv, "mode": args.mode}
     if args.recipe == "bcache-create":
         return {"backing_path": args.backing, "cache_path": args.cache, "mode": args.mode,
-                "sequential_cutoff": _size(args.sequential_cutoff, "--sequential-cutoff"),
+                "sequential_cutoff": _size(args.sequential_cutoff, "--sequential-cutoff", 0, (1 << 32) - 1),
                 "writeback_percent": args.writeback_percent, "wipe": args.wipe}
     return {"path": args.device, "wipe_cache": args.wipe_cache}
 
@@ -535,7 +572,13 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if not is_root():
         return _error(f"applying a plan changes disks and needs root; run it with sudo. {NOTHING}")
     core = _core(args)
+    if args.abandon is not None:
+        return _abandon(core, args.abandon)
     pending = core.pending()
+    damaged = next((j for j in pending if j.problem()), None)
+    if damaged is not None:
+        return _error(f"{damaged.problem()}. {NOTHING} Look at it, then set it aside with `cachewise apply --abandon "
+                      f"{damaged.path}` (the steps it ran stay as they are).")
     journal = None
     if args.resume or args.rollback:
         if not pending:
@@ -544,7 +587,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
         plan = journal.plan
     elif pending:
         return _error(f"an earlier plan was interrupted ({pending[-1].path.name}): run `cachewise apply --resume` to "
-                      f"finish it or `cachewise apply --rollback` to undo it. {NOTHING}")
+                      f"finish it, `cachewise apply --rollback` to undo it, or `cachewise apply --abandon "
+                      f"{pending[-1].path}` to leave it as it is. {NOTHING}")
     elif args.plan is None:
         return _error(f"name the plan to apply (cachewise apply plan.json). {NOTHING}")
     else:
@@ -568,6 +612,18 @@ def cmd_apply(args: argparse.Namespace) -> int:
     print(f"{plan.title}: {outcome}.")
     if result.get("bcache_device"):
         print(f"The bcache device: {result['bcache_device']} (use this path; bcacheN numbers change between boots)")
+    return 0
+
+
+def _abandon(core: Core, path: Path) -> int:
+    """Show what the journal's plan did, then record that it is abandoned."""
+    from advisor.apply.journal import Journal
+
+    journal = Journal(path)
+    problem = journal.problem() if path.is_file() else f"{path} is not a journal file"
+    what = problem or f"{journal.plan.title}; steps that ran: {', '.join(journal.steps_run()) or 'none'}"
+    core.abandon(path)
+    print(f"Abandoned {path}: {what}. Nothing else was changed; the system stays as those steps left it.")
     return 0
 
 

@@ -143,15 +143,19 @@ class LiveExecutor:
         return preflight(plan, self.runner, LiveState.read(self.runner, plan), resuming=resuming)
 
     def apply(self, plan: Plan, report: Callable[[Event], None], journal: Journal | None = None) -> str:
+        from advisor.apply.journal import locked
         from advisor.apply.run import apply
 
-        apply(plan, self.runner, self.state_dir, report, journal=journal)
+        with locked(self.state_dir):
+            apply(plan, self.runner, self.state_dir, report, journal=journal)
         return "done"
 
     def rollback(self, journal: Journal, report: Callable[[Event], None]) -> str:
+        from advisor.apply.journal import locked
         from advisor.apply.run import rollback
 
-        rollback(journal, self.runner, self.state_dir, report)
+        with locked(self.state_dir):
+            rollback(journal, self.runner, self.state_dir, report)
         return "rolled back"
 
     def pending(self) -> list[Journal]:
@@ -210,6 +214,8 @@ class Core:
     def record(self, write: Callable[[History], object]) -> str | None:
         """Write to the history database. A failure never fails the use case: the warning is
         returned for the front end to show (None: recorded, or nothing to record into)."""
+        import sqlite3
+
         from advisor.history import History, HistoryError
 
         if self.state_dir is None:
@@ -219,6 +225,9 @@ class Core:
                 write(hist)
         except HistoryError as exc:
             return str(exc)
+        except (sqlite3.Error, OSError) as exc:  # read-only, full, locked by another program
+            return (f"the history database in {self.state_dir} could not be written ({exc}); nothing was recorded. "
+                    "Choose a writable place with --state-dir.")
         return None
 
     @property
@@ -317,8 +326,7 @@ class Core:
 
         if not is_root():
             raise Refused("tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`.")
-        if output.exists():
-            raise Refused(f"{output} already exists; nothing was traced. Choose another name or remove it.")
+        check_output(output, "nothing was traced")
         try:
             plan = plan_capture(self.scan(), device)
             if tracer == "auto":
@@ -338,9 +346,11 @@ class Core:
                 with output.open("xb") as out:
                     result = capture_with_blktrace(plan, self.runner, out, seconds)
         except CaptureError as exc:
-            if output.exists() and output.stat().st_size == 0:
-                output.unlink()
+            _remove_if_empty(output)
             raise Refused(str(exc)) from None
+        except BaseException:  # interrupted before the capture began: no empty file left behind
+            _remove_if_empty(output)
+            raise
         return {"schema": "cachewise.trace/1", "path": str(output), "device": plan.devnode,
                 "event": plan.event if tracer == "tracefs" else "blktrace", "events": result.events,
                 "seconds": result.seconds, "lost": result.lost, "bad_lines": result.bad_lines,
@@ -438,8 +448,26 @@ class Core:
             raise Refused(f"{path}: {exc}. {NOTHING}") from None
 
     def pending(self) -> list[Journal]:
-        """Journals of plans that were interrupted, oldest first."""
+        """Journals of plans that were interrupted, oldest first, and journals that cannot be
+        read (``Journal.problem()`` says why; only :meth:`abandon` clears them)."""
         return self.executor.pending() if self.executor is not None else []
+
+    def abandon(self, path: Path) -> Journal:
+        """Record the decision not to resume or roll back the journal at ``path`` (its steps that
+        ran stay as they are)."""
+        from advisor.apply.journal import Busy, Journal, JournalError, abandon, journal_dir, locked
+
+        if self.state_dir is None:
+            raise Refused(f"there is no state directory to find journals in. {NOTHING}")
+        journal = Journal(path)
+        if journal.path.parent.resolve() != journal_dir(self.state_dir).resolve() or not path.name.endswith(".jsonl"):
+            raise Refused(f"{path} is not a journal in {journal_dir(self.state_dir)}. {NOTHING}")
+        try:
+            with locked(self.state_dir):
+                abandon(journal)
+        except (Busy, JournalError) as exc:
+            raise Refused(f"{exc}. {NOTHING}") from None
+        return journal
 
     def preflight(self, plan: Plan, resuming: bool = False) -> None:
         """Refused, with every problem, when the plan cannot run as things stand."""
@@ -464,14 +492,19 @@ class Core:
         """Preflight, then the user's confirmation, then the journaled run (or the roll back of
         ``journal``). Returns the outcome; Refused before anything ran, ApplyError (saying where
         the system stands) when a step failed."""
+        from advisor.apply.journal import Busy
+
         self.preflight(plan, resuming=journal is not None)
         if not confirm(plan):
             raise Refused(f"the name did not match; {NOTHING}")
         assert self.executor is not None
-        if rollback:
-            assert journal is not None
-            return self.executor.rollback(journal, report)
-        return self.executor.apply(plan, report, journal)
+        try:
+            if rollback:
+                assert journal is not None
+                return self.executor.rollback(journal, report)
+            return self.executor.apply(plan, report, journal)
+        except Busy as exc:
+            raise Refused(f"{exc}. {NOTHING}") from None
 
     def bcache_device(self, plan: Plan) -> str | None:
         """The stable path of the bcache device a bcache-create plan made."""
@@ -482,6 +515,11 @@ class Core:
             return None
         bcache = next((d for d in inv.devices if d.kind == "bcache" and backing.name in d.slaves), None)
         return (bcache.stable_path or bcache.devnode) if bcache is not None else None
+
+
+def _remove_if_empty(path: Path) -> None:
+    if path.is_file() and not path.is_symlink() and path.stat().st_size == 0:
+        path.unlink()
 
 
 def spec_from_config(cfg: Mapping[str, Any], size: int | None = None, chunk: int | None = None,
@@ -502,3 +540,16 @@ def spec_from_config(cfg: Mapping[str, Any], size: int | None = None, chunk: int
 
 def is_root() -> bool:
     return os.geteuid() == 0
+
+
+def check_output(path: Path, what: str = "nothing was written") -> None:
+    """Refused, before any work starts, when ``path`` cannot be a new file: it exists (a
+    dangling link too, which would write elsewhere), or its folder is missing or not writable."""
+    if os.path.lexists(path):
+        kind = "is a link" if path.is_symlink() else "already exists"
+        raise Refused(f"{path} {kind}; {what}. Choose another name or remove it.")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise Refused(f"the folder {folder} does not exist; {what}. Make it or choose another place.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise Refused(f"the folder {folder} is not writable; {what}. Choose another place.")

@@ -31,7 +31,11 @@ class CachewiseApp(App[None]):
     def on_mount(self) -> None:
         self.push_screen(DisksScreen(watch_hotplug=self.watch_hotplug))
         pending = self.core.pending()
-        if pending:
+        damaged = next((j.problem() for j in pending if j.problem()), None)
+        if damaged:
+            self.notify(f"{damaged}. Nothing was changed. Look at it, then set it aside with `cachewise apply "
+                        "--abandon JOURNAL`.", severity="error", timeout=30)
+        elif pending:
             self.offer_resume(pending[-1])
 
     def warn_from_thread(self, warning: str | None) -> None:

@@ -9,14 +9,17 @@ Preflight (advisor.apply.preflight) comes before any of this.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from advisor.apply.journal import Journal, audit
+from advisor.apply.journal import Journal, JournalError, audit
 from advisor.apply.state import LiveState, RoleMissing
 from advisor.plan.model import Plan, Step
 from advisor.readers import bcache, dmstatus
@@ -108,6 +111,31 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
     return 1, f"{path} still reads {bcache.read_files(directory, (Path(path).name,)).get(Path(path).name)!r} after {step.timeout:.0f} s"
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[list[str]]:
+    """While a plan runs, SIGINT, SIGTERM and SIGHUP do not kill a step half way (an lvconvert
+    killed mid-flight is worse than one that finished): they are noted, and the run stops after
+    the step in progress, journaled. Only the main thread can install handlers; elsewhere (the
+    TUI's worker) nothing changes."""
+    seen: list[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield seen
+        return
+
+    def note(signum: int, _frame: object) -> None:
+        seen.append(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, note) for s in STOP_SIGNALS}
+    try:
+        yield seen
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def _in_effect(step: Step, state: LiveState) -> bool:
     return bool(step.post) and all(c.holds(state) for c in step.post)
 
@@ -117,16 +145,32 @@ def apply(plan: Plan, runner: CommandRunner, state_dir: Path, report: Reporter, 
     """Run the plan's steps in order, skipping those already in effect. Raises ApplyError when a
     step fails or does not take effect, saying where the system stands."""
     read = _bound_reader(plan, runner, read_state)
-    if journal is None:
-        journal = Journal.create(state_dir, plan)
-    else:
-        journal.write("resume")
+    try:
+        if journal is None:
+            journal = Journal.create(state_dir, plan)
+        else:
+            journal.write("resume")
+    except JournalError as exc:
+        raise ApplyError(f"{exc}; no step ran. Free space or fix the state directory, then apply again.") from None
     done: list[str] = []
+    try:
+        with _signals_deferred() as stop:
+            return _run_steps(plan, runner, state_dir, report, journal, read, done, stop)
+    except JournalError as exc:
+        raise ApplyError(f"{exc}; the plan stopped there (steps done: {', '.join(done) or 'none'}). Free space, then "
+                         "`cachewise apply --resume` to finish it or `--rollback` to undo it.") from None
+
+
+def _run_steps(plan: Plan, runner: CommandRunner, state_dir: Path, report: Reporter, journal: Journal,
+               read: StateReader, done: list[str], stop: list[str]) -> Journal:
     # Steps run in order, so once a step is in effect every step before it has run, even when
     # its own postcondition no longer shows (lvconvert absorbs the metadata LV into the pool).
     state = read()
     last_done = max((i for i, s in enumerate(plan.steps) if _in_effect(s, state)), default=-1)
     for index, step in enumerate(plan.steps):
+        if stop:
+            journal.write("interrupted", signal=stop[0], step=step.id)
+            raise ApplyError(_stopped(plan, step, done, f"cachewise received {stop[0]} and stopped between steps"))
         if index <= last_done or _in_effect(step, state):
             journal.write("step-skip", step=step.id)
             report(Event("skip", step, "already in effect"))
@@ -188,8 +232,21 @@ def rollback(journal: Journal, runner: CommandRunner, state_dir: Path, report: R
     """Undo, newest first, every step of the journal's plan that is in effect now."""
     plan = journal.plan
     read = _bound_reader(plan, runner, read_state)
+    try:
+        with _signals_deferred() as stop:
+            _undo_steps(plan, journal, runner, state_dir, report, read, stop)
+    except JournalError as exc:
+        raise ApplyError(f"{exc}; the roll back stopped. Free space, then run `cachewise apply --rollback` "
+                         "again.") from None
+
+
+def _undo_steps(plan: Plan, journal: Journal, runner: CommandRunner, state_dir: Path, report: Reporter,
+                read: StateReader, stop: list[str]) -> None:
     journal.write("rollback")
     for step in reversed(plan.steps):
+        if stop:
+            raise ApplyError(f"cachewise received {stop[0]} and stopped rolling back before '{step.description}'. "
+                             "Run `cachewise apply --rollback` again to finish.")
         if not _in_effect(step, read()):
             continue
         for argv in step.undo:

@@ -311,21 +311,25 @@ def probe_device(
         last_reads, last_t = _reads_completed(device.name), time.monotonic()
         iops = 0.0
         budget = [seconds * p.share for p in PHASES]
-        while proc.running():
-            time.sleep(0.25)
-            now = time.monotonic()
-            reads = _reads_completed(device.name)
-            if reads is not None and last_reads is not None and now > last_t:
-                iops = (reads - last_reads) / (now - last_t)
-            last_reads, last_t = reads, now
-            if on_progress is not None:
-                elapsed = proc.elapsed
-                index, acc = 0, 0.0
-                while index < len(PHASES) - 1 and elapsed > acc + budget[index]:
-                    acc += budget[index]
-                    index += 1
-                phase = PHASES[index]
-                on_progress(ProbeProgress(device.name, phase.name, phase.description, elapsed, seconds, iops))
+        try:
+            while proc.running():
+                time.sleep(0.25)
+                now = time.monotonic()
+                reads = _reads_completed(device.name)
+                if reads is not None and last_reads is not None and now > last_t:
+                    iops = (reads - last_reads) / (now - last_t)
+                last_reads, last_t = reads, now
+                if on_progress is not None:
+                    elapsed = proc.elapsed
+                    index, acc = 0, 0.0
+                    while index < len(PHASES) - 1 and elapsed > acc + budget[index]:
+                        acc += budget[index]
+                        index += 1
+                    phase = PHASES[index]
+                    on_progress(ProbeProgress(device.name, phase.name, phase.description, elapsed, seconds, iops))
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM): fio must not go on reading
+            proc.kill()
+            raise
         notes: list[str] = []
         failure: CommandError | None = None
         try:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from advisor.plan.checks import SYSFS_PATH, Check, CheckError, from_json
+from advisor.plan.checks import Check
 
 PLAN_SCHEMA = "cachewise.plan/1"
 PLAN_SCHEMA_VERSION = 1
@@ -126,35 +126,13 @@ class Plan:
         if int(version) > PLAN_SCHEMA_VERSION:
             raise PlanError(f"the plan uses schema {schema}, newer than this cachewise understands "
                             f"({PLAN_SCHEMA}); upgrade cachewise or make the plan again with this one")
+        from advisor.plan import language, strict
+
         try:
-            steps = tuple(
-                Step(id=s["id"], description=s["description"], argv=tuple(s["argv"]),
-                     pre=tuple(from_json(c) for c in s.get("pre", ())),
-                     post=tuple(from_json(c) for c in s.get("post", ())),
-                     undo=tuple(tuple(u) for u in s.get("undo", ())), destructive=bool(s.get("destructive")),
-                     seconds=float(s.get("seconds", 2.0)), progress=str(s.get("progress", "")),
-                     write=tuple(s["write"]) if s.get("write") else None,
-                     wait=tuple(s["wait"]) if s.get("wait") else None,
-                     timeout=float(s.get("timeout", 3600.0)))
-                for s in data["steps"])
-            devices = tuple(BoundDevice(**d) for d in data["devices"])
-            plan = cls(kind=data["kind"], title=data["title"], devices=devices, steps=steps,
-                       destroys=tuple(data.get("destroys", ())), layout_before=tuple(data.get("layout_before", ())),
-                       layout_after=tuple(data.get("layout_after", ())), space=dict(data.get("space", {})),
-                       notes=tuple(data.get("notes", ())), created=str(data.get("created", "")),
-                       host=str(data.get("host", "")), schema=schema)
-        except CheckError as exc:
-            raise PlanError(f"the plan file has a bad check: {exc}") from None
-        except (KeyError, TypeError, ValueError) as exc:
-            raise PlanError(f"the plan file is incomplete or damaged ({type(exc).__name__}: {exc})") from None
-        for step in plan.steps:
-            for target in (step.write, step.wait):
-                if target is not None and (len(target) != 2 or not SYSFS_PATH.fullmatch(str(target[0]))
-                                           or ".." in str(target[0])):
-                    raise PlanError(f"step {step.id} would write or wait on {target[0]!r}; plans only touch sysfs")
-            if step.write is None and step.wait is None and (
-                    not step.argv or not all(isinstance(a, str) for a in step.argv)):
-                raise PlanError(f"step {step.id} of the plan has no valid command")
+            plan = strict.load(cls, data, "the plan", ignore=frozenset({"expected_seconds"}))
+        except strict.StrictError as exc:
+            raise PlanError(f"the plan file is incomplete or damaged ({exc})") from None
+        language.check(plan)
         return plan
 
     @classmethod
