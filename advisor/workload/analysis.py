@@ -19,6 +19,7 @@ from advisor.workload.traces import (
     ImportStats,
     Requests,
     Trace,
+    TraceError,
     cachewise_records,
     detect_format,
     iter_cachewise,
@@ -32,6 +33,11 @@ STREAM_REQUESTS = 8_000_000  # longer cachewise traces are analysed in chunks, b
 SIZE_BUCKETS = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1 << 20)
 
 
+# Block accesses analysed at once (8 bytes each, and a few arrays of them): a larger expansion
+# means a trace of huge requests at a small block size.
+MAX_ACCESSES = 200_000_000
+
+
 def to_blocks(requests: Requests, block_size: int) -> mrc.Blocks:
     """Split each request into the cache blocks it touches, in order."""
     offset = requests["offset"].astype(np.int64)
@@ -39,6 +45,9 @@ def to_blocks(requests: Requests, block_size: int) -> mrc.Blocks:
     first = offset // block_size
     last = (offset + length - 1) // block_size
     counts = last - first + 1
+    if int(counts.sum()) > MAX_ACCESSES:
+        raise TraceError(f"its {len(requests):,} requests make {int(counts.sum()):,} accesses of {block_size} bytes, "
+                         f"more than the {MAX_ACCESSES:,} analysed at once; give a larger --block-size")
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     blocks: mrc.Blocks = np.repeat(first, counts) + (np.arange(int(counts.sum()), dtype=np.int64) - starts)
     return blocks

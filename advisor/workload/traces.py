@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -23,7 +24,13 @@ import numpy as np
 import numpy.typing as npt
 
 REQUEST = np.dtype([("t", "<f8"), ("offset", "<u8"), ("length", "<u4"), ("write", "u1")])
-MAGIC = b"CACHEWISE-TRACE 1\n"
+MAGIC_PREFIX = b"CACHEWISE-TRACE "
+MAGIC = MAGIC_PREFIX + b"1\n"
+# What one request may be. Larger values are damage or typing, not I/O: a request is at most
+# 64 MiB (the kernel splits far smaller ones; a cap also bounds the block expansion of a short
+# file full of huge requests), offsets are below 2^60 bytes (1 EiB) and times finite, not negative.
+MAX_LENGTH = 64 << 20
+MAX_OFFSET = 1 << 60
 Format = Literal["auto", "cachewise", "fio", "blkparse", "csv"]
 CHUNK = 1 << 20
 
@@ -71,6 +78,13 @@ class _Builder:
         self._n = 0
 
     def add(self, t: float, offset: int, length: int, write: bool) -> None:
+        """Add one request; ValueError (the line is bad) when a field is out of range."""
+        if not (math.isfinite(t) and t >= 0):
+            raise ValueError(f"time {t!r} is not a finite time")
+        if not 0 <= offset < MAX_OFFSET:
+            raise ValueError(f"offset {offset} is out of range")
+        if not 0 < length <= MAX_LENGTH:
+            raise ValueError(f"length {length} is not 1 byte to {MAX_LENGTH >> 20} MiB")
         self._buf[self._n] = (t, offset, length, write)
         self._n += 1
         if self._n == CHUNK:
@@ -163,7 +177,9 @@ def parse_blkparse(fh: IO[str], stats: ImportStats, action: str | None = None) -
         m = _BLKPARSE.match(line)
         if m is None:
             # The per-CPU and total summaries blkparse prints at the end, and blank lines.
-            if line.strip() and not line.startswith((" ", "CPU", "Total", "Throughput", "Events", "Skips", "Input file")):
+            summary = line.startswith(("CPU", "Total", "Throughput", "Events", "Skips", "Input file")) or (
+                line.startswith(" ") and not re.match(r"\s*\d+,\d+\s", line))
+            if line.strip() and not summary:
                 stats.bad_line(number, line)
             else:
                 stats.skipped += 1
@@ -175,9 +191,18 @@ def parse_blkparse(fh: IO[str], stats: ImportStats, action: str | None = None) -
             continue
         s = _SECTORS.match(m["rest"])
         if s is None:
-            stats.skipped += 1  # e.g. a flush with no sectors
+            # A sector and no count, or no [process] after it: the line was cut off. (Requests
+            # without sectors, such as SCSI commands, read "R 32 [systemd-udevd]".)
+            if re.fullmatch(r"\s*\d+(\s*\+\s*\d*)?\s*", m["rest"]):
+                stats.bad_line(number, line)
+            else:
+                stats.skipped += 1  # e.g. a flush with no sectors
             continue
-        by_action[act].add(float(m["time"]), int(s["sector"]) * 512, int(s["count"]) * 512, "W" in rwbs)
+        try:
+            by_action[act].add(float(m["time"]), int(s["sector"]) * 512, int(s["count"]) * 512, "W" in rwbs)
+        except ValueError:
+            stats.bad_line(number, line)
+            continue
         counts[act] += 1
     chosen = action or ("D" if counts["D"] else "Q")
     stats.requests = counts[chosen]
@@ -219,7 +244,7 @@ def parse_csv(fh: IO[str], stats: ImportStats, layout: CsvLayout = MSR) -> Reque
     if scale is None:
         raise TraceError(f"unknown CSV time unit {layout.time_unit!r}: use s, ms, us, ns or filetime")
     width = max(layout.time, layout.op, layout.offset, layout.size)
-    for number, row in enumerate(csv.reader(fh), start=1):
+    for number, row in enumerate(_csv_rows(fh, stats), start=1):
         stats.lines += 1
         if number == 1 and layout.header:
             stats.skipped += 1
@@ -239,6 +264,20 @@ def parse_csv(fh: IO[str], stats: ImportStats, layout: CsvLayout = MSR) -> Reque
             continue
         stats.requests += 1
     return builder.array()
+
+
+def _csv_rows(fh: IO[str], stats: ImportStats) -> Iterator[list[str]]:
+    """The CSV's rows; a row the csv module cannot read (a NUL byte, an endless field) counts as
+    a bad line and the reading goes on."""
+    reader = csv.reader(fh)
+    while True:
+        try:
+            yield next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            stats.lines += 1
+            stats.bad_line(reader.line_num, f"({exc})")
 
 
 def file_sha256(path: Path) -> str:
@@ -264,12 +303,19 @@ def write_header(fh: IO[bytes], meta: dict[str, Any]) -> None:
 def _cachewise_header(path: Path) -> tuple[dict[str, Any], int, int]:
     """(metadata, offset of the first record, whole records) of a cachewise trace."""
     with path.open("rb") as fh:
-        if fh.readline() != MAGIC:
+        first = fh.readline(64)
+        if first != MAGIC:
+            if first.startswith(MAGIC_PREFIX):
+                version = first[len(MAGIC_PREFIX):].strip().decode("ascii", "replace")
+                raise TraceError(f"{path} is a cachewise trace of format version {version!r}; this cachewise reads "
+                                 "version 1 (upgrade it)")
             raise TraceError(f"{path} is not a cachewise trace (bad header)")
         try:
-            meta: dict[str, Any] = json.loads(fh.readline())
-        except ValueError as exc:
-            raise TraceError(f"{path} has a corrupt header") from exc
+            meta = json.loads(fh.readline(1 << 20))
+        except ValueError:
+            meta = None
+        if not isinstance(meta, dict):
+            raise TraceError(f"{path} has a corrupt header")
         start = fh.tell()
     return meta, start, (os.path.getsize(path) - start) // REQUEST.itemsize
 
@@ -289,16 +335,32 @@ def read_cachewise(path: Path, stats: ImportStats) -> tuple[Requests, dict[str, 
     if partial:
         stats.bad += 1
         stats.examples.append(f"the last {partial} bytes are a truncated record (the capture was cut short)")
-    requests = np.fromfile(path, dtype=REQUEST, count=whole, offset=start)
-    stats.requests = stats.lines = int(whole)
+    requests = _valid_records(np.fromfile(path, dtype=REQUEST, count=whole, offset=start), stats)
+    stats.lines = int(whole)
+    stats.requests = len(requests)
     return requests, meta
+
+
+def _valid_records(records: Requests, stats: ImportStats) -> Requests:
+    """The records whose fields are in range (a damaged file's others are counted as bad)."""
+    ok = (np.isfinite(records["t"]) & (records["t"] >= 0) & (records["offset"] < MAX_OFFSET)
+          & (records["length"] > 0) & (records["length"] <= MAX_LENGTH) & (records["write"] <= 1))
+    bad = int((~ok).sum())
+    if bad:
+        stats.bad += bad
+        first = int(np.argmin(ok))
+        stats.examples.append(f"record {first + 1}: {records[first]!r} has a field out of range")
+        kept: Requests = records[ok]
+        return kept
+    return records
 
 
 def iter_cachewise(path: Path, chunk: int = 4 * CHUNK) -> Iterator[Requests]:
     """A cachewise trace in chunks of ``chunk`` requests (a truncated last record is dropped)."""
     _, start, total = _cachewise_header(path)
     for first in range(0, total, chunk):
-        yield np.fromfile(path, dtype=REQUEST, count=min(chunk, total - first), offset=start + first * REQUEST.itemsize)
+        records = np.fromfile(path, dtype=REQUEST, count=min(chunk, total - first), offset=start + first * REQUEST.itemsize)
+        yield _valid_records(records, ImportStats())
 
 
 def load_trace(path: str | os.PathLike[str], fmt: Format = "auto", csv_layout: CsvLayout | None = None) -> Trace:
