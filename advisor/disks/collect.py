@@ -104,7 +104,8 @@ class RawSystem:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RawSystem:
-        if data.get("schema") != RAW_SCHEMA:
+        if not isinstance(data, dict) or data.get("schema") != RAW_SCHEMA:
+            data = data if isinstance(data, dict) else {}
             raise ValueError(f"not a cachewise raw snapshot (schema {data.get('schema')!r}, expected {RAW_SCHEMA})")
         fields = dict(data)
         fields["blocks"] = [RawBlock(**b) for b in data["blocks"]]

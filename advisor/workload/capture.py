@@ -153,7 +153,27 @@ class Capture:
         self.instance = self.root / "instances" / f"cachewise-{os.getpid()}"
         self.event_dir = self.instance / "events" / "block" / plan.event
 
+    def remove_stale(self) -> list[str]:
+        """Remove the instances earlier cachewise processes left when they were killed (SIGKILL
+        leaves no chance to clean up): those whose process is gone. Returns their names."""
+        removed = []
+        for inst in (self.root / "instances").glob("cachewise-*"):
+            pid = inst.name.removeprefix("cachewise-")
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                for event in inst.glob("events/block/*/enable"):
+                    try:
+                        event.write_text("0")
+                    except OSError:
+                        pass
+                try:
+                    inst.rmdir()
+                    removed.append(inst.name)
+                except OSError:
+                    pass
+        return removed
+
     def __enter__(self) -> Capture:
+        self.remove_stale()
         try:
             self.instance.mkdir()
             (self.instance / "buffer_size_kb").write_text(str(BUFFER_KB))

@@ -109,7 +109,7 @@ def detect_format(path: Path) -> Format:
             head = fh.read(4096)
     except OSError as exc:
         raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
-    if head.startswith(MAGIC):
+    if head.startswith(MAGIC_PREFIX):
         return "cachewise"
     text = head.decode("utf-8", "replace")
     if text.startswith("fio version 2 iolog") or text.startswith("fio version 3 iolog"):

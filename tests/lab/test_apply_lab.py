@@ -39,6 +39,15 @@ EXPECTED_BAD = {
     "not-root": "needs root",
     "missing-tool": "is not installed (apt-get install lvm2)",
     "nothing-to-resume": "no interrupted plan",
+    # Tampered plans: the refusal names what was tampered with.
+    "tamper-rm": "rm is not a program cachewise plans run",
+    "tamper-sh": "sh is not a program cachewise plans run",
+    "tamper-path": "names a program by path",
+    "tamper-unbound": "names a device the plan is not bound to",
+    "tamper-undo": "its undo command is refused",
+    "tamper-identity": "has no identity",
+    "tamper-twice": "twice",
+    "tamper-write": "takes no such value",
 }
 
 
@@ -110,3 +119,30 @@ def test_sigkill_after_each_step_resumes_or_rolls_back(guest: GuestRun) -> None:
         assert verified(guest, f"crash-{k}")
     audit = guest.read("audit.log")
     assert "lvconvert --yes --type cache --cachepool labvg/data_cache labvg/data" in audit
+
+
+def test_sigterm_during_each_step_stops_between_steps_and_resume_rollback_or_abandon_completes(guest: GuestRun) -> None:
+    steps = len(json.loads(guest.read("crash.json"))["steps"])
+    before = guest.read("dm-before-term.txt")
+    for k in range(1, steps + 1):
+        stopped = guest.read(f"term-{k}-apply.txt")
+        events = [json.loads(line)["event"] for line in guest.read(f"term-{k}-journal.jsonl").splitlines() if line]
+        print(f"--- SIGTERM during step {k}\n{stopped}")
+        assert "Traceback" not in stopped
+        if k < steps:
+            assert "received SIGTERM and stopped between steps" in stopped and stopped.strip().endswith("rc 1")
+            assert events.count("step-end") == k and events[-1] == "interrupted", events
+        else:  # the last step finished, and with it the plan
+            assert events[-1] == "done" and stopped.strip().endswith("rc 0")
+        after = guest.read(f"term-{k}-after.txt")
+        assert after.strip().endswith("rc 0"), after
+        state = lvs(guest, f"term-{k}-after")
+        if k == 3:
+            assert "Abandoned" in after
+        elif k % 2 and k < steps:
+            assert state["labvg/data"]["segtype"] == "cache", f"resume after SIGTERM in step {k} completes the attach"
+        elif k < steps:
+            assert state["labvg/data"]["segtype"] == "linear"
+            assert not any(name.startswith("labvg/data_cache") for name in state), f"rollback after step {k}"
+        assert guest.read(f"dm-after-term-{k}.txt") == before, "no device-mapper device is left behind"
+    assert verified(guest, "term")

@@ -57,3 +57,24 @@ def test_blktrace_fallback_records_the_reads(guest: GuestRun) -> None:
     assert summary["event"] == "blktrace" and summary["events"] >= 8
     result = analysis(guest, "analysis-blktrace.json")
     assert result["read_requests"] >= 8 and result["footprint_blocks"] >= 8
+
+
+def test_signals_leave_no_tracefs_instance(guest: GuestRun) -> None:
+    for name in ("term-startup", "term-capture", "hup-capture"):
+        rc = int(guest.read(f"sig-{name}.rc"))
+        err = guest.read(f"sig-{name}.err")
+        print(name, rc, guest.read(f"sig-{name}-size.txt").strip(), err.strip()[-200:])
+        assert guest.read(f"sig-{name}-instances.txt").strip() == "", f"{name}: the tracefs instance is removed"
+        assert "Traceback" not in err
+    # Stopped while capturing: the trace so far is kept, whole, and says how it ended.
+    for name in ("term-capture", "hup-capture"):
+        assert int(guest.read(f"sig-{name}.rc")) == 0
+        summary = json.loads(guest.read(f"sig-{name}.json"))
+        assert summary["stopped_by"] == "interrupt" and summary["events"] >= 32
+    # Stopped during start-up: nothing was traced and no empty file blocks the next run.
+    assert int(guest.read("sig-term-startup.rc")) in (130, 143)
+    assert guest.read("sig-term-startup-size.txt").strip() == "none"
+    # SIGKILL leaves the instance (a killed process cleans nothing); the next trace removes it.
+    assert int(guest.read("sig-kill-capture.rc")) == 137
+    assert guest.read("sig-kill-capture-instances.txt").strip().startswith("cachewise-")
+    assert guest.read("sig-after-rerun-instances.txt").strip() == ""

@@ -55,6 +55,16 @@ variant("changed-size", lambda p: p["devices"][1].__setitem__("size_bytes", p["d
 variant("changed-identity", lambda p: p["devices"][1].__setitem__("identity", "wwn-0x5000000000000bad"))
 variant("newer-schema", lambda p: p.__setitem__("schema", "cachewise.plan/2"))
 variant("corrupt", lambda p: p.pop("steps"))
+# Tampering: what a plan file must never be able to make cachewise run.
+ssd = plan["devices"][1]["path"]
+variant("tamper-rm", lambda p: p["steps"][0].__setitem__("argv", ["rm", "-rf", "/"]))
+variant("tamper-sh", lambda p: p["steps"][0].__setitem__("argv", ["sh", "-c", "wipefs -a /dev/sda"]))
+variant("tamper-path", lambda p: p["steps"][0].__setitem__("argv", ["/tmp/pvcreate", "--yes", ssd]))
+variant("tamper-unbound", lambda p: p["steps"][0].__setitem__("argv", ["pvcreate", "--yes", "--force", "/dev/sda"]))
+variant("tamper-undo", lambda p: p["steps"][2].__setitem__("undo", [["wipefs", "--all", "/dev/sda"]]))
+variant("tamper-identity", lambda p: p["devices"][1].__setitem__("identity", None))
+variant("tamper-twice", lambda p: p["steps"].append(p["steps"][0]))
+variant("tamper-write", lambda p: p["steps"][0].update(argv=[], write=["/sys/fs/bcache/register_quiet", "/dev/sda"]))
 open(f"{out}/truncated.json", "w").write(json.dumps(plan)[:700])
 open(f"{out}/garbage.json", "w").write("\x00\x01 not a plan")
 PY
@@ -83,6 +93,9 @@ J truncated-plan "[\"apply\",\"$LAB_OUT/truncated.json\",\"--yes\"]"
 J garbage-plan "[\"apply\",\"$LAB_OUT/garbage.json\",\"--yes\"]"
 J newer-schema "[\"apply\",\"$LAB_OUT/newer-schema.json\",\"--yes\"]"
 J missing-plan "[\"apply\",\"$LAB_OUT/nope.json\",\"--yes\"]"
+for t in rm sh path unbound undo identity twice write; do
+  J "tamper-$t" "[\"apply\",\"$LAB_OUT/tamper-$t.json\",\"--yes\"]"
+done
 J no-yes-no-tty "[\"apply\",\"$LAB_OUT/good.json\"]"
 J not-root "[\"apply\",\"$LAB_OUT/good.json\",\"--yes\"]" '{"AS_NOBODY":"1"}'
 J missing-tool "[\"apply\",\"$LAB_OUT/good.json\",\"--yes\"]" '{"HIDE":"/usr/sbin/lvm"}'
@@ -139,6 +152,54 @@ for k in $(seq 1 "$steps"); do
     verify "crash-$k"
   fi
 done
+
+# --- SIGTERM during each step of an attach: the step in progress ends, the run stops, journaled;
+# then resume (steps 1 and 5), roll back (2, 4), or abandon (3) and put things back by hand ---
+reset_attach() {  # labvg/data uncached and the SSD out of the VG, whatever state an attach left
+  if lvs --noheadings -o segtype labvg/data | grep -q cache; then lvconvert -q -y --uncache labvg/data; fi
+  for lv in data_cache data_cache_meta; do lvremove -q -y "labvg/$lv" 2> /dev/null || true; done
+  vgreduce -q labvg "$ssd" 2> /dev/null || true
+  pvremove -q -y "$ssd" 2> /dev/null || true
+}
+dmsetup ls | sort > "$LAB_OUT/dm-before-term.txt"
+for k in $(seq 1 "$steps"); do
+  mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
+  "$CW_PY" -m cachewise apply "$LAB_OUT/crash.json" --yes > "$LAB_OUT/term-$k-apply.txt" 2>&1 &
+  pid=$!
+  while kill -0 $pid 2> /dev/null; do  # until step k has begun (bash builtins only)
+    n=0
+    for f in "$CACHEWISE_STATE_DIR"/journal/*.jsonl; do
+      [ -e "$f" ] || continue
+      while IFS= read -r line; do [[ $line == *'"step-begin"'* ]] && n=$((n + 1)); done < "$f"
+    done
+    [ "$n" -ge "$k" ] && break
+    sleep 0.1
+  done
+  kill -TERM $pid 2> /dev/null || true
+  wait $pid && echo "rc 0" >> "$LAB_OUT/term-$k-apply.txt" || echo "rc $?" >> "$LAB_OUT/term-$k-apply.txt"
+  cp "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$LAB_OUT/term-$k-journal.jsonl"
+  lvm_state "term-$k-stopped"
+  if [ "$k" = 3 ]; then
+    cw apply --abandon "$(ls "$CACHEWISE_STATE_DIR"/journal/*.jsonl)" > "$LAB_OUT/term-$k-after.txt" 2>&1 \
+      && echo "rc 0" >> "$LAB_OUT/term-$k-after.txt" || echo "rc $?" >> "$LAB_OUT/term-$k-after.txt"
+    lvm_state "term-$k-after"
+    reset_attach
+  elif [ $((k % 2)) = 1 ]; then
+    cw apply --resume --yes > "$LAB_OUT/term-$k-after.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/term-$k-after.txt" \
+      || echo "rc $?" >> "$LAB_OUT/term-$k-after.txt"
+    lvm_state "term-$k-after"
+    reset_attach
+  elif [ "$k" != "$steps" ]; then
+    cw apply --rollback --yes > "$LAB_OUT/term-$k-after.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/term-$k-after.txt" \
+      || echo "rc $?" >> "$LAB_OUT/term-$k-after.txt"
+    lvm_state "term-$k-after"
+  else  # a signal during the last step: the plan is complete
+    lvm_state "term-$k-after"; echo "rc 0" > "$LAB_OUT/term-$k-after.txt"
+    reset_attach
+  fi
+  dmsetup ls | sort > "$LAB_OUT/dm-after-term-$k.txt"
+done
+verify term
 
 cp "$CACHEWISE_STATE_DIR/audit.log" "$LAB_OUT/audit.log"
 echo scenario-done

@@ -48,4 +48,30 @@ cw analyze --json --no-record "$LAB_OUT/hdd-blktrace.cwtrace" > "$LAB_OUT/analys
 # Bad inputs: not root, an output that exists, a path that is not a device.
 as_nobody "'$CW_PY' -m cachewise trace $hdd --duration 1s -o /tmp/x.cwtrace" > /dev/null 2> "$LAB_OUT/bad-notroot.err" || true
 cw trace "$hdd" --duration 1s -o "$LAB_OUT/hdd.cwtrace" 2> "$LAB_OUT/bad-exists.err" || true
+# Signals: SIGTERM during start-up, SIGTERM while capturing, SIGKILL while capturing. A killed
+# trace leaves its kernel instance (nothing can run in a killed process); the next trace removes it.
+sig_trace() {  # sig_trace NAME SIGNAL WHEN (startup: 3 s after start; capture: once tracing)
+  local out="$LAB_OUT/sig-$1.cwtrace" pid
+  "$CW_PY" -m cachewise trace "$hdd" --duration 60s -o "$out" --json > "$LAB_OUT/sig-$1.json" 2> "$LAB_OUT/sig-$1.err" &
+  pid=$!
+  if [ "$3" = capture ]; then
+    for _ in $(seq 300); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
+    dd if="$hdd" of=/dev/null bs=4k count=32 iflag=direct 2> /dev/null
+    sleep 1
+  else
+    sleep 3
+  fi
+  kill -"$2" $pid
+  wait $pid; echo $? > "$LAB_OUT/sig-$1.rc"
+  ls /sys/kernel/tracing/instances/ > "$LAB_OUT/sig-$1-instances.txt"
+  if [ -e "$out" ]; then stat -c %s "$out"; else echo none; fi > "$LAB_OUT/sig-$1-size.txt"
+}
+set +e
+sig_trace term-startup TERM startup
+sig_trace term-capture TERM capture
+sig_trace hup-capture HUP capture
+sig_trace kill-capture KILL capture
+set -e
+cw trace "$hdd" --duration 1s -o "$LAB_OUT/after-kill.cwtrace" --json > "$LAB_OUT/after-kill.json" 2>&1
+ls /sys/kernel/tracing/instances/ > "$LAB_OUT/sig-after-rerun-instances.txt"
 echo scenario-done
