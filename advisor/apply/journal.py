@@ -153,8 +153,9 @@ def unfinished_journals(state_dir: Path) -> list[Journal]:
 
 def abandon(journal: Journal) -> None:
     """Record that the user decided not to resume or roll back this journal's plan. A journal
-    that cannot even be appended to (a directory, say) is renamed aside instead."""
+    that cannot be read or appended to (not text, a directory) is renamed aside instead."""
     try:
+        journal.records()
         journal.write("abandoned")
     except JournalError:
         try:

@@ -182,3 +182,80 @@ def test_dirty_blocks_read_from_a_real_dm_cache_status_line() -> None:
     fields = line.split()
     fields[fields.index("cache") + 11] = "4242"
     assert cache_dirty_from_status(" ".join(fields)) == 4242
+
+
+def test_a_signal_during_a_step_lets_it_finish_then_stops_journaled(tmp_path: Path) -> None:
+    import signal
+
+    lvm, p = FakeLvm(), plan()
+    real_run = lvm.run
+
+    def run_then_signal(argv: Sequence[str], *, timeout: float | None = None, check: bool = True) -> CommandResult:
+        result = real_run(argv, timeout=timeout, check=check)
+        if argv[0] == "lvcreate" and "data_cache" in argv:  # step 3 ends with SIGTERM pending
+            os.kill(os.getpid(), signal.SIGTERM)
+        return result
+
+    lvm.run = run_then_signal  # type: ignore[method-assign]
+    with pytest.raises(ApplyError, match="received SIGTERM and stopped between steps") as err:
+        apply(p, lvm, tmp_path, quiet, read_state=lvm.state)  # type: ignore[arg-type]
+    assert "steps done: pvcreate, vgextend, lvcreate-data" in str(err.value)
+    journal = unfinished_journals(tmp_path)[0]
+    events = [r["event"] for r in journal.records()]
+    assert events[-1] == "interrupted" and events.count("step-end") == 3
+    assert signal.getsignal(signal.SIGTERM) is not None  # the previous handler is back
+    apply(journal.plan, lvm, tmp_path, quiet, journal=journal, read_state=lvm.state)  # type: ignore[arg-type]
+    assert lvm.lvs["labvg/data"]["segtype"] == "cache" and len(lvm.ran) == 6
+
+
+def test_two_applies_cannot_interleave(tmp_path: Path) -> None:
+    from advisor.apply.journal import Busy, locked
+
+    with locked(tmp_path), pytest.raises(Busy, match="another cachewise is applying a plan"):
+        with locked(tmp_path):
+            pass
+    with locked(tmp_path):  # released again
+        pass
+
+
+def test_damaged_journals_are_listed_and_abandon_clears_them(tmp_path: Path) -> None:
+    from advisor.apply.journal import abandon, journal_dir
+
+    d = journal_dir(tmp_path)
+    d.mkdir(parents=True)
+    (d / "a.jsonl").write_bytes(b"\xff\xfe not text")
+    (d / "b.jsonl").mkdir()
+    (d / "c.jsonl").write_text('{"event": "plan", "plan": {"schema": "cachewise.plan/1"}}\n')
+    pending = unfinished_journals(tmp_path)
+    assert [j.path.name for j in pending] == ["a.jsonl", "b.jsonl", "c.jsonl"]
+    problems = [j.problem() for j in pending]
+    assert "cannot be read" in problems[0] and "cannot be read" in problems[1]  # type: ignore[operator]
+    assert "holds a plan that is refused" in problems[2]  # type: ignore[operator]
+    for j in pending:
+        abandon(j)
+    assert unfinished_journals(tmp_path) == []
+    assert (d / "b.jsonl.abandoned").is_dir()
+
+
+def test_a_full_disk_stops_the_plan_with_a_sentence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.apply.journal import JournalError
+
+    lvm, p = FakeLvm(), plan()
+    real_write = Journal.write
+
+    def write(self: Journal, event: str, **fields: object) -> None:
+        if event == "step-end" and fields.get("step") == "vgextend":
+            raise JournalError(self.path, "cannot be written (No space left on device)")
+        real_write(self, event, **fields)
+
+    monkeypatch.setattr(Journal, "write", write)
+    with pytest.raises(ApplyError, match=r"cannot be written \(No space left on device\).*steps done: pvcreate\)"):
+        apply(p, lvm, tmp_path, quiet, read_state=lvm.state)  # type: ignore[arg-type]
+
+
+def test_journal_writes_that_fail_are_journal_errors(tmp_path: Path) -> None:
+    from advisor.apply.journal import JournalError
+
+    (tmp_path / "j.jsonl").mkdir()
+    with pytest.raises(JournalError, match="cannot be written"):
+        Journal(tmp_path / "j.jsonl").write("plan")
