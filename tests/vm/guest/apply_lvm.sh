@@ -120,6 +120,21 @@ verify wt-uncached
 
 # Writeback with dirty blocks: tests/vm/guest/apply_wb.sh (its own boot).
 
+# wait_for_event PID EVENT K: until the journal holds K records of EVENT or PID has ended. Counted
+# with bash builtins only: a process per poll would compete with the apply it watches.
+wait_for_event() {
+  local n f line
+  while kill -0 "$1" 2> /dev/null; do
+    n=0
+    for f in "$CACHEWISE_STATE_DIR"/journal/*.jsonl; do
+      [ -e "$f" ] || continue
+      while IFS= read -r line; do [[ $line == *"\"$2\""* ]] && n=$((n + 1)); done < "$f"
+    done
+    [ "$n" -ge "$3" ] && return 0
+    sleep 0.1
+  done
+}
+
 # --- crash test: SIGKILL after each step of an attach; odd steps resume, even ones roll back ---
 cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m -o "$LAB_OUT/crash.json" > /dev/null
 steps=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['steps']))" "$LAB_OUT/crash.json")
@@ -128,16 +143,7 @@ for k in $(seq 1 "$steps"); do
   mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
   "$CW_PY" -m cachewise apply "$LAB_OUT/crash.json" --yes > "$LAB_OUT/crash-$k-apply.txt" 2>&1 &
   pid=$!
-  # Count finished steps with bash builtins only: a process per poll competes with the apply.
-  while kill -0 $pid 2> /dev/null; do
-    n=0
-    for f in "$CACHEWISE_STATE_DIR"/journal/*.jsonl; do
-      [ -e "$f" ] || continue
-      while IFS= read -r line; do [[ $line == *'"step-end"'* ]] && n=$((n + 1)); done < "$f"
-    done
-    [ "$n" -ge "$k" ] && break
-    sleep 0.1
-  done
+  wait_for_event "$pid" step-end "$k"
   kill -9 $pid 2> /dev/null || true
   wait $pid 2> /dev/null || true
   lvm_state "crash-$k-killed"
@@ -166,15 +172,7 @@ for k in $(seq 1 "$steps"); do
   mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
   "$CW_PY" -m cachewise apply "$LAB_OUT/crash.json" --yes > "$LAB_OUT/term-$k-apply.txt" 2>&1 &
   pid=$!
-  while kill -0 $pid 2> /dev/null; do  # until step k has begun (bash builtins only)
-    n=0
-    for f in "$CACHEWISE_STATE_DIR"/journal/*.jsonl; do
-      [ -e "$f" ] || continue
-      while IFS= read -r line; do [[ $line == *'"step-begin"'* ]] && n=$((n + 1)); done < "$f"
-    done
-    [ "$n" -ge "$k" ] && break
-    sleep 0.1
-  done
+  wait_for_event "$pid" step-begin "$k"
   kill -TERM $pid 2> /dev/null || true
   wait $pid && echo "rc 0" >> "$LAB_OUT/term-$k-apply.txt" || echo "rc $?" >> "$LAB_OUT/term-$k-apply.txt"
   cp "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$LAB_OUT/term-$k-journal.jsonl"
