@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.vm.lab import HDD, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario
+from tests.vm.lab import HDD, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario, soak
 
 EXPECTED_BAD = {
     "nonexistent-ssd": "/dev/nonexistent is not a block device",
@@ -73,6 +73,20 @@ def pv_vgs(run: GuestRun, name: str) -> dict[str, str]:
     return {r["pv_name"]: r["vg_name"] for r in rows}
 
 
+def ks(run: GuestRun, name: str) -> list[int]:
+    """The steps a crash loop stopped at: every step in the soak run, a resume and a roll back
+    (or an abandon) otherwise."""
+    return [int(k) for k in run.read(name).split()]
+
+
+@pytest.mark.soak
+def test_soak_crash_tests_stop_at_every_step(guest: GuestRun) -> None:
+    if not soak():
+        pytest.skip("every step is crash-tested in the soak run: CACHEWISE_SOAK=1 pytest -m lab tests/lab")
+    steps = len(json.loads(guest.read("crash.json"))["steps"])
+    assert ks(guest, "crash-ks.txt") == ks(guest, "term-ks.txt") == list(range(1, steps + 1))
+
+
 def verified(run: GuestRun, name: str) -> bool:
     return run.read(f"verify-{name}.txt").strip().endswith("ok")
 
@@ -106,7 +120,7 @@ def test_writethrough_attach_workload_and_uncache_keep_every_checksum(guest: Gue
 def test_sigkill_after_each_step_resumes_or_rolls_back(guest: GuestRun) -> None:
     steps = len(json.loads(guest.read("crash.json"))["steps"])
     assert steps == 6
-    for k in range(1, steps + 1):
+    for k in ks(guest, "crash-ks.txt"):
         after = guest.read(f"crash-{k}-after.txt")
         print(f"--- killed after step {k}\n{after}")
         assert after.strip().endswith("rc 0"), after
@@ -124,7 +138,7 @@ def test_sigkill_after_each_step_resumes_or_rolls_back(guest: GuestRun) -> None:
 def test_sigterm_during_each_step_stops_between_steps_and_resume_rollback_or_abandon_completes(guest: GuestRun) -> None:
     steps = len(json.loads(guest.read("crash.json"))["steps"])
     before = guest.read("dm-before-term.txt")
-    for k in range(1, steps + 1):
+    for k in ks(guest, "term-ks.txt"):
         stopped = guest.read(f"term-{k}-apply.txt")
         events = [json.loads(line)["event"] for line in guest.read(f"term-{k}-journal.jsonl").splitlines() if line]
         print(f"--- SIGTERM during step {k}\n{stopped}")

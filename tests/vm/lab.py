@@ -48,6 +48,12 @@ SATA_SSD = LabDisk("ssd", "SSD0001", "1G", "sata", rotation_rate=1, model="LabSS
 NVME = LabDisk("nvme", "NVME0001", "1G", "nvme")
 
 
+def soak() -> bool:
+    """The long run: every step of every crash test, the Ansible playbook twice
+    (`CACHEWISE_SOAK=1 pytest -m lab tests/lab`, the README's soak command)."""
+    return os.environ.get("CACHEWISE_SOAK") == "1"
+
+
 def find_kernel() -> str | None:
     kernels = sorted(glob.glob("/boot/vmlinuz-*-amd64"))
     return kernels[-1] if kernels else None
@@ -156,6 +162,7 @@ class Lab:
             "CW_PY": sys.executable,
             "CW_REPO": str(REPO),
             "PYTHONDONTWRITEBYTECODE": "1",
+            "LAB_SOAK": "1" if soak() else "0",
             **(env or {}),
         }
         env_file = self.workdir / "env.sh"

@@ -138,8 +138,12 @@ wait_for_event() {
 # --- crash test: SIGKILL after each step of an attach; odd steps resume, even ones roll back ---
 cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m -o "$LAB_OUT/crash.json" > /dev/null
 steps=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['steps']))" "$LAB_OUT/crash.json")
+# Every step in the soak run (CACHEWISE_SOAK=1); in CI one resume and one roll back after SIGKILL,
+# and a resume and an abandon after SIGTERM (the README's soak command runs them all).
+if [ "${LAB_SOAK:-0}" = 1 ]; then kill_ks=$(seq 1 "$steps"); term_ks=$(seq 1 "$steps"); else kill_ks="2 5"; term_ks="1 3"; fi
+echo $kill_ks > "$LAB_OUT/crash-ks.txt"; echo $term_ks > "$LAB_OUT/term-ks.txt"
 mkdir -p "$CACHEWISE_STATE_DIR/old"
-for k in $(seq 1 "$steps"); do
+for k in $kill_ks; do
   mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
   "$CW_PY" -m cachewise apply "$LAB_OUT/crash.json" --yes > "$LAB_OUT/crash-$k-apply.txt" 2>&1 &
   pid=$!
@@ -168,7 +172,7 @@ reset_attach() {  # labvg/data uncached and the SSD out of the VG, whatever stat
   pvremove -q -y "$ssd" 2> /dev/null || true
 }
 dmsetup ls | sort > "$LAB_OUT/dm-before-term.txt"
-for k in $(seq 1 "$steps"); do
+for k in $term_ks; do
   mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
   "$CW_PY" -m cachewise apply "$LAB_OUT/crash.json" --yes > "$LAB_OUT/term-$k-apply.txt" 2>&1 &
   pid=$!
