@@ -193,3 +193,32 @@ def test_bcache_detach_writes_back_before_it_detaches(inv: Inventory) -> None:
 def test_bcache_detach_refuses_what_it_cannot_detach(inv: Inventory, device: str, message: str) -> None:
     with pytest.raises(RecipeError, match=message):
         bcache_detach(inv, device)
+
+
+def test_every_recipe_writes_plans_the_plan_language_accepts(inv: Inventory, inv_xfs: Inventory) -> None:
+    """What the recipes emit is exactly what a plan file may say (advisor/plan/language.py)."""
+    import dataclasses
+
+    from advisor.disks.devices import LvmInfo
+    from recipes.bcache import bcache_detach
+    from recipes.lvmcache import lvmcache_mode, lvmcache_new
+
+    lv = next(d for d in inv.devices if d.lvm is not None and d.lvm.role == "lv")
+    assert lv.lvm is not None
+    cached = dataclasses.replace(inv, devices=tuple(
+        dataclasses.replace(d, lvm=LvmInfo("lv", lv.lvm.vg, lv.lvm.lv, "cache")) if d.name == lv.name else d
+        for d in inv.devices))
+    pv = next(d for d in inv.devices if d.lvm is not None and d.lvm.role == "pv")
+    plans = [
+        lvmcache_attach(inv, "labvg/data", "nvme0n1", CacheSpec(256 * MiB, mode="writeback")),
+        lvmcache_uncache(cached, "labvg/data"),
+        lvmcache_uncache(cached, "labvg/data", keep_pool=True),
+        lvmcache_uncache(cached, "labvg/data", release=pv.devnode),
+        lvmcache_mode(cached, "labvg/data", "writethrough"),
+        lvmcache_new(inv, "sda", "nvme0n1", "fastvg", "data", CacheSpec(256 << 20)),
+        bcache_create(inv, "sda", "nvme0n1", mode="writeback"),
+        bcache_create(inv_xfs, "sda", "sdg", wipe=True),
+        bcache_detach(inv, "/dev/bcache/by-uuid/1c3dbe4c-c200-4e7c-adc5-2ed1669faa08", wipe_cache=True),
+    ]
+    for plan in plans:
+        assert Plan.loads(plan.dumps()) == plan, plan.kind
