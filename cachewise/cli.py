@@ -26,6 +26,7 @@ from cachewise import __version__
 if TYPE_CHECKING:
     from advisor.apply.run import Event
     from advisor.plan.model import Plan
+    from advisor.workload.traces import TraceError
     from cachewise.core import Core
 
 NOTHING = "Nothing was changed."
@@ -422,9 +423,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def _trace_refusal(exc: Exception) -> str:
+def _trace_refusal(exc: TraceError) -> str:
     """A trace that cannot be read, with the flag that names its format when it was not detected."""
-    return str(exc) + (" Name the format with --format." if getattr(exc, "code", "") == "unknown-format" else "")
+    return str(exc) + (" Name the format with --format." if exc.code == "unknown-format" else "")
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
