@@ -13,12 +13,14 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.disks.devices import Inventory
+from advisor.watch.figures import Prediction
+from advisor.watch.sampler import Sample
 
 if TYPE_CHECKING:  # modules that only type the records: opening the history must stay cheap
     from advisor.disks.probe import ProbeResult
@@ -83,7 +85,30 @@ MIGRATIONS: tuple[str, ...] = (
         result_json TEXT NOT NULL
     );
     """,
+    # 4: caches made by cachewise with what their recommendation predicted, and the samples of
+    # `cachewise watch` (one per cache per tick; thinned to one a minute after a day).
+    """
+    CREATE TABLE caches (
+        id INTEGER PRIMARY KEY,
+        target TEXT NOT NULL,
+        made_at REAL NOT NULL,
+        plan_kind TEXT NOT NULL,
+        prediction_json TEXT
+    );
+    CREATE INDEX caches_target ON caches(target, made_at);
+    CREATE TABLE samples (
+        id INTEGER PRIMARY KEY,
+        target TEXT NOT NULL,
+        t REAL NOT NULL,
+        sample_json TEXT NOT NULL
+    );
+    CREATE INDEX samples_target_t ON samples(target, t);
+    """,
 )
+
+# Samples older than a day are thinned to one a minute, older than a month to one an hour
+# (the counters are cumulative, so the last sample of each bucket keeps the totals right).
+THINNING = ((86400.0, 60.0), (30 * 86400.0, 3600.0))
 
 
 class HistoryError(Exception):
@@ -234,3 +259,52 @@ class History:
                  analysis.source_format, json.dumps(trace_meta), analysis.block_size, json.dumps(analysis.to_json())),
             )
             return int(cur.lastrowid or 0)
+
+    def record_cache(self, target: str, plan_kind: str, prediction: Prediction | None, made_at: float) -> int:
+        """A cache cachewise made on ``target`` (its name as `cachewise watch` knows it)."""
+        with self._tx() as db:
+            cur = db.execute(
+                "INSERT INTO caches (target, made_at, plan_kind, prediction_json) VALUES (?, ?, ?, ?)",
+                (target, made_at, plan_kind, json.dumps(asdict(prediction)) if prediction else None),
+            )
+            return int(cur.lastrowid or 0)
+
+    def made_caches(self, limit: int = 500) -> list[tuple[str, float, Prediction | None]]:
+        """The caches cachewise made, newest first: (target, when, prediction)."""
+        rows = self._db.execute(
+            "SELECT target, made_at, prediction_json FROM caches ORDER BY made_at DESC, id DESC LIMIT ?", (limit,)
+        ).fetchall()
+        out = []
+        for target, made_at, data in rows:
+            values = json.loads(data) if data else None
+            prediction = None
+            if isinstance(values, dict):
+                prediction = Prediction(**{k: v for k, v in values.items() if k in Prediction.__dataclass_fields__})
+            out.append((str(target), float(made_at), prediction))
+        return out
+
+    def record_samples(self, samples: list[Sample]) -> None:
+        with self._tx() as db:
+            db.executemany(
+                "INSERT INTO samples (target, t, sample_json) VALUES (?, ?, ?)",
+                [(s.target, s.t, json.dumps(s.to_json(raw=False))) for s in samples],
+            )
+
+    def samples(self, target: str, since: float = 0.0) -> list[Sample]:
+        rows = self._db.execute(
+            "SELECT sample_json FROM samples WHERE target = ? AND t >= ? ORDER BY t", (target, since)
+        ).fetchall()
+        return [Sample.from_json(json.loads(r[0])) for r in rows]
+
+    def thin_samples(self, now: float) -> int:
+        """Thin old samples (THINNING): keep the newest of each bucket. Returns how many went."""
+        removed = 0
+        with self._tx() as db:
+            for age, bucket in THINNING:
+                cur = db.execute(
+                    "DELETE FROM samples WHERE t < ? AND id NOT IN (SELECT MAX(id) FROM samples WHERE t < ?"
+                    " GROUP BY target, CAST(t / ? AS INTEGER))",
+                    (now - age, now - age, bucket),
+                )
+                removed += cur.rowcount
+        return removed

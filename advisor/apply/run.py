@@ -24,6 +24,7 @@ from advisor.apply.state import LiveState, RoleMissing
 from advisor.plan.model import Plan, Step
 from advisor.readers import bcache, dmstatus
 from advisor.runner import CommandRunner
+from advisor.watch.figures import FlushMeter
 
 WRITE_PATIENCE = 30.0  # s for bcache's asynchronous sysfs writes to show
 FAILURE_PATIENCE = 10.0  # s for a failed step's goal to show anyway (udev got there first)
@@ -42,6 +43,9 @@ class Flush:
     unit: Literal["blocks", "bytes"]
     kernel_text: str = ""  # bcache's own rendering of the amount ("6.7M")
     state: str = ""  # bcache's state file
+    rate: float | None = None  # units written back per second
+    eta_seconds: float | None = None
+    stalled_seconds: float | None = None  # no progress for this long (advisor.watch.figures)
 
 
 @dataclass(frozen=True)
@@ -63,12 +67,11 @@ def _run_step(step: Step, runner: CommandRunner, state_dir: Path, report: Report
     elif step.progress == "cache_dirty":
         vg, _, lv = step.argv[-1].partition("/")
         proc = runner.start(list(step.argv), timeout=None)
-        last = None
+        meter = _FlushReporter(step, report)
         while proc.running():
             status = dmstatus.cache_status(runner, vg, lv)
-            if status is not None and status.dirty != last:
-                report(Event("progress", step, flush=Flush(status.dirty, "blocks")))
-                last = status.dirty
+            if status is not None:
+                meter.add(status.dirty, "blocks")
             time.sleep(POLL)
         result = proc.wait(check=False)
         code, message = result.returncode, (result.stderr or result.stdout).strip()
@@ -77,6 +80,27 @@ def _run_step(step: Step, runner: CommandRunner, state_dir: Path, report: Report
         code, message = result.returncode, (result.stderr or result.stdout).strip()
     audit(state_dir, step.id, step.command, code, time.monotonic() - start)
     return code, message
+
+
+class _FlushReporter:
+    """Reports a flush's progress when what is left changes, and every REPEAT seconds while it
+    does not (so a stall is seen), with the rate, the time left and how long it has stalled."""
+
+    REPEAT = 5.0
+
+    def __init__(self, step: Step, report: Reporter) -> None:
+        self.step, self.report = step, report
+        self.meter = FlushMeter()
+        self.last: tuple[int, str] | None = None
+        self.last_time = 0.0
+
+    def add(self, dirty: int, unit: Literal["blocks", "bytes"], kernel_text: str = "", state: str = "") -> None:
+        now = time.monotonic()
+        progress = self.meter.add(now, dirty)
+        if (dirty, state) != self.last or now - self.last_time >= self.REPEAT:
+            self.last, self.last_time = (dirty, state), now
+            self.report(Event("progress", self.step, flush=Flush(dirty, unit, kernel_text, state, progress.rate,
+                                                                  progress.eta_seconds, progress.stalled_seconds)))
 
 
 def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan) -> tuple[int, str]:
@@ -97,16 +121,14 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
     directory = Path(path).parent
     wanted = step.wait[1].split("|")
     deadline = time.monotonic() + step.timeout
-    last = None
+    meter = _FlushReporter(step, report)
     while time.monotonic() < deadline:
         current = bcache.read_files(directory, (Path(path).name, "dirty_data"))
         value = current.get(Path(path).name)
         if value is not None and any(w in value for w in wanted):
             return 0, ""
-        if step.progress == "bcache_dirty" and "dirty_data" in current and (current["dirty_data"], value) != last:
-            last = (current["dirty_data"], value)
-            dirty = bcache.hprint_bytes(current["dirty_data"]) or 0
-            report(Event("progress", step, flush=Flush(dirty, "bytes", current["dirty_data"], value or "")))
+        if step.progress == "bcache_dirty" and "dirty_data" in current:
+            meter.add(bcache.hprint_bytes(current["dirty_data"]) or 0, "bytes", current["dirty_data"], value or "")
         time.sleep(POLL)
     return 1, f"{path} still reads {bcache.read_files(directory, (Path(path).name,)).get(Path(path).name)!r} after {step.timeout:.0f} s"
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from advisor.plan.checks import Check
+from advisor.watch.figures import Prediction
 
 PLAN_SCHEMA = "cachewise.plan/1"
 PLAN_SCHEMA_VERSION = 1
@@ -83,6 +84,7 @@ class Plan:
     layout_after: tuple[str, ...] = ()
     space: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    prediction: Prediction | None = None  # what the recommendation behind it expects of the cache
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     host: str = field(default_factory=socket.gethostname)
     schema: str = PLAN_SCHEMA

@@ -1,0 +1,1 @@
+"""Watching caches work: samples, derived figures, flush progress, exports."""
