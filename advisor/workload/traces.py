@@ -137,9 +137,9 @@ def parse_fio_iolog(fh: IO[str], stats: ImportStats) -> Requests:
         stats.lines += 1
         parts = line.split()
         if timed and parts:
-            t_ms, parts = parts[0], parts[1:]
+            t_us, parts = parts[0], parts[1:]
         else:
-            t_ms = "0"
+            t_us = "0"
         if len(parts) == 2 and parts[1] in ("add", "open", "close"):
             stats.skipped += 1
             continue
@@ -148,7 +148,9 @@ def parse_fio_iolog(fh: IO[str], stats: ImportStats) -> Requests:
                 stats.skipped += 1
                 continue
             try:
-                builder.add(int(t_ms) / 1000.0, int(parts[2]), int(parts[3]), parts[1] == "write")
+                # fio writes v3 times in microseconds since the job started (utime_since_now)
+                # and sleeps their differences as microseconds when it replays them.
+                builder.add(int(t_us) / 1e6, int(parts[2]), int(parts[3]), parts[1] == "write")
             except ValueError:
                 stats.bad_line(number, line)
                 continue
