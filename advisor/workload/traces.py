@@ -123,7 +123,7 @@ def detect_format(path: Path) -> Format:
 
 
 def parse_fio_iolog(fh: IO[str], stats: ImportStats) -> Requests:
-    """fio iolog version 2 (``file action offset length``) or 3 (a timestamp in ms first)."""
+    """fio iolog version 2 (``file action offset length``) or 3 (a timestamp in microseconds first)."""
     builder = _Builder()
     header = fh.readline()
     stats.lines += 1
