@@ -26,6 +26,7 @@ from cachewise import __version__
 if TYPE_CHECKING:
     from advisor.apply.run import Event
     from advisor.plan.model import Plan
+    from advisor.watch.sampler import Sample
     from advisor.workload.traces import TraceError
     from cachewise.core import Core
 
@@ -106,6 +107,30 @@ def _parser() -> argparse.ArgumentParser:
     analyze.add_argument("--csv-time-unit", default=None, choices=["s", "ms", "us", "ns", "filetime"],
                          help="unit of the CSV time column (default: filetime for MSR, else s)")
     analyze.add_argument("--csv-header", action="store_true", help="the CSV's first line is a header")
+
+    replay_p = sub.add_parser(
+        "replay", help="replay a trace onto a device with fio (read-only): the workload before and after a cache",
+        description="Replay a block trace (a cachewise trace, a fio iolog, blkparse text or CSV) onto DEV with fio, "
+        "O_DIRECT and libaio, keeping its timing, and report IOPS and read latency. Offsets wrap onto DEV; lengths "
+        "are whole 4 KiB blocks, at most 1 MiB. Read-only: write requests are dropped and counted, unless "
+        "--allow-writes and --disposable DEV name an empty scratch device. Run it before and after adding a cache "
+        "and compare with --compare. Needs root and fio.")
+    replay_p.add_argument("trace", type=Path, metavar="TRACE")
+    replay_p.add_argument("--target", required=True, metavar="DEV", help="the device to replay onto, e.g. /dev/vg/data")
+    replay_p.add_argument("--speed", type=_positive, default=1.0, metavar="N",
+                          help="time runs N times as fast (2: twice the request rate; default 1)")
+    replay_p.add_argument("--duration", metavar="D",
+                          help="replay the first D of the trace (90s, 10m); a trace without times stops after D")
+    replay_p.add_argument("--format", default="auto", choices=["auto", "cachewise", "fio", "blkparse", "csv"],
+                          help="trace format (default: detected)")
+    replay_p.add_argument("--label", metavar="TEXT", help="this run's name in tables (default: the device and time)")
+    replay_p.add_argument("--allow-writes", action="store_true",
+                          help="replay the write requests too; needs --disposable naming the same device")
+    replay_p.add_argument("--disposable", metavar="DEV",
+                          help="repeat --target's path: its data may be destroyed (it must hold nothing)")
+    replay_p.add_argument("--compare", type=Path, nargs="+", metavar="FILE",
+                          help="earlier `replay --json` outputs to show side by side with this run")
+    _common(replay_p, json="schema cachewise.replay/1 (this run only)")
 
     rec = sub.add_parser(
         "recommend", help="recommend a cache: backend, size, mode and tunables, with reasons",
@@ -207,6 +232,34 @@ def _parser() -> argparse.ArgumentParser:
                        help="neither resume nor roll back this journal's plan: record that, after showing what ran")
     _common(apply_p, json="the outcome")
 
+    status = sub.add_parser(
+        "status", help="every cache on this machine in one table: mode, state, fill, hit ratio, dirty data",
+        description="Read every dm-cache (lvmcache), dm-writecache and bcache device on this machine once: "
+        "mode, state, fill, hit ratio since it started, dirty data, and its slow and fast devices. Changes nothing.")
+    _common(status, json="schema cachewise.status/1")
+    status.add_argument("--prometheus", type=Path, metavar="FILE",
+                        help="also write a node_exporter textfile (written beside FILE and renamed over it)")
+
+    watch = sub.add_parser(
+        "watch", help="follow a cache live: warm-up, hit ratio, IOPS, dirty data and flushes",
+        description="Sample a cache every --interval seconds: fill and fill rate, hit ratio per interval and since "
+        "the start (against the recommendation's prediction when cachewise made the cache), I/O served by the "
+        "cache and by the slow device, dirty data with its rate and time left, and a stalled flush with its "
+        "likely causes. Samples go to the history database. Stops on Ctrl-C, after --count or --duration, or "
+        "with --until-clean once no dirty data is left. Changes nothing.")
+    watch.add_argument("target", metavar="TARGET", help="a cached LV (VG/LV or /dev/VG/LV), or bcacheN or its backing device")
+    watch.add_argument("--interval", type=_positive, default=1.0, metavar="S", help="seconds between samples (default 1)")
+    watch.add_argument("--count", type=_count, metavar="N", help="stop after N samples")
+    watch.add_argument("--duration", metavar="TIME", help="stop after this long: 90s, 10m, 2h")
+    watch.add_argument("--until-clean", action="store_true",
+                       help="follow a flush: stop once the cache holds no dirty data (exit 0), or report a stall")
+    watch.add_argument("--stall-after", type=_positive, default=30.0, metavar="S",
+                       help="call a flush stalled after S seconds with dirty data and no progress (default 30)")
+    watch.add_argument("--json-lines", action="store_true",
+                       help="print one JSON object per sample (schema cachewise.watch/1) with the kernel's raw values")
+    watch.add_argument("--prometheus", type=Path, metavar="FILE", help="keep a node_exporter textfile up to date")
+    watch.add_argument("--no-record", action="store_true", help="do not record the samples in the history database")
+
     hist = sub.add_parser("history", help="list recorded discovery snapshots",
                           description="List the discovery snapshots recorded in the history database.")
     _common(hist, json="the snapshots")
@@ -214,6 +267,8 @@ def _parser() -> argparse.ArgumentParser:
 
     tui = sub.add_parser("tui", help="open the terminal UI (the default)", description="Open the terminal UI.")
     _common(tui, raw="show a raw snapshot saved with `scan --save-raw` instead of this machine")
+    tui.add_argument("--watch", metavar="TARGET",
+                     help="open on the Warm-up screen of this cache (VG/LV, bcacheN or its backing device)")
     return parser
 
 
@@ -227,7 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     from cachewise.core import Refused
 
     commands = {"scan": cmd_scan, "probe": cmd_probe, "trace": cmd_trace, "analyze": cmd_analyze,
-                "recommend": cmd_recommend, "history": cmd_history, "plan": cmd_plan, "apply": cmd_apply}
+                "recommend": cmd_recommend, "history": cmd_history,
+                "status": cmd_status, "watch": cmd_watch, "plan": cmd_plan, "apply": cmd_apply}
+    commands["replay"] = cmd_replay
     # SIGTERM and SIGHUP stop a command as Ctrl-C does, through the same clean-up (the trace's
     # kernel instance is removed, fio is stopped; apply finishes the step in progress first).
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -455,6 +512,39 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from advisor.workload.traces import TraceError
+    from cachewise.render import replay_table
+
+    try:
+        duration = parse_duration(args.duration) if args.duration is not None else None
+    except UnitError as exc:
+        return _error(f"--duration: {exc}; nothing was replayed.")
+    core = _core(args)
+    earlier = [core.load_replay_result(path) for path in args.compare or []]
+    show = sys.stderr.isatty() and not args.json
+
+    def progress(elapsed: float, expected: float | None) -> None:
+        of = f" of about {expected:,.0f}" if expected else ""
+        print(f"\rreplaying: {elapsed:,.0f}{of} s; Ctrl-C stops   ", end="", file=sys.stderr, flush=True)
+
+    try:
+        result = core.replay_trace(args.trace, args.target, speed=args.speed, duration=duration, fmt=args.format,
+                                   label=args.label, allow_writes=args.allow_writes, disposable=args.disposable,
+                                   on_progress=progress if show else None)
+    except TraceError as exc:
+        return _error(_trace_refusal(exc))
+    finally:
+        if show:
+            print(file=sys.stderr)
+    if args.json:
+        return _print_json(result.to_json())
+    _print(replay_table([*earlier, result]))
+    for note in result.notes:
+        print(f"note: {note}")
+    return 0
+
+
 def cmd_recommend(args: argparse.Namespace) -> int:
     from advisor.advice.recommend import RecommendError
     from advisor.workload.traces import TraceError
@@ -502,6 +592,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     core = _core(args)
     inv = core.scan()
     plan = core.plan(inv, args.recipe, **_recipe_options(args))
+    if getattr(args, "recommendation", None) is not None:
+        from dataclasses import replace
+
+        from cachewise.core import prediction_from_config
+
+        plan = replace(plan, prediction=prediction_from_config(_recommended_config(args.recommendation)))
     if args.format == "ansible":
         from recipes.ansible import AnsibleError, render
 
@@ -549,17 +645,24 @@ def _recipe_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"path": args.device, "wipe_cache": args.wipe_cache}
 
 
+def _recommended_config(path: Path) -> dict[str, Any]:
+    """The "config" of a `recommend --json` file ({} when the advice is not to cache)."""
+    from cachewise.core import Refused
+
+    try:
+        cfg = json.loads(path.read_text())["config"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise Refused(f"cannot read the recommendation {path}: {exc}. {NOTHING}") from None
+    return cfg if isinstance(cfg, dict) else {}
+
+
 def _cache_spec(args: argparse.Namespace) -> Any:
     from cachewise.core import Refused, spec_from_config
     from recipes.lvmcache import CacheSpec
 
     size, chunk, meta = _size(args.size, "--size"), _size(args.chunk, "--chunk"), _size(args.metadata, "--metadata")
     if args.recommendation is not None:
-        try:
-            cfg = json.loads(args.recommendation.read_text())["config"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise Refused(f"cannot read the recommendation {args.recommendation}: {exc}. {NOTHING}") from None
-        return spec_from_config(cfg or {}, size, chunk, meta, args.mode)
+        return spec_from_config(_recommended_config(args.recommendation), size, chunk, meta, args.mode)
     if size is None:
         raise Refused(f"give the cache size (--size 40g) or a recommendation (--recommendation rec.json). {NOTHING}")
     return CacheSpec(size_bytes=size, mode=args.mode or "writethrough", chunk_bytes=chunk, metadata_bytes=meta)
@@ -641,6 +744,95 @@ def _confirm(plan: Plan, yes: bool) -> bool:
     return input(f"Type the device name to confirm ({plan.target}): ").strip() == plan.target
 
 
+def _prometheus(path: Path | None, samples: list[Sample]) -> None:
+    from advisor.watch.export import prometheus_text, write_textfile
+    from cachewise.core import Refused
+
+    if path is None:
+        return
+    try:
+        write_textfile(path, prometheus_text(samples))
+    except OSError as exc:
+        raise Refused(f"cannot write {path} ({exc.strerror or exc}); the samples were read but not exported. "
+                      "Choose a writable folder (node_exporter's textfile directory).") from None
+
+
+def _check_export(path: Path | None) -> None:
+    from cachewise.core import Refused
+
+    if path is not None and not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
+        raise Refused(f"the folder of {path} is missing or not writable; nothing was read. Choose another place.")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    _check_export(args.prometheus)
+    core = _core(args)
+    rows = core.status()
+    _prometheus(args.prometheus, [s for _, s in rows if s is not None])
+    if not rows and not args.json:
+        print("No dm-cache (lvmcache), dm-writecache or bcache device on this machine.")
+        return 0
+    if args.json:
+        return _print_json({"schema": "cachewise.status/1", "caches": [
+            {"name": ref.name, "kind": ref.kind, "device": ref.device, "slow_device": ref.origin,
+             "fast_device": ref.cache, "hit_ratio": None if s is None else s.hit_ratio,
+             "sample": None if s is None else s.to_json()} for ref, s in rows]})
+    from cachewise.render import status_table
+
+    _print(status_table(rows))
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    import time
+
+    from cachewise.render import stall_text, watch_line
+
+    seconds = None
+    if args.duration is not None:
+        try:
+            seconds = parse_duration(args.duration)
+        except UnitError as exc:
+            return _error(f"--duration: {exc}; nothing was read.")
+    _check_export(args.prometheus)
+    core = _core(args)
+    ref = core.watch_target(args.target)
+    watch = core.watch([ref], record=not args.no_record, stall_seconds=args.stall_after)
+    start = time.monotonic()
+    taken, stalled, code = 0, False, 0
+    try:
+        while True:
+            step = watch.step()
+            if not step:  # uncached, detached, or the device went away
+                print(f"{ref.name} is no longer a cache on this machine.", flush=True,
+                      file=sys.stderr if args.json_lines else sys.stdout)
+                return 0 if args.until_clean else 1
+            for sample, fig in step:
+                taken += 1
+                if args.json_lines:
+                    print(json.dumps({"schema": "cachewise.watch/1", "sample": sample.to_json(),
+                                      "figures": fig.to_json()}), flush=True)
+                else:
+                    print(time.strftime("%H:%M:%S ", time.localtime(sample.t)) + watch_line(fig), flush=True)
+                if fig.stall is not None and not stalled:
+                    print(stall_text(fig), file=sys.stderr if args.json_lines else sys.stdout, flush=True)
+                stalled = fig.stall is not None
+                _prometheus(args.prometheus, [sample])
+                if args.until_clean and not fig.dirty_bytes:
+                    if not args.json_lines:
+                        print(f"{fig.target}: clean, no dirty data left.")
+                    return 0
+            if not watch.trackers or (args.count and taken >= args.count) or \
+                    (seconds is not None and time.monotonic() - start >= seconds):
+                break
+            time.sleep(max(0.0, args.interval - (time.monotonic() - start) % args.interval))
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        _warn(watch.flush())
+    return code
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     from advisor.history import History, HistoryError
 
@@ -666,5 +858,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from screens.app import CachewiseApp
 
     core = _core(args)
-    CachewiseApp(core, watch_hotplug=core.live).run()
+    target = getattr(args, "watch", None)  # absent when `tui` was not named (the default command)
+    watch = core.watch_target(target) if target else None
+    CachewiseApp(core, watch_hotplug=core.live, watch=watch).run()
     return 0

@@ -30,11 +30,16 @@ if TYPE_CHECKING:
     from advisor.disks.probe import ProbeProgress, ProbeResult
     from advisor.history import History
     from advisor.plan.model import Plan
+    from advisor.watch.figures import Figures, Prediction, Tracker
+    from advisor.watch.sampler import CacheRef, Sample, Sampler
     from advisor.workload.analysis import Analysis
+    from advisor.workload.replay import ReplayResult
     from advisor.workload.traces import CsvLayout
     from recipes.lvmcache import CacheSpec
 
 NOTHING = "Nothing was changed."
+# Plans that make a cache (recorded with their prediction for `cachewise watch`).
+MAKES_CACHE = ("lvmcache-attach", "lvmcache-new", "bcache-create")
 
 
 class Refused(Exception):
@@ -185,6 +190,7 @@ class Core:
     executor: Executor | None = None
     state_dir: Path | None = None
     live: bool = True
+    _sampler: Sampler | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.prober is None:
@@ -426,12 +432,15 @@ class Core:
         cfg = rec.config
         if cfg is None:
             raise Refused(f"the recommendation is not to cache, so there is nothing to set up. {NOTHING}")
+        prediction = prediction_from_config(asdict(cfg))
         if cfg.backend == "lvmcache":
-            return self.plan(inv, "lvmcache-attach", lv_name=slow, ssd_path=fast[0], spec=spec_from_config(asdict(cfg)))
+            plan = self.plan(inv, "lvmcache-attach", lv_name=slow, ssd_path=fast[0], spec=spec_from_config(asdict(cfg)))
+            return replace(plan, prediction=prediction)
         if cfg.backend == "bcache":
-            return self.plan(inv, "bcache-create", backing_path=slow, cache_path=fast[0], mode=cfg.mode,
+            plan = self.plan(inv, "bcache-create", backing_path=slow, cache_path=fast[0], mode=cfg.mode,
                              sequential_cutoff=cfg.sequential_cutoff_bytes or 4 << 20,
                              writeback_percent=cfg.writeback_percent or 0)
+            return replace(plan, prediction=prediction)
         raise Refused(f"cachewise has no recipe for {cfg.label} yet; set it up with lvconvert --type writecache "
                       f"(lvmcache(7)). {NOTHING}")
 
@@ -502,9 +511,79 @@ class Core:
             if rollback:
                 assert journal is not None
                 return self.executor.rollback(journal, report)
-            return self.executor.apply(plan, report, journal)
+            outcome = self.executor.apply(plan, report, journal)
         except Busy as exc:
             raise Refused(f"{exc}. {NOTHING}") from None
+        self.record_made(plan)
+        return outcome
+
+    def record_made(self, plan: Plan) -> str | None:
+        """Remember a cache this plan made, with its prediction, for `cachewise watch`."""
+        import time
+
+        if plan.kind not in MAKES_CACHE:
+            return None
+        return self.record(lambda h: h.record_cache(plan.target, plan.kind, plan.prediction, time.time()))
+
+    # -- watch --
+
+    def sampler(self) -> Sampler:
+        from advisor.watch.sampler import Sampler
+
+        if self._sampler is None:
+            self._sampler = Sampler(self.runner)
+        return self._sampler
+
+    def caches(self) -> list[CacheRef]:
+        """Every cache on this machine (dm-cache, dm-writecache, bcache)."""
+        if self.replay:
+            raise Refused(f"a saved snapshot has no live caches to read; run this on the machine itself. {NOTHING}")
+        return self.sampler().caches()
+
+    def watch_target(self, target: str) -> CacheRef:
+        from advisor.watch.sampler import WatchError
+
+        if self.replay:
+            raise Refused(f"a saved snapshot has no live caches to read; run this on the machine itself. {NOTHING}")
+        try:
+            return self.sampler().find(target)
+        except WatchError as exc:
+            raise Refused(str(exc)) from None
+
+    def prediction(self, ref: CacheRef) -> Prediction | None:
+        """What the recommendation behind this cache predicted, when cachewise made it from one:
+        the newest cache recorded on the same device."""
+        from dataclasses import replace as _replace
+
+        found: list[Prediction] = []
+
+        def read(hist: History) -> None:
+            for target, made_at, prediction in hist.made_caches():
+                real = os.path.basename(os.path.realpath(target)) if target.startswith("/") else target
+                if prediction is not None and real in (ref.device, ref.origin, ref.name):
+                    found.append(_replace(prediction, applied_at=prediction.applied_at or made_at))
+                    return
+
+        self.record(read)
+        return found[0] if found else None
+
+    def status(self) -> list[tuple[CacheRef, Sample | None]]:
+        """Every cache with one sample of it (None when it could not be read)."""
+        refs = self.caches()
+        by_name = {s.target: s for s in self.sampler().sample(refs)}
+        return [(ref, by_name.get(ref.name)) for ref in refs]
+
+    def watch(self, refs: list[CacheRef], record: bool = True, stall_seconds: float | None = None) -> Watch:
+        """A watch of these caches: call ``step()`` once per interval. A flush with no progress
+        for ``stall_seconds`` (default advisor.watch.figures.STALL_SECONDS) is a stall."""
+        return Watch(self, refs, {ref.name: self.prediction(ref) for ref in refs}, record and self.state_dir is not None,
+                     stall_seconds)
+
+    def recorded_samples(self, ref: CacheRef, since: float) -> list[Sample]:
+        """Samples of this cache recorded since ``since`` (a restarted Warm-up screen's past)."""
+        found: list[Sample] = []
+        self.record(lambda h: found.extend(h.samples(ref.name, since)))
+        return found
 
     def bcache_device(self, plan: Plan) -> str | None:
         """The stable path of the bcache device a bcache-create plan made."""
@@ -515,6 +594,107 @@ class Core:
             return None
         bcache = next((d for d in inv.devices if d.kind == "bcache" and backing.name in d.slaves), None)
         return (bcache.stable_path or bcache.devnode) if bcache is not None else None
+
+    # -- replay --
+
+    def replay_trace(self, trace: Path, target: str, *, speed: float = 1.0, duration: float | None = None,
+                     fmt: str = "auto", layout: CsvLayout | None = None, label: str | None = None,
+                     allow_writes: bool = False, disposable: str | None = None, allow_file: bool = False,
+                     on_progress: Callable[[float, float | None], None] | None = None) -> ReplayResult:
+        """Replay a trace onto ``target`` with fio and return what it measured: read-only unless
+        writes are allowed and the target is named disposable and holds nothing. Refused before
+        anything runs (or when fio fails); TraceError when the trace cannot be read. (Not named
+        ``replay``: that property says the inventory is a saved snapshot.)"""
+        import time
+
+        from advisor.workload.replay import (
+            ReplayError,
+            check_disposable,
+            check_speed,
+            check_target,
+            replay,
+        )
+
+        try:
+            check_speed(speed)
+            found = check_target(target, allow_file)
+            if found.block and not is_root():
+                raise Refused(f"replaying onto {target} needs root (fio reads the device directly); nothing was "
+                              "replayed. Run `sudo cachewise replay ...`.")
+            device = None
+            if allow_writes:
+                check_disposable(found, disposable)  # before the scan, which takes a while
+                device = find_device(self.scan(), target) if found.block else None
+            label = label or f"{os.path.basename(found.real)} {time.strftime('%H:%M')}"
+            return replay(trace, target, self.runner, label=label, fmt=fmt, layout=layout,  # type: ignore[arg-type]
+                          speed=speed, duration=duration, allow_writes=allow_writes, disposable=disposable,
+                          device=device, allow_file=allow_file, on_progress=on_progress)
+        except ReplayError as exc:
+            raise Refused(str(exc)) from None
+
+    def load_replay_result(self, path: Path) -> ReplayResult:
+        """An earlier ``replay --json`` output, to compare with."""
+        import json
+
+        from advisor.workload.replay import ReplayResult
+
+        try:
+            return ReplayResult.from_json(json.loads(path.read_text()))
+        except OSError as exc:
+            raise Refused(f"cannot read the replay result {path}: {exc.strerror}; nothing was replayed.") from None
+        except ValueError as exc:
+            raise Refused(f"{path} is not a `cachewise replay --json` result ({exc}); nothing was replayed.") from None
+
+
+class Watch:
+    """Caches being watched: each ``step()`` samples them all once, derives their figures, and
+    records the samples in the history in batches (thinning old ones once an hour)."""
+
+    BATCH_SECONDS = 10.0
+    THIN_SECONDS = 3600.0
+
+    def __init__(self, core: Core, refs: list[CacheRef], predictions: Mapping[str, Prediction | None],
+                 record: bool, stall_seconds: float | None = None) -> None:
+        from advisor.watch.figures import STALL_SECONDS, Tracker
+
+        self.core, self.refs, self.record = core, refs, record
+        self.trackers: dict[str, Tracker] = {
+            r.name: Tracker(predictions.get(r.name), stall_seconds=stall_seconds or STALL_SECONDS) for r in refs}
+        self.pending: list[Sample] = []
+        self.last_write = self.last_thin = 0.0
+        self.warning: str | None = None
+
+    def step(self) -> list[tuple[Sample, Figures]]:
+        import time
+
+        samples = self.core.sampler().sample(self.refs)
+        out = [(s, self.trackers[s.target].add(s)) for s in samples]
+        if self.record:
+            self.pending.extend(samples)
+            now = time.monotonic()
+            if now - self.last_write >= self.BATCH_SECONDS:
+                self.last_write = now
+                self.flush(thin=now - self.last_thin >= self.THIN_SECONDS)
+                if self.last_thin == 0.0 or now - self.last_thin >= self.THIN_SECONDS:
+                    self.last_thin = now
+        return out
+
+    def flush(self, thin: bool = False) -> str | None:
+        """Record the samples not yet recorded; the warning when the history cannot be written."""
+        import time
+
+        pending, self.pending = self.pending, []
+        if not pending and not thin:
+            return None
+
+        def write(h: History) -> None:
+            h.record_samples(pending)
+            if thin:
+                h.thin_samples(time.time())
+
+        warning = self.core.record(write)
+        self.warning = self.warning or warning
+        return warning
 
 
 def _remove_if_empty(path: Path) -> None:
@@ -536,6 +716,26 @@ def spec_from_config(cfg: Mapping[str, Any], size: int | None = None, chunk: int
                          metadata_bytes=metadata or cfg.get("metadata_size_bytes"), policy=cfg.get("policy") or "smq")
     except (KeyError, TypeError, ValueError) as exc:
         raise Refused(f"the recommendation's configuration is incomplete ({exc}). {NOTHING}") from None
+
+
+def prediction_from_config(cfg: Mapping[str, Any]) -> Prediction | None:
+    """What a recommendation's config (``recommend --json``'s "config") predicts of the cache:
+    the hit ratio at its size and the warm-up model's hot data and times."""
+    from advisor.watch.figures import Prediction
+
+    def number(value: Any) -> float | None:
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    w = cfg.get("warmup") if isinstance(cfg.get("warmup"), dict) else {}
+    assert isinstance(w, dict)
+    hot = number(w.get("hot_blocks"))
+    effective = number(cfg.get("effective_bytes"))
+    hot_bytes = int(min(hot * 4096, effective or hot * 4096)) if hot is not None else None
+    hit = number(cfg.get("predicted_hit_ratio"))
+    if hit is None and hot_bytes is None:
+        return None
+    return Prediction(hit, hot_bytes, number(w.get("seconds_63")), number(w.get("seconds_95")),
+                      number(w.get("promotion_probability")))
 
 
 def is_root() -> bool:

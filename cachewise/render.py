@@ -18,7 +18,10 @@ if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print table
     from advisor.advice.recommend import CacheConfig, Reason, Recommendation
     from advisor.apply.run import Event
     from advisor.plan.model import Plan
+    from advisor.watch.figures import Figures
+    from advisor.watch.sampler import CacheRef, Sample
     from advisor.workload.analysis import Analysis
+    from advisor.workload.replay import ReplayResult
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
 
@@ -222,7 +225,107 @@ def event_line(e: Event) -> str:
     if e.kind == "progress" and e.flush is not None:
         f = e.flush
         if f.unit == "blocks":
-            return f"  … {f.dirty:,} dirty blocks to write back"
-        return f"  … {f.kernel_text or human_size(f.dirty)} dirty data to write back (state {f.state})"
+            line = f"  … {f.dirty:,} dirty blocks to write back"
+            speed = f"{f.rate:,.0f} blocks/s" if f.rate and f.rate > 0 else ""
+        else:
+            line = f"  … {f.kernel_text or human_size(f.dirty)} dirty data to write back (state {f.state})"
+            speed = f"{human_size(int(f.rate))}/s" if f.rate and f.rate > 0 else ""
+        if f.stalled_seconds is not None:
+            return line + f"; no progress for {duration(f.stalled_seconds)} (see `cachewise watch` for why)"
+        if speed and f.eta_seconds is not None:
+            return line + f"; {speed}, about {duration(f.eta_seconds)} left"
+        return line
     return {"skip": f"= {e.step.description} (already done)", "run": f"$ {e.message}",
             "ok": f"  ok: {e.step.description}", "undo": f"$ {e.message}"}.get(e.kind, e.message)
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def status_table(rows: list[tuple[CacheRef, Sample | None]]) -> Table:
+    """`cachewise status`: every cache on the host, one row each."""
+    table = Table(title="Caches on this machine", title_justify="left")
+    for column in ("cache", "kind", "mode", "state", "fill", "hits", "dirty", "slow", "fast"):
+        table.add_column(column, no_wrap=column in ("cache", "kind", "mode"))
+    for ref, s in rows:
+        if s is None:
+            table.add_row(ref.name, ref.kind, "–", "unreadable", "", "", "", ref.origin or "", ref.cache or "")
+            continue
+        fill = s.used_bytes / s.capacity_bytes if s.used_bytes is not None and s.capacity_bytes else None
+        table.add_row(ref.name, s.kind, s.mode or "–", s.state, _percent(fill), _percent(s.hit_ratio),
+                      "–" if s.dirty_bytes is None else human_size(s.dirty_bytes), ref.origin or "–", ref.cache or "–")
+    if not rows:
+        table.caption = "No dm-cache, dm-writecache or bcache device on this machine."
+    return table
+
+
+def watch_line(f: Figures) -> str:
+    """One line of `cachewise watch`: fill, hit ratio against the prediction, I/O, dirty data."""
+    parts = [f"{f.target}"]
+    if f.fill is not None:
+        grow = f" +{human_size(int(f.fill_rate_bytes))}/s" if f.fill_rate_bytes else ""
+        parts.append(f"fill {f.fill:.1%}{grow}")
+    hit = f"hit {_percent(f.hit_ratio)}"
+    if f.hit_ratio_total is not None:
+        hit += f" (since start {_percent(f.hit_ratio_total)})"
+    if f.predicted_hit_ratio is not None:
+        hit += f" predicted {_percent(f.predicted_hit_ratio)}"
+    parts.append(hit)
+    io = [f"{name} {rate(v)}" for name, v in (("asked", f.iops), ("cache", f.cache_iops), ("origin", f.origin_iops))
+          if v is not None]
+    if io:
+        parts.append(", ".join(io))
+    if f.dirty_bytes:
+        dirty = f"dirty {human_size(f.dirty_bytes)}"
+        if f.flush_rate_bytes and f.flush_rate_bytes > 0:
+            dirty += f" falling {human_size(int(f.flush_rate_bytes))}/s, about {duration(f.flush_eta_seconds)} left"
+        parts.append(dirty)
+    elif f.dirty_bytes == 0:
+        parts.append("clean")
+    if f.warmup == "filling":
+        parts.append(f"warming up, about {duration(f.warmup_eta_seconds)} to steady")
+    elif f.warmup in ("steady", "full"):
+        parts.append(f.warmup)
+    return "  ".join(parts)
+
+
+def stall_text(f: Figures) -> str:
+    assert f.stall is not None
+    causes = "\n".join(f"  - {c}" for c in f.stall.causes)
+    return (f"{f.target}: {human_size(f.dirty_bytes or 0)} dirty and no progress for {duration(f.stall.seconds)}. "
+            f"Likely causes:\n{causes}")
+
+
+def replay_table(results: list[ReplayResult]) -> Table:
+    """Replays side by side, a column each (labelled), the last one this run's; with earlier
+    runs, a last column compares this run with the first (before and after a cache)."""
+    table = Table(title="Replay" if len(results) == 1 else "Replays compared", title_justify="left")
+    table.add_column("")
+    for r in results:
+        table.add_column(r.label, justify="right", no_wrap=True)
+    if len(results) > 1:
+        table.add_column("last / first", justify="right", style="bold")
+    m = [r.measured for r in results]
+    rows: list[tuple[str, list[str], list[float | None]]] = [
+        ("Requests", [f"{x.requests:,}" + ("" if r.complete else f" of {r.planned:,}") for r, x in zip(results, m, strict=True)], []),
+        ("Read IOPS", [f"{x.read_iops:,.0f}" for x in m], [x.read_iops for x in m]),
+    ]
+    if any(x.write_iops for x in m):
+        rows.append(("Write IOPS", [f"{x.write_iops:,.0f}" for x in m], [x.write_iops for x in m]))
+    for name, values in (("p50", [x.read_p50_us for x in m]), ("p90", [x.read_p90_us for x in m]),
+                         ("p99", [x.read_p99_us for x in m])):
+        rows.append((f"Read latency {name}", [_ms(v) for v in values], values))
+    rows.append(("Dropped writes", [f"{r.dropped_writes:,}" for r in results], []))
+    for name, cells, values in rows:
+        first, last = (values[0], values[-1]) if values else (None, None)
+        change = f"×{last / first:,.2f}" if first and last is not None else ""
+        table.add_row(name, *cells, *([change] if len(results) > 1 else []))
+    return table
+
+
+def _ms(us: float | None) -> str:
+    """A latency in microseconds as milliseconds, three decimals below 1 ms."""
+    if us is None:
+        return "-"
+    return f"{us / 1000:,.2f} ms" if us >= 1000 else f"{us / 1000:.3f} ms"
