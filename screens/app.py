@@ -14,6 +14,7 @@ from screens.disks import DisksScreen
 
 if TYPE_CHECKING:
     from advisor.apply.journal import Journal
+    from advisor.watch.sampler import CacheRef
 
 
 class CachewiseApp(App[None]):
@@ -22,14 +23,20 @@ class CachewiseApp(App[None]):
     CSS_PATH = "cachewise.tcss"
     BINDINGS = [("q", "quit", "Quit")]
 
-    def __init__(self, core: Core, watch_hotplug: bool = True, probe_seconds: float = DEFAULT_SECONDS) -> None:
+    def __init__(self, core: Core, watch_hotplug: bool = True, probe_seconds: float = DEFAULT_SECONDS,
+                 watch: CacheRef | None = None) -> None:
         super().__init__()
         self.core = core
         self.watch_hotplug = watch_hotplug
         self.probe_seconds = probe_seconds
+        self.warmup_ref = watch  # `cachewise tui --watch`: open on this cache's Warm-up screen
 
     def on_mount(self) -> None:
         self.push_screen(DisksScreen(watch_hotplug=self.watch_hotplug))
+        if self.warmup_ref is not None:
+            from screens.warmup import WarmupScreen
+
+            self.push_screen(WarmupScreen(self.warmup_ref))
         pending = self.core.pending()
         damaged = next((j.problem() for j in pending if j.problem()), None)
         if damaged:

@@ -19,13 +19,13 @@ from textual.widgets import Footer, Header, Input, RichLog, Static
 from advisor.apply.journal import Journal
 from advisor.apply.run import ApplyError, Event
 from advisor.plan.model import Plan
-from cachewise.core import Refused
+from cachewise.core import MAKES_CACHE, Refused
 from cachewise.render import event_line, plan_preview
 from screens.base import CoreScreen
 
 
 class ApplyScreen(CoreScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("w", "warmup", "Watch it warm up")]
 
     def __init__(self, plan: Plan, journal: Journal | None = None, rollback: bool = False) -> None:
         super().__init__()
@@ -39,6 +39,7 @@ class ApplyScreen(CoreScreen):
         self.checked: bool | None = None  # preflight: None while it runs, then passed or not
         self._confirmed = threading.Event()
         self._cancelled = False
+        self.made_cache = False  # applied a plan that made a cache: offer its Warm-up screen
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -112,7 +113,19 @@ class ApplyScreen(CoreScreen):
             self.query_one("#confirm-name", Input).disabled = True
             self._status(error, "red")
         else:
-            self._status(f"{self.plan.title}: {outcome}.", "bold green")
+            self.made_cache = not self.rollback and self.plan.kind in MAKES_CACHE
+            self._status(f"{self.plan.title}: {outcome}." + (" Press w to watch it warm up." if self.made_cache else ""),
+                         "bold green")
+            self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return action != "warmup" or self.made_cache
+
+    @work(group="warmup", exclusive=True, description="find the cache the plan made", exit_on_error=False)
+    async def action_warmup(self) -> None:
+        from screens.warmup import open_warmup
+
+        await open_warmup(self.app, self.target)
 
 
 class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):

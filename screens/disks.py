@@ -117,6 +117,7 @@ class DisksScreen(CoreScreen):
         Binding("t", "analyze_trace", "Trace"),
         Binding("c", "recommend", "Recommend"),
         Binding("q", "app.quit", "Quit"),
+        Binding("w", "warmup", "Warm-up"),  # after Quit: at 80 columns the footer has no room left
     ]
 
     def __init__(self, watch_hotplug: bool = True) -> None:
@@ -355,6 +356,18 @@ class DisksScreen(CoreScreen):
         for warning in warnings:
             self.notify(warning, severity="warning")
         await self.app.push_screen(RecommendScreen(inputs, inv))
+
+    @work(group="warmup", exclusive=True, description="find the cache to watch", exit_on_error=False)
+    async def action_warmup(self) -> None:
+        """Watch the highlighted cache warm up: a cached LV, a bcacheN or its backing device."""
+        from screens.warmup import open_warmup
+
+        name = self.selected_name
+        dev = self.inventory.by_name(name) if self.inventory and name else None
+        if dev is None:
+            return
+        lvm = dev.lvm
+        await open_warmup(self.app, f"{lvm.vg}/{lvm.lv}" if lvm is not None and lvm.lv else dev.devnode)
 
     @work(thread=True, group="hotplug", description="watch for disks being added or removed", exit_on_error=False)
     def watch_devices(self) -> None:

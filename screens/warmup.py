@@ -1,0 +1,284 @@
+"""The Warm-up screen: one cache warming up and flushing, live. The numbers at a glance, charts
+over time (fill, hit ratio against the prediction, dirty data, cache against origin IOPS), and
+a stalled flush with its likely causes. Samples come from Core.watch in a thread worker; the
+history recorded in the last hours is replayed through the same tracker first, so the charts
+survive a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid, VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Footer, Header, Static
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from advisor.units import duration, human_size, rate
+from advisor.watch.figures import Figures
+from advisor.watch.sampler import CacheRef
+from cachewise.core import Refused
+from cachewise.render import stall_text
+from screens.base import CoreScreen
+
+HISTORY_SECONDS = 6 * 3600.0  # the recorded past the charts start with
+STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800)  # seconds per chart column, the smallest that fits
+BLOCKS = " ▁▂▃▄▅▆▇█"
+
+
+def percent(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1%}"
+
+
+def size(v: float | None) -> str:
+    return "–" if v is None else human_size(int(v))
+
+
+def per_second(v: float | None) -> str:
+    return "–" if v is None else rate(v, "/s")
+
+
+@dataclass(frozen=True)
+class Series:
+    """One chart: the value drawn as bars, and a second one drawn as marks over them."""
+
+    title: str
+    value: Callable[[Figures], float | None]
+    fmt: Callable[[float | None], str]
+    top: float | None = None  # a fixed scale (ratios); otherwise the largest value shown
+    name: str = ""
+    overlay: Callable[[Figures], float | None] | None = None
+    overlay_name: str = ""
+    mark: str = "•"
+
+
+CHARTS = (
+    Series("Fill", lambda f: f.fill, percent, top=1.0),
+    Series("Hit ratio (─ predicted)", lambda f: f.hit_ratio, percent, top=1.0,
+           overlay=lambda f: f.predicted_hit_ratio, overlay_name="predicted", mark="─"),
+    Series("Dirty data", lambda f: f.dirty_bytes, size),
+    Series("IOPS: cache █ origin •", lambda f: f.cache_iops, per_second, name="cache",
+           overlay=lambda f: f.origin_iops, overlay_name="origin"),
+)
+
+
+def columns(figs: Sequence[Figures], width: int, step: float, get: Callable[[Figures], float | None]
+            ) -> list[float | None]:
+    """The last value in each column's ``step`` seconds, the newest column on the right."""
+    out: list[float | None] = [None] * width
+    end = figs[-1].t
+    for f in figs[bisect.bisect_left(figs, end - width * step, key=lambda x: x.t):]:
+        i = width - 1 - int((end - f.t) // step)
+        v = get(f)
+        if 0 <= i < width and v is not None:
+            out[i] = v
+    return out
+
+
+def plot(values: list[float | None], marks: list[float | None], height: int, top: float, mark: str) -> list[Text]:
+    """Bars in eighths of a row, with ``marks`` drawn over them at their own height."""
+    lines = []
+    for row in range(height):
+        base = (height - 1 - row) * 8
+        cells, marked = [], []
+        for i, (v, m) in enumerate(zip(values, marks, strict=True)):
+            if m is not None and min(height - 1, int(m / top * height)) == height - 1 - row:
+                cells.append(mark)
+                marked.append(i)
+            elif v is None:
+                cells.append(" ")
+            else:
+                cells.append(BLOCKS[max(0, min(8, round(min(1.0, v / top) * height * 8) - base))])
+        line = Text("".join(cells), style="green", no_wrap=True)
+        for i in marked:
+            line.stylize("bold yellow", i, i + 1)
+        lines.append(line)
+    return lines
+
+
+class Chart(Widget):
+    """One series over time, scaled to the width it has: its label line holds the latest value
+    (and the overlay's), the minimum and maximum shown, and the time span."""
+
+    def __init__(self, series: Series, figs: list[Figures], interval: float) -> None:
+        super().__init__()
+        self.series, self.figs, self.interval = series, figs, interval
+        self.border_title = series.title
+
+    def render(self) -> Group | Text:
+        width, height = self.content_size.width, self.content_size.height - 1
+        s = self.series
+        if not self.figs or width < 2:
+            return Text("waiting for samples…", style="dim")
+        span = self.figs[-1].t - self.figs[0].t
+        step = next((x for x in STEPS if x >= self.interval and x * width >= span), STEPS[-1])
+        values = columns(self.figs, width, step, s.value)
+        marks: list[float | None] = columns(self.figs, width, step, s.overlay) if s.overlay else [None] * width
+        shown = [v for v in values if v is not None]
+        top = s.top or max(shown + [m for m in marks if m is not None], default=0.0) or 1.0
+        label = [f"{s.name} {s.fmt(s.value(self.figs[-1]))}".strip()]
+        if s.overlay:
+            label.append(f"{s.overlay_name} {s.fmt(s.overlay(self.figs[-1]))}")
+        if shown:
+            label.append(f"min {s.fmt(min(shown))} max {s.fmt(max(shown))}")
+        label.append(f"last {duration(step * width)}")
+        head = Text("  ".join(label), no_wrap=True, overflow="ellipsis")
+        return Group(head, *plot(values, marks, height, top, s.mark)) if height > 0 else head
+
+
+def glance(ref: CacheRef, f: Figures | None) -> Table:
+    """The latest figures as a two-column grid: observed next to predicted."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    if f is None:
+        grid.add_row("Cache", Text(f"Reading {ref.name}…", style="dim"))
+        return grid
+    grid.add_row("Cache", f"{ref.kind}, {f.mode or 'mode unknown'}, state {f.state}")
+    if f.fill is None:
+        grid.add_row("Fill", "not reported by this cache")
+    else:
+        grow = f", +{size(f.fill_rate_bytes)}/s" if f.fill_rate_bytes else ""
+        grid.add_row("Fill", f"{percent(f.fill)} ({size(f.used_bytes)} of {size(f.capacity_bytes)}){grow}")
+    predicted = (percent(f.predicted_hit_ratio), "bold yellow") if f.predicted_hit_ratio is not None else \
+        "none recorded for this cache"
+    grid.add_row("Hit ratio", Text.assemble(
+        "observed ", (percent(f.hit_ratio), "bold"), " this interval, ", (percent(f.hit_ratio_total), "bold"),
+        " since start   predicted ", predicted))
+    grid.add_row("IOPS", f"asked {per_second(f.iops)}, cache {per_second(f.cache_iops)}, "
+                         f"origin {per_second(f.origin_iops)}")
+    if f.dirty_bytes is None:
+        dirty = "not reported by this cache"
+    elif not f.dirty_bytes:
+        dirty = "none (clean)"
+    elif f.flush_rate_bytes and f.flush_rate_bytes > 0:
+        dirty = f"{size(f.dirty_bytes)}, flushing {size(f.flush_rate_bytes)}/s, about {duration(f.flush_eta_seconds)} left"
+    else:
+        dirty = f"{size(f.dirty_bytes)}, not falling"
+    grid.add_row("Dirty", dirty)
+    warm = f.warmup
+    if f.warmup_eta_seconds:
+        warm += f", about {duration(f.warmup_eta_seconds)} to steady"
+    if f.predicted_eta_seconds is not None:
+        warm += f" (the model said {duration(f.predicted_eta_seconds)} left)"
+    grid.add_row("Warm-up", warm)
+    return grid
+
+
+class Sampled(Message):
+    """New figures from the sampling thread; ``gone``: the cache was not found any more."""
+
+    def __init__(self, figures: list[Figures], gone: bool = False, warning: str | None = None) -> None:
+        super().__init__()
+        self.figures, self.gone, self.warning = figures, gone, warning
+
+
+class WarmupScreen(CoreScreen):
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+    DEFAULT_CSS = """
+    WarmupScreen #glance, WarmupScreen #warmup-note { height: auto; padding: 0 1; }
+    WarmupScreen #stall { height: auto; max-height: 8; border: round $warning; padding: 0 1; }
+    WarmupScreen #charts { grid-size: 2 2; height: 1fr; min-height: 6; }
+    WarmupScreen Chart { border: round $primary; height: 1fr; }
+    """
+
+    def __init__(self, ref: CacheRef, interval: float = 1.0, record: bool = True) -> None:
+        super().__init__()
+        self.ref, self.interval, self.record = ref, interval, record
+        self.figures: list[Figures] = []
+        self.gone = False
+        self._warned = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(glance(self.ref, None), id="glance")
+        note = Static("", id="warmup-note")
+        note.display = False
+        yield note
+        with VerticalScroll(id="stall") as stall:
+            stall.border_title = "Flush stalled"
+            stall.display = False
+            yield Static("", id="stall-text")
+        with Grid(id="charts"):
+            for series in CHARTS:
+                yield Chart(series, self.figures, self.interval)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        r = self.ref
+        self.sub_title = f"Warm-up of {r.name} ({r.kind}: slow {r.origin or '?'}, fast {r.cache or '?'})"
+        self._sample()
+
+    @work(thread=True, exclusive=True, group="warmup", description="sample the cache", exit_on_error=False)
+    def _sample(self) -> None:
+        worker, core, name = get_current_worker(), self.core, self.ref.name
+        watch = core.watch([self.ref], record=self.record)
+        try:
+            tracker = watch.trackers[name]
+            past = core.recorded_samples(self.ref, since=time.time() - HISTORY_SECONDS)
+            self.post_message(Sampled([tracker.add(s) for s in past]))
+            next_at = time.monotonic()
+            while not worker.is_cancelled:
+                figs = [f for s, f in watch.step() if s.target == name]
+                self.post_message(Sampled(figs, gone=not figs, warning=watch.warning))
+                if not figs:
+                    return
+                next_at = max(next_at + self.interval, time.monotonic())  # a slow step delays, never bunches
+                worker.cancelled_event.wait(max(0.0, next_at - time.monotonic()))
+        finally:
+            watch.flush()  # leaving the screen cancels this worker: record what is still pending
+
+    @on(Sampled)
+    def _sampled(self, message: Sampled) -> None:
+        if message.warning and not self._warned:
+            self._warned = True
+            self.notify(message.warning, severity="warning")
+        if message.gone:
+            self.gone = True
+            self._note(f"{self.ref.name} is no longer a cache on this machine (uncached, detached or removed); "
+                       "sampling stopped. Nothing was changed.")
+        if not message.figures:
+            return
+        self.figures.extend(message.figures)
+        del self.figures[:bisect.bisect_left(self.figures, self.figures[-1].t - HISTORY_SECONDS, key=lambda f: f.t)]
+        latest = self.figures[-1]
+        self.query_one("#glance", Static).update(glance(self.ref, latest))
+        stall = self.query_one("#stall")
+        stall.display = latest.stall is not None
+        if latest.stall is not None:
+            self.query_one("#stall-text", Static).update(Text(stall_text(latest), style="yellow"))
+        for chart in self.query(Chart):
+            chart.refresh()
+
+    def _note(self, text: str) -> None:
+        note = self.query_one("#warmup-note", Static)
+        note.update(Text(text, style="bold red"))
+        note.display = True
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "warmup" and event.state == WorkerState.ERROR:
+            self._note(f"Reading {self.ref.name} failed: {event.worker.error}. Nothing was changed; press Esc and "
+                       "open the screen again to retry.")
+
+
+async def open_warmup(app: App[None], target: str) -> bool:
+    """Find the cache ``target`` names (in a thread: the core runs dmsetup) and open its Warm-up
+    screen; a refusal is shown as a notification."""
+    core = app.core  # type: ignore[attr-defined]
+    try:
+        ref = await asyncio.to_thread(core.watch_target, target)
+    except Refused as exc:
+        app.notify(str(exc), severity="error", timeout=15)
+        return False
+    await app.push_screen(WarmupScreen(ref))
+    return True
