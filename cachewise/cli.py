@@ -818,7 +818,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     print(stall_text(fig), file=sys.stderr if args.json_lines else sys.stdout, flush=True)
                 stalled = fig.stall is not None
                 _prometheus(args.prometheus, [sample])
-                if args.until_clean and not fig.dirty_bytes:
+                # bcache says "dirty" until its writeback thread has finished, after dirty_data is 0.
+                if args.until_clean and not fig.dirty_bytes and fig.state != "dirty":
                     if not args.json_lines:
                         print(f"{fig.target}: clean, no dirty data left.")
                     return 0

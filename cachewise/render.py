@@ -284,7 +284,8 @@ def watch_line(f: Figures) -> str:
     elif f.dirty_bytes == 0:
         parts.append("clean")
     if f.warmup == "filling":
-        parts.append(f"warming up, about {duration(f.warmup_eta_seconds)} to steady")
+        eta = f" about {duration(f.warmup_eta_seconds)} to steady" if f.warmup_eta_seconds is not None else ""
+        parts.append("warming up" + ("," + eta if eta else ""))
     elif f.warmup in ("steady", "full"):
         parts.append(f.warmup)
     return "  ".join(parts)

@@ -49,14 +49,14 @@ def test_finds_every_cache_with_its_devices(sampler: Sampler) -> None:
     caches = {c.name: c for c in sampler.caches()}
     assert set(caches) == {"labvg/data", "labvg/wc", "bcache0"}
     dm = caches["labvg/data"]
-    assert (dm.kind, dm.device, dm.origin, dm.cache, dm.dm_name) == ("dm-cache", "dm-2", "dm-1", "dm-0", "labvg-data")
+    assert (dm.kind, dm.device, dm.origin, dm.cache, dm.dm_name) == ("dm-cache", "dm-0", "dm-3", "dm-1", "labvg-data")
     wc = caches["labvg/wc"]
-    assert (wc.kind, wc.origin, wc.cache, wc.block_bytes) == ("dm-writecache", "dm-3", "dm-4", 4096)
+    assert (wc.kind, wc.origin, wc.cache, wc.block_bytes) == ("dm-writecache", "dm-4", "dm-5", 4096)
     bc = caches["bcache0"]
     assert (bc.kind, bc.device, bc.origin, bc.cache) == ("bcache", "bcache0", "sdd", "sde")
 
 
-@pytest.mark.parametrize("name", ["labvg/data", "/dev/labvg/data", "/dev/mapper/labvg-data", "dm-2", "/dev/dm-2"])
+@pytest.mark.parametrize("name", ["labvg/data", "/dev/labvg/data", "/dev/mapper/labvg-data", "dm-0", "/dev/dm-0"])
 def test_a_cache_is_found_by_any_of_its_names(sampler: Sampler, name: str) -> None:
     assert sampler.find(name).name == "labvg/data"
 
@@ -69,6 +69,22 @@ def test_an_unknown_target_is_refused_with_the_caches_found(sampler: Sampler) ->
     with pytest.raises(WatchError, match=r"vg/nothing is not a cache on this machine \(caches found: bcache0, "
                        r"labvg/data, labvg/wc\); nothing was read"):
         sampler.find("vg/nothing")
+
+
+def test_dirty_writeback_status_captured_while_a_writer_ran() -> None:
+    from advisor.readers.dmstatus import CacheStatus
+
+    s = CacheStatus.parse((WATCH / "dmsetup-status-dirty.txt").read_text())
+    assert (s.mode, s.dirty, s.core_args["migration_threshold"]) == ("writeback", 19, "65536")
+
+
+def test_bcache_sample_matches_the_lab_files(tmp_path: Path) -> None:
+    from advisor.readers.bcache import BcacheState
+
+    files = json.loads((WATCH / "bcache-watch-raw.json").read_text())
+    st = BcacheState.parse(files)
+    assert (st.state, st.cache_mode, st.dirty_bytes, st.writeback_rate_bytes) == ("clean", "writeback", 0, 512 * 1024)
+    assert st.stats["stats_total"].hits == 30153
 
 
 def test_dm_cache_sample_is_the_status_line(sampler: Sampler) -> None:
@@ -317,7 +333,7 @@ def test_prediction_of_a_cache_made_by_cachewise(sampler: Sampler, tmp_path: Pat
     core = core_with(sampler, tmp_path / "state")
     p = Prediction(0.6, 1 << 30, 10.0, 30.0, 0.125)
     ref = sampler.find("labvg/data")
-    core.record(lambda h: h.record_cache("dm-2", "lvmcache-attach", p, 123.0))
+    core.record(lambda h: h.record_cache("dm-0", "lvmcache-attach", p, 123.0))
     found = core.prediction(ref)
     assert found is not None and found.hit_ratio == 0.6 and found.applied_at == 123.0
     assert core.prediction(sampler.find("bcache0")) is None
