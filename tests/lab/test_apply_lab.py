@@ -1,7 +1,7 @@
 """`cachewise plan` and `cachewise apply` against real lvm2, dm-cache and bcache in the guest:
 data checksums survive a writethrough cache and its removal, a SIGKILL after any step resumes
 or rolls back cleanly, and bad inputs change no byte on any disk. Writeback lvmcache with
-dirty blocks: test_apply_wb_lab.py; bcache and Ansible: test_apply_bcache_ansible_lab.py."""
+dirty blocks: test_watch_lab.py; bcache and Ansible: test_apply_bcache_ansible_lab.py."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ stamp ansible-done
 lvs -a --reportformat json -o vg_name,lv_name,segtype,cache_mode,chunk_size > "$LAB_OUT/ansible-lvs.json"
 
 # --- lvmcache-mode: to writeback, dirty blocks under a writer, back to writethrough ---
-# As in apply_wb.sh: smq promotes blocks read often and cleans when idle, so a file is read to
+# As in watch.sh: smq promotes blocks read often and cleans when idle, so a file is read to
 # get it promoted and a rate-limited writer keeps blocks dirty while the mode changes back.
 stamp mode
 head -c 8M /dev/urandom > $mnt/hot; sync

@@ -1,7 +1,7 @@
 # Scenario: lvmcache attach and uncache through `cachewise plan` / `cachewise apply` on a
 # mounted ext4 LV whose files' sha256 are recorded (writethrough with a fio workload); SIGKILL
 # after each step of an attach, then resume or roll back; 20-odd bad inputs that must leave
-# every disk byte-identical. bcache and Ansible: apply_bcache_ansible.sh; writeback lvmcache: apply_wb.sh.
+# every disk byte-identical. bcache and Ansible: apply_bcache_ansible.sh; writeback lvmcache: watch.sh.
 . "$LAB_GUEST/common.sh"
 set -e
 udevadm settle --timeout=30
@@ -118,7 +118,7 @@ cw apply "$LAB_OUT/wt-un.json" --yes > "$LAB_OUT/wt-uncache.txt" 2>&1
 lvm_state wt-uncached
 verify wt-uncached
 
-# Writeback with dirty blocks: tests/vm/guest/apply_wb.sh (its own boot).
+# Writeback with dirty blocks: tests/vm/guest/watch.sh (part 2).
 
 # wait_for_event PID EVENT K: until the journal holds K records of EVENT or PID has ended. Counted
 # with bash builtins only: a process per poll would compete with the apply it watches.

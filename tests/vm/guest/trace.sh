@@ -55,9 +55,15 @@ sig_trace() {  # sig_trace NAME SIGNAL WHEN (startup: 3 s after start; capture: 
   "$CW_PY" -m cachewise trace "$hdd" --duration 60s -o "$out" --json > "$LAB_OUT/sig-$1.json" 2> "$LAB_OUT/sig-$1.err" &
   pid=$!
   if [ "$3" = capture ]; then
-    for _ in $(seq 300); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
+    # The instance appears before its block event is enabled and tracing is on: wait for both,
+    # or the reads below happen before the capture began (seen under load: 3 events of 32).
+    for _ in $(seq 300); do
+      grep -qs 1 /sys/kernel/tracing/instances/cachewise-*/tracing_on \
+        && grep -qs 1 /sys/kernel/tracing/instances/cachewise-*/events/block/*/enable && break
+      sleep 0.1
+    done
     dd if="$hdd" of=/dev/null bs=4k count=32 iflag=direct 2> /dev/null
-    sleep 1
+    sleep 2
   else
     sleep 3
   fi

@@ -3,8 +3,9 @@
 #    LV, then the cache attached and the same trace replayed cold and warm while
 #    `cachewise watch --json-lines` samples it and the Warm-up screen runs in tmux; a quiet
 #    moment where dmsetup is read before and after one sample.
-# 2. lvmcache in writeback with a writer kept running: uncached by `cachewise apply` while
-#    `cachewise watch --until-clean` follows the dirty blocks down.
+# 2. lvmcache in writeback with a writer kept running: uncached (the SSD released) by
+#    `cachewise apply` while `cachewise watch --until-clean` follows the dirty blocks down;
+#    every checksum matches afterwards (this was the "writeback" boot of test_apply_wb_lab.py).
 # 3. bcache writeback on empty disks: a zipf read load sampled by watch; a writer kept running
 #    (a stall, explained), then writeback_percent 0 and the flush counted down to clean.
 # Disks are found by serial. Every cachewise call writes its output under $LAB_OUT.
@@ -16,7 +17,6 @@ stamp() { echo "$(date +%s.%N) $*" >> "$LAB_OUT/timeline.txt"; }
 hdd=$(by_serial HDD0001)
 ssd_id=$(ls /dev/disk/by-id/*SSD0001 | head -1)
 mnt=/run/lab/data
-cw --version > "$LAB_OUT/version.txt"
 stamp start
 
 # A zipf:1.2 read trace over the first 192 MiB of the LV (fio iolog v2, 4 KiB reads).
@@ -77,14 +77,14 @@ sync; sleep 1
 dmsetup status labvg-data > "$LAB_OUT/quiet-before.txt"
 cw watch labvg/data --count 1 --json-lines --no-record > "$LAB_OUT/quiet.jsonl" 2>&1
 dmsetup status labvg-data > "$LAB_OUT/quiet-after.txt"
-cw status --json > "$LAB_OUT/status-lvm.json" 2> "$LAB_OUT/status-lvm.err"
-cw status --prometheus "$LAB_OUT/cachewise.prom" > "$LAB_OUT/status-lvm.txt" 2> "$LAB_OUT/status-lvm.err"
+cw status --json --prometheus "$LAB_OUT/cachewise.prom" > "$LAB_OUT/status-lvm.json" 2> "$LAB_OUT/status-lvm.err"
 
 # --- 2. lvmcache writeback uncached with dirty blocks, followed by watch --until-clean ---
 stamp writeback
 cw plan lvmcache-mode --lv labvg/data --mode writeback -o "$LAB_OUT/wb.json" > /dev/null
 cw apply "$LAB_OUT/wb.json" --yes > "$LAB_OUT/wb-apply.txt" 2>&1
-cw plan lvmcache-uncache --lv labvg/data -o "$LAB_OUT/un.json" > /dev/null
+cw plan lvmcache-uncache --lv labvg/data --release-ssd "$ssd_id" -o "$LAB_OUT/un.json" > /dev/null
+lvs --reportformat json -o vg_name,lv_name,segtype,cache_mode labvg > "$LAB_OUT/wb-attached-lvs.json"
 keep_dirty $mnt/hot "$LAB_OUT/wb-dirty-samples.txt"
 dmsetup status labvg-data > "$LAB_OUT/dmsetup-status-dirty.txt"
 cw watch labvg/data --until-clean --interval 0.5 --duration 300s --json-lines \
@@ -98,6 +98,7 @@ wait $watcher || echo "watch rc $?" >> "$LAB_OUT/un-watch.err"
 # f1 is as it was written before the cache; the writer rewrote hot, so its sum is taken now,
 # after the flush, and checked again after a remount with the page cache dropped.
 sync; (cd $mnt && sha256sum hot) >> "$LAB_OUT/sums.txt"
+lvs --reportformat json -o vg_name,lv_name,segtype,cache_mode labvg > "$LAB_OUT/wb-uncached-lvs.json"
 umount $mnt; echo 3 > /proc/sys/vm/drop_caches; mount /dev/labvg/data $mnt
 (cd $mnt && sha256sum -c --quiet "$LAB_OUT/sums.txt") > "$LAB_OUT/verify.txt" 2>&1 && echo ok >> "$LAB_OUT/verify.txt" \
     || echo FAILED >> "$LAB_OUT/verify.txt"
