@@ -553,15 +553,13 @@ class Core:
     def prediction(self, ref: CacheRef) -> Prediction | None:
         """What the recommendation behind this cache predicted, when cachewise made it from one:
         the newest cache recorded on the same device."""
-        from dataclasses import replace as _replace
-
         found: list[Prediction] = []
 
         def read(hist: History) -> None:
             for target, made_at, prediction in hist.made_caches():
                 real = os.path.basename(os.path.realpath(target)) if target.startswith("/") else target
                 if prediction is not None and real in (ref.device, ref.origin, ref.name):
-                    found.append(_replace(prediction, applied_at=prediction.applied_at or made_at))
+                    found.append(replace(prediction, applied_at=prediction.applied_at or made_at))
                     return
 
         self.record(read)
@@ -661,7 +659,7 @@ class Watch:
         self.trackers: dict[str, Tracker] = {
             r.name: Tracker(predictions.get(r.name), stall_seconds=stall_seconds or STALL_SECONDS) for r in refs}
         self.pending: list[Sample] = []
-        self.last_write = self.last_thin = 0.0
+        self.last_write = self.last_thin = -self.THIN_SECONDS  # the first batch thins
         self.warning: str | None = None
 
     def step(self) -> list[tuple[Sample, Figures]]:
@@ -674,9 +672,10 @@ class Watch:
             now = time.monotonic()
             if now - self.last_write >= self.BATCH_SECONDS:
                 self.last_write = now
-                self.flush(thin=now - self.last_thin >= self.THIN_SECONDS)
-                if self.last_thin == 0.0 or now - self.last_thin >= self.THIN_SECONDS:
+                thin = now - self.last_thin >= self.THIN_SECONDS
+                if thin:
                     self.last_thin = now
+                self.flush(thin=thin)
         return out
 
     def flush(self, thin: bool = False) -> str | None:

@@ -188,11 +188,13 @@ class Sampler:
 
     def _dm_caches(self) -> list[CacheRef]:
         found = []
+        devices: dict[str, str] | None = None
         for name, line in _dm_lines(self._dmsetup("table")):
             f = line.split()
             if len(f) < 7 or f[2] not in ("cache", "writecache"):
                 continue
-            device = self._dm_device(name)
+            devices = self._dm_devices() if devices is None else devices
+            device = devices.get(name)
             if f[2] == "cache":  # <metadata dev> <cache dev> <origin dev> <block size> ...
                 cache, origin, block = _devname(self.sys, f[4]), _devname(self.sys, f[5]), None
                 kind: CacheKind = "dm-cache"
@@ -203,14 +205,15 @@ class Sampler:
                                   block_bytes=block))
         return found
 
-    def _dm_device(self, dm_name: str) -> str | None:
+    def _dm_devices(self) -> dict[str, str]:
+        """Each device-mapper name's kernel name ("labvg-data" -> "dm-0"), from sysfs."""
+        found = {}
         for entry in (self.sys / "block").glob("dm-*"):
             try:
-                if (entry / "dm" / "name").read_text().strip() == dm_name:
-                    return entry.name
+                found[(entry / "dm" / "name").read_text().strip()] = entry.name
             except OSError:
                 continue
-        return None
+        return found
 
     def _bcaches(self) -> list[CacheRef]:
         """Backing devices, registered or not running, by their bcache/ directories (a bcacheN's
