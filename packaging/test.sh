@@ -29,6 +29,10 @@ venv_python
 .venv/bin/python -m pip install -q -e '.[test,lab]'
 export PATH="$(pwd)/.venv/bin:$PATH"
 
+if [ "${CACHEWISE_SKIP_LAB:-0}" != 1 ]; then
+  bash packaging/lab-virtiofsd.sh > /dev/null  # builds it once; tests/vm/lab.py asks it for the path
+fi
+
 echo "== ruff"
 ruff check advisor recipes screens cachewise tests bench
 echo "== mypy"

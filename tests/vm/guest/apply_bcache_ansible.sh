@@ -80,6 +80,8 @@ cat "/sys/block/$bname/bcache/cache_mode" "/sys/block/$bname/bcache/sequential_c
     "/sys/block/$bname/bcache/writeback_percent" > "$LAB_OUT/bc-settings.txt"
 mkfs.ext4 -q "$bdev"
 mkdir -p /run/lab/bc && mount "$bdev" /run/lab/bc
+# About 20 MiB of dirty data in all (with the file system's own writes): at the backing disk's
+# 2 MiB/s the flush at full speed takes about 10 s, so its countdown is seen.
 fio --name=bc --filename=/run/lab/bc/g1 --size=12M --rw=randwrite --bs=4k --direct=1 --ioengine=libaio \
     --iodepth=4 --output-format=terse > /dev/null
 head -c 4M /dev/urandom > /run/lab/bc/g2
