@@ -150,7 +150,8 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--fs", choices=["ext4", "xfs", "other"], help="the file system (default: detected on --slow)")
     rec.add_argument("--data-size", metavar="SIZE", help="the dataset's size, e.g. 48g (default: the slow device's size)")
     rec.add_argument("--cache-size", metavar="SIZE", help="at most this much SSD space for the cache")
-    rec.add_argument("--mirrored", action="store_true", help="the fast devices are (or will be) mirrored")
+    rec.add_argument("--mirrored", action="store_true", help="you say the fast devices are (or will be) mirrored; cachewise cannot see it, so this "
+                     "accepts writeback's risk like --accept-writeback-risk")
     rec.add_argument("--accept-writeback-risk", action="store_true",
                      help="allow writeback on a single SSD: dirty data is lost if it fails")
     rec.add_argument("--reformat-ok", action="store_true", help="the slow device's data may be moved off and back (bcache)")

@@ -33,6 +33,37 @@ def underlying_disks(inv: Inventory, dev: Device) -> list[Device]:
     return out
 
 
+# md levels and LVM segment types that keep every block on two devices or more.
+REDUNDANT_MD_LEVELS = ("raid1", "raid10", "raid4", "raid5", "raid6")
+REDUNDANT_LV_SEGTYPES = ("raid1", "raid10", "raid4", "raid5", "raid6", "mirror")
+
+
+def redundancy(dev: Device) -> str | None:
+    """What makes the device redundant, as discovery saw it ("md raid1 array md0"), or None."""
+    if dev.md is not None and dev.md.role == "array" and (dev.md.level or "") in REDUNDANT_MD_LEVELS:
+        return f"md {dev.md.level} array {dev.md.array or dev.name}"
+    if dev.lvm is not None and dev.lvm.role == "lv" and (dev.lvm.segtype or "") in REDUNDANT_LV_SEGTYPES:
+        return f"LVM {dev.lvm.segtype} LV {dev.lvm.vg}/{dev.lvm.lv}"
+    return None
+
+
+def existing_cache(dev: Device) -> str | None:
+    """The cache the device already is part of, as a phrase ("a bcache device, backing sdd"),
+    or None. A second cache stacked on the first is never what the user asked for."""
+    b = dev.bcache
+    if b is not None:
+        if b.role == "bcache":
+            return f"it is a bcache device (backing {b.backing_device or '?'}, cache set {b.cache_set_uuid or 'none'})"
+        if b.role == "backing":
+            return f"it is a bcache backing device (used through {b.bcache_device or 'its bcacheN device'})"
+        if b.role == "cache":
+            return "it is a bcache cache device"
+    if dev.lvm is not None and dev.lvm.role == "lv" and (dev.lvm.segtype or "") in ("cache", "writecache"):
+        kind = "dm-writecache" if dev.lvm.segtype == "writecache" else "lvmcache (dm-cache)"
+        return f"it is an LV cached with {kind}"
+    return None
+
+
 def device_facts(inv: Inventory, dev: Device, probe_of: ProbeLookup, endurance: Endurance | None = None) -> DeviceFacts:
     """DeviceFacts for a device. Its class comes from the newest probe of the disk(s) under
     it (the slowest, if several), else from the kernel's rotational flag."""
@@ -42,7 +73,8 @@ def device_facts(inv: Inventory, dev: Device, probe_of: ProbeLookup, endurance: 
     common = dict(path=dev.display_path, size_bytes=dev.size_bytes, logical_sector_size=dev.logical_sector_size or 512,
                   identity=dev.identity, vg=vg, is_lv=dev.lvm is not None and dev.lvm.role == "lv",
                   has_data=dev.signature is not None,
-                  fs_type=dev.fs_type, endurance=endurance)
+                  fs_type=dev.fs_type, endurance=endurance, redundancy=redundancy(dev),
+                  cached=existing_cache(dev))
     if probes:
         slowest = max(probes, key=lambda p: _p50(p) or 0.0)
         return DeviceFacts(device_class=slowest["classification"]["device_class"], class_source="probe",

@@ -117,6 +117,8 @@ class DeviceFacts:
     has_data: bool = False  # a file system or other signature
     fs_type: str | None = None
     endurance: Endurance | None = None
+    redundancy: str | None = None  # what discovery saw that keeps its data on two devices ("md raid1 array md0")
+    cached: str | None = None  # the cache it already belongs to ("it is a bcache device ...")
 
     @property
     def latency(self) -> float:
@@ -140,7 +142,7 @@ class Inputs:
     read_share: float | None = None  # declared
     filesystem: FileSystem | None = None  # default: the slow device's file system
     data_bytes: int | None = None  # the dataset; default: the slow device's size
-    fast_mirrored: bool = False  # the fast devices are (or will be) a RAID1 pair
+    fast_mirrored: bool = False  # the user says the fast devices are (or will be) mirrored: not seen, so a risk accepted
     accept_writeback_risk: bool = False
     reformat_ok: bool = False  # the slow device's data may be moved off and back (bcache)
     cache_budget_bytes: int | None = None  # at most this much SSD space for the cache
@@ -245,7 +247,7 @@ class RecommendError(ValueError):
     so each front end can ask for it in its own terms; the message words it for the CLI."""
 
     def __init__(self, message: str, code: Literal["no-workload", "bad-hot-fraction", "no-fast", "same-device",
-                                                     "no-data-size"]) -> None:
+                                                     "no-data-size", "already-cached"]) -> None:
         super().__init__(message)
         self.code = code
 
@@ -497,16 +499,28 @@ def recommend(inp: Inputs) -> Recommendation:
     paths = [slow.path, *(f.path for f in inp.fast)]
     if len(set(paths)) != len(paths):
         raise RecommendError("the same device is named twice; the slow and fast devices must differ", "same-device")
+    if slow.cached:
+        remove = "lvmcache-uncache --lv" if slow.is_lv else "bcache-detach --device"
+        raise RecommendError(f"{slow.path} is already cached: {slow.cached}. cachewise does not stack a second cache "
+                             f"on the first; `cachewise watch` shows how the one there does. To replace it, remove it "
+                             f"first (cachewise plan {remove} ...), then ask again", "already-cached")
+    for f in inp.fast:
+        if f.cached:
+            raise RecommendError(f"{f.path} is already part of a cache: {f.cached}. Name a free SSD", "already-cached")
     data_bytes = inp.data_bytes or slow.size_bytes
     if data_bytes <= 0:
         raise RecommendError(f"the size of the data on {slow.path} is unknown; give --data-size", "no-data-size")
     fs_raw = (inp.filesystem or slow.fs_type or "other").lower()
     fs: FileSystem = fs_raw if fs_raw in ("ext4", "xfs") else "other"  # type: ignore[assignment]
-    redundant = inp.fast_mirrored or len(inp.fast) >= 2
-    fast_bytes = min(f.size_bytes for f in inp.fast) if redundant else inp.fast[0].size_bytes
+    # Redundancy from what discovery saw, never from the number of devices named: two SSDs
+    # given side by side are two single points of failure until something mirrors them.
+    redundant = all(f.redundancy for f in inp.fast)
+    mirror_planned = inp.fast_mirrored and len(inp.fast) >= 2
+    fast_bytes = min(f.size_bytes for f in inp.fast) if (redundant or mirror_planned) else inp.fast[0].size_bytes
     prof = profile(inp, data_bytes)
     ctx = _Context(inp, prof, fs, data_bytes, fast_bytes, redundant,
-                   writeback_allowed=redundant or inp.accept_writeback_risk, slow_has_data=slow.has_data)
+                   writeback_allowed=redundant or inp.accept_writeback_risk or inp.fast_mirrored,
+                   slow_has_data=slow.has_data)
     reasons: list[Reason] = list(prof.reasons)
     warnings: list[Reason] = []
     curve = CurveView(prof.source, [int(s) for s in prof.sizes_bytes], [round(float(h), 6) for h in prof.hits],
@@ -560,7 +574,7 @@ def recommend(inp: Inputs) -> Recommendation:
         reasons.append(Reason(f"The data ({cache_size(data_bytes)}) fits in {cache_size(room)} of SSD: put it there instead of "
                               "caching it. Every read and write then runs at SSD speed, with no warm-up and no cache "
                               "to fail.", ("T-SIZE-3", "T-DEV-2")))
-        if ctx.redundant:
+        if len(inp.fast) >= 2 and not ctx.redundant:
             reasons.append(Reason("Mirror the two SSDs (md RAID1 or an LVM raid1 LV) to keep the data redundant.",
                                   ("T-MODE-1",)))
         return done("move-to-ssd", f"Don't cache: move the data ({cache_size(data_bytes)}) onto the SSD.", None)
@@ -640,11 +654,25 @@ def _mode_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
             return [Reason("Writethrough: writeback would not be much faster for this workload, and writethrough "
                            "loses nothing if the SSD fails.", ("T-MODE-1", "T-MODE-2"))]
         return [Reason("Writethrough: the SSD holds no data that is not also on the disk, so an SSD failure only "
-                       "costs speed. Writeback needs mirrored SSDs or your explicit acceptance of the risk.",
+                       "costs speed. Writeback needs a redundant fast side (an md RAID1 array or an LVM raid1 LV; "
+                       f"seen: {_seen_redundancy(ctx.inp.fast)}) or your explicit acceptance of the risk.",
                        ("T-MODE-1", "T-MODE-2"))]
-    why = ("the fast devices are mirrored" if ctx.redundant else "you accepted the risk of losing dirty data if the "
-           "SSD fails")
+    inp = ctx.inp
+    if ctx.redundant:
+        why = "the fast side is redundant as discovered (" + "; ".join(f"{f.path}: {f.redundancy}" for f in inp.fast) + ")"
+    elif inp.fast_mirrored:
+        why = ("you said the fast devices are (or will be) mirrored, which cachewise did not see: "
+               + _seen_redundancy(inp.fast) + "; until they are, dirty data is lost if one SSD fails")
+    else:
+        why = ("you accepted the risk of losing dirty data if the SSD fails (" + _seen_redundancy(inp.fast) + ")")
     return [Reason(f"Writeback: {why}.", ("T-MODE-1",))]
+
+
+def _seen_redundancy(fast: tuple[DeviceFacts, ...]) -> str:
+    """What discovery saw of the fast side's redundancy, for a reason's text."""
+    if len(fast) >= 2:
+        return f"{len(fast)} separate devices ({', '.join(f.path for f in fast)}), no mirror between them"
+    return f"{fast[0].path} is a single device"
 
 
 def _size_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
@@ -711,5 +739,9 @@ def _warnings(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
             elif e is None or e.rating != "enterprise":
                 out.append(Reason(f"Writeback wears {f.path}: check its rated endurance (TBW or DWPD). Consumer SSDs "
                                   "are advisable only for writethrough.", ("T-DEV-3",)))
+            out.append(Reason(f"Power-loss protection of {f.path}: unknown (neither SMART nor the kernel reports it). "
+                              "In writeback the SSD holds the only copy of dirty data, so an SSD that loses "
+                              "acknowledged writes on power failure loses them for good: check its data sheet.",
+                              ("T-MODE-1",)))
     return out
 

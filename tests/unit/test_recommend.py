@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # A server already on LVM: a 2 TiB LV with a file system on 7200 rpm disks, one 480 GB SSD.
 HDD_LV = DeviceFacts("/dev/vg0/data", 2 * TiB, "hdd", "probe", 4.2, vg="vg0", is_lv=True, has_data=True, fs_type="ext4")
 SSD = DeviceFacts("/dev/disk/by-id/ata-SSD1", 480 * 10**9, "ssd", "probe", 0.06)
-SSD2 = DeviceFacts("/dev/disk/by-id/ata-SSD2", 480 * 10**9, "ssd", "probe", 0.06)
+# Two SSDs in an md RAID1, as discovery reports it: the redundant fast side writeback needs.
+MIRROR = DeviceFacts("/dev/md/fast", 480 * 10**9, "ssd", "probe", 0.06, redundancy="md raid1 array md127")
 EMPTY_HDD = dataclasses.replace(HDD_LV, path="/dev/sdb", is_lv=False, vg=None, has_data=False, fs_type=None)
 NEW_KERNEL = Versions(kernel="6.1.0-56-amd64", lvm2="2.03.16", bcache_tools="1.0.8-5")
 
@@ -58,14 +59,14 @@ def cited(r: Recommendation) -> set[str]:
 CASES = [
     ("very-small-files", "ext4", {}, ("dont-cache", None, None), "T-SMALL-1"),
     ("very-small-files", "xfs", {}, ("dont-cache", None, None), "T-SMALL-1"),
-    ("very-small-files", "ext4", {"fast": (SSD, SSD2)}, ("cache", "lvmcache", "writeback"), "T-SMALL-1"),
+    ("very-small-files", "ext4", {"fast": (MIRROR,)}, ("cache", "lvmcache", "writeback"), "T-SMALL-1"),
     ("database", "ext4", {}, ("cache", "lvmcache", "writethrough"), "T-LVM-1"),
     ("database", "xfs", {}, ("dont-cache", None, None), "T-DB-1"),
-    ("database", "xfs", {"fast": (SSD, SSD2), "reformat_ok": True}, ("cache", "bcache", "writeback"), "T-DB-1"),
+    ("database", "xfs", {"fast": (MIRROR,), "reformat_ok": True}, ("cache", "bcache", "writeback"), "T-DB-1"),
     ("database", "ext4", {"slow": EMPTY_HDD}, ("cache", "bcache", "writethrough"), "T-BC-2"),
     ("database-fsync", "ext4", {}, ("dont-cache", None, None), "T-DB-2"),
     ("database-fsync", "xfs", {}, ("dont-cache", None, None), "T-DB-2"),
-    ("database-fsync", "xfs", {"fast": (SSD, SSD2), "slow": EMPTY_HDD}, ("cache", "bcache", "writeback"), "T-DB-2"),
+    ("database-fsync", "xfs", {"fast": (MIRROR,), "slow": EMPTY_HDD}, ("cache", "bcache", "writeback"), "T-DB-2"),
     ("mixed-files", "ext4", {}, ("cache", "lvmcache", "writethrough"), "T-MIX-1"),
     ("mixed-files", "xfs", {}, ("cache", "lvmcache", "writethrough"), "T-MIX-1"),
     ("large-files", "ext4", {}, ("dont-cache", None, None), "T-SEQ-1"),
@@ -146,13 +147,49 @@ def test_writeback_refused_without_redundancy_unless_accepted() -> None:
     accepted = rec(accept_writeback_risk=True, **writes)
     assert choice(accepted) == ("cache", "bcache", "writeback")
     assert "T-DEV-3" in {f for w in accepted.warnings for f in w.findings}, "a consumer-grade SSD is warned about"
-    mirrored = rec(fast=(SSD, SSD2), **writes)
+    md = dataclasses.replace(SSD, path="/dev/md0", redundancy="md raid1 array md0")
+    mirrored = rec(fast=(md,), **writes)
     assert choice(mirrored) == ("cache", "bcache", "writeback")
+    assert any("redundant as discovered" in r.text and "md raid1 array md0" in r.text for r in mirrored.reasons)
     enterprise = dataclasses.replace(SSD, endurance=Endurance(percentage_used=3, rating="enterprise"))
     worn = dataclasses.replace(SSD, endurance=Endurance(percentage_used=91))
     assert "T-DEV-3" not in {f for w in rec(fast=(enterprise,), accept_writeback_risk=True, **writes).warnings
                              for f in w.findings}
     assert any("91%" in w.text for w in rec(fast=(worn,), accept_writeback_risk=True, **writes).warnings)
+
+
+def test_two_unmirrored_ssds_are_not_redundant() -> None:
+    """Two fast devices named side by side (a SATA SSD and an NVMe) are two single points of
+    failure: no writeback, and the reason names what was seen."""
+    writes = {"slow": EMPTY_HDD, "hot_fraction": 0.1, "read_share": 0.3, "data_bytes": 2 * TiB}
+    nvme = DeviceFacts("/dev/disk/by-id/nvme-NV1", 512 * 10**9, "nvme", "probe", 0.02)
+    two = rec(fast=(SSD, nvme), **writes)
+    assert choice(two) == ("cache", "bcache", "writethrough")
+    text = " ".join(r.text for r in two.reasons)
+    assert "2 separate devices" in text and "no mirror between them" in text
+    assert "the fast devices are mirrored" not in text
+    said = rec(fast=(SSD, nvme), fast_mirrored=True, **writes)
+    assert choice(said) == ("cache", "bcache", "writeback"), "the user's word is an explicit acceptance"
+    why = next(r.text for r in said.reasons if r.text.startswith("Writeback:"))
+    assert "which cachewise did not see" in why and "no mirror between them" in why
+    assert any("Power-loss protection" in w.text and "unknown" in w.text for w in said.warnings)
+    accepted = rec(fast=(SSD,), accept_writeback_risk=True, **writes)
+    assert "is a single device" in next(r.text for r in accepted.reasons if r.text.startswith("Writeback:"))
+
+
+@pytest.mark.parametrize(("level", "segtype", "seen"), [
+    ("raid1", None, "md raid1 array md0"), ("raid10", None, "md raid10 array md0"), ("raid0", None, None),
+    (None, "raid1", "LVM raid1 LV fastvg/cache"), (None, "linear", None),
+])
+def test_redundancy_is_read_from_discovery(level: str | None, segtype: str | None, seen: str | None) -> None:
+    from advisor.advice.facts import redundancy
+    from advisor.disks.devices import Device, LvmInfo, MdInfo
+
+    md = MdInfo("array", "md0", level) if level else None
+    lvm = LvmInfo("lv", "fastvg", "cache", segtype) if segtype else None
+    dev = Device(name="md0" if level else "dm-3", kind="md" if level else "lvm", devnode="/dev/x", devnum="9:0",
+                 identity=None, stable_path=None, md=md, lvm=lvm)
+    assert redundancy(dev) == seen
 
 
 @pytest.mark.parametrize(("kernel", "warned"), [("4.9.0-8-amd64", True), ("4.11.12", True), ("4.12.3", False),
@@ -265,3 +302,43 @@ def test_smartctl_wear_from_the_real_tool() -> None:
     wear = parse_smartctl((LAB / "smartctl-nvme.json").read_text())
     assert wear is not None and wear.percentage_used == 0 and wear.data_written_bytes is not None
     assert parse_smartctl("not json") is None
+
+
+def test_a_device_that_is_already_cached_is_refused_with_the_way_out() -> None:
+    """Recommending for bcache0 or a cached LV used to propose a second cache on top."""
+    from advisor.advice.recommend import RecommendError
+
+    on_bcache = dataclasses.replace(HDD_LV, path="/dev/bcache0", is_lv=False,
+                                    cached="it is a bcache device (backing sdd, cache set 1234)")
+    with pytest.raises(RecommendError) as err:
+        rec(slow=on_bcache, workload="database")
+    assert err.value.code == "already-cached"
+    assert "already cached: it is a bcache device" in str(err.value) and "bcache-detach" in str(err.value)
+    cached_lv = dataclasses.replace(HDD_LV, cached="it is an LV cached with lvmcache (dm-cache)")
+    with pytest.raises(RecommendError, match="lvmcache-uncache"):
+        rec(slow=cached_lv, workload="database")
+    busy_ssd = dataclasses.replace(SSD, cached="it is a bcache cache device")
+    with pytest.raises(RecommendError, match="already part of a cache.*Name a free SSD"):
+        rec(fast=(busy_ssd,), workload="database")
+
+
+@pytest.mark.parametrize(("bcache", "segtype", "expected"), [
+    (("bcache", "sdd"), None, "it is a bcache device (backing sdd"),
+    (("backing", None), None, "it is a bcache backing device"),
+    (("cache", None), None, "it is a bcache cache device"),
+    (None, "cache", "it is an LV cached with lvmcache (dm-cache)"),
+    (None, "writecache", "it is an LV cached with dm-writecache"),
+    (None, "linear", None),
+    (None, None, None),
+])
+def test_existing_cache_is_read_from_discovery(bcache: tuple[str, str | None] | None, segtype: str | None,
+                                               expected: str | None) -> None:
+    from advisor.advice.facts import existing_cache
+    from advisor.disks.devices import BcacheInfo, Device, LvmInfo
+
+    info = BcacheInfo(bcache[0], backing_device=bcache[1]) if bcache else None  # type: ignore[arg-type]
+    lvm = LvmInfo("lv", "vg", "data", segtype) if segtype else None
+    dev = Device(name="x", kind="disk", devnode="/dev/x", devnum="8:0", identity=None, stable_path=None,
+                 bcache=info, lvm=lvm)
+    found = existing_cache(dev)
+    assert (found is None) if expected is None else (found is not None and found.startswith(expected))
