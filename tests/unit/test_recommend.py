@@ -234,6 +234,19 @@ def test_recommendation_from_a_measured_trace() -> None:
         assert r.config.warmup.seconds_63 is not None
 
 
+def test_tail_warning_compares_the_footprint_not_the_device() -> None:
+    """L-SIZE-3 (backing 8x the cache) used the device's size and fired for every trace on a
+    big disk; it now compares what the workload touches."""
+    trace = load_trace(ROOT / "tests/fixtures/traces/fio-v3.iolog")
+    analysis = analyze(trace)
+    r = rec(analysis=analysis, data_bytes=64 * GiB)
+    cfg = cache_option(r)
+    tail = [w for w in r.warnings if "L-SIZE-3" in w.findings]
+    assert analysis.footprint_bytes < 8 * cfg.size_bytes and not tail, "3 MiB touched on a 64 GiB device: no tail warning"
+    model = rec(hot_fraction=0.10, read_share=1.0, data_bytes=48 * GiB, cache_budget_bytes=4 * GiB)
+    assert any("L-SIZE-3" in w.findings and "12x" in w.text for w in model.warnings), "48 GiB touched, 4 GiB cache"
+
+
 # --- lvm2's rules (checked against real lvm2 in the lab tier, tests/lab/test_recommend_lab.py) ---
 
 def test_chunk_size_stays_under_a_million_chunks_in_32k_steps() -> None:
