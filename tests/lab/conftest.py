@@ -2,8 +2,9 @@
 
 Each module declares its guest as ``SCENARIO`` (a tests.vm.lab.Scenario). The session's pool
 boots the scenarios of every selected module at the first request, in the background, so a
-module's fixture waits only for its own guest. ``CACHEWISE_LAB_PARALLEL=2`` runs two guests at
-once on machines with cores to spare (those that measure time still run alone).
+module's fixture waits only for its own guest. Scenarios marked ``paired`` run two at a time
+with one vCPU each (``CACHEWISE_LAB_PARALLEL``, default 2); the others one by one with two vCPUs
+(those that measure time last).
 
 When the lab cannot run here, the tier fails with the list of what is missing, unless
 CACHEWISE_SKIP_LAB=1 says to skip it (never set in CI: the README's test command runs it).
@@ -43,7 +44,7 @@ def lab_ready() -> None:
 @pytest.fixture(scope="session")
 def lab_pool(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabPool]:
     workdirs = {name: tmp_path_factory.mktemp(f"lab-{name}") for name in _SCENARIOS}
-    pool = LabPool(list(_SCENARIOS.values()), workdirs, int(os.environ.get("CACHEWISE_LAB_PARALLEL", "1")))
+    pool = LabPool(list(_SCENARIOS.values()), workdirs, int(os.environ.get("CACHEWISE_LAB_PARALLEL", "2")))
     pool.start()
     yield pool
     print("\nlab boots: " + "; ".join(pool.log))

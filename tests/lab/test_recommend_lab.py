@@ -15,7 +15,7 @@ from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, LabDisk, LabPool, Scenar
 SCENARIO = Scenario("recommend", "recommend.sh", (
     LabDisk(HDD.name, HDD.serial, "3G", HDD.bus, HDD.rotation_rate, HDD.iops_limit, HDD.wwn),
     LabDisk(SATA_SSD.name, SATA_SSD.serial, "1G", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
-    LabDisk(NVME.name, NVME.serial, "256M", NVME.bus)), timeout=1200, expected_s=270)  # NVMe: smartctl's output
+    LabDisk(NVME.name, NVME.serial, "256M", NVME.bus)), timeout=1200, expected_s=270, paired=True)  # NVMe: smartctl's output
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,9 @@ cw replay "$LAB_OUT/zipf.log" --target /dev/labvg/data --label warm-table --dura
 tmux capture-pane -p -t warm > "$LAB_OUT/warmup-screen-2.txt" || true
 tmux send-keys -t warm q; sleep 1; tmux kill-server 2>/dev/null || true
 # Stop the watch as Ctrl-C would (SIGTERM: a background job of a script ignores SIGINT).
-kill $watcher; wait $watcher || echo "watch rc $?" >> "$LAB_OUT/lvm-watch.err"
+# (It may have ended on its own: its --duration is a bound, not the scenario's pace.)
+kill $watcher 2>/dev/null || echo "watch had already ended" >> "$LAB_OUT/lvm-watch.err"
+wait $watcher || echo "watch rc $?" >> "$LAB_OUT/lvm-watch.err"
 # A quiet moment: nothing reads or writes, so the counters hold still around one sample.
 stamp quiet
 sync; sleep 1
