@@ -74,6 +74,21 @@ def test_unknown_when_nothing_completed_or_latency_is_ambiguous() -> None:
     assert verdict.device_class == "unknown" and "too slow for flash, too fast for a seeking disk" in verdict.reason
 
 
+@pytest.mark.parametrize(("qd32_iops", "expected"), [(3600.0, "ssd"), (1300.0, "unknown")])
+def test_ambiguous_latency_is_decided_by_parallelism(qd32_iops: float, expected: str) -> None:
+    """1.07 ms at depth 1 (flash under a slow emulated controller, measured in the lab) is
+    flash when depth 32 serves several times the IOPS; a seeking disk gains about 2x at most."""
+    qd1 = PhaseResult("randread-qd1", 2000, 900.0, 3.5, 1.07, 1.4, 2.5, 2200)
+    qd32 = PhaseResult("randread-qd32", 4000, qd32_iops, 14.0, 8.0, 12.0, 20.0, 1500)
+    verdict = classify([qd1, qd32], True, "scsi")
+    assert verdict.device_class == expected
+    if expected == "ssd":
+        assert verdict.confidence == "low" and "as only flash does" in verdict.reason
+        assert "the kernel reports rotational, but it answers like an SSD" in verdict.disagreements[0]
+    else:
+        assert "too slow for flash, too fast for a seeking disk" in verdict.reason
+
+
 def test_zero_reads_lower_confidence() -> None:
     assert classify(phases("SSD0001"), False, "sata", zero_reads=True).confidence == "medium"
 
