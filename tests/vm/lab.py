@@ -41,8 +41,8 @@ class LabDisk:
     rotation_rate: int | None = None
     iops_limit: int | None = None
     wwn: str | None = None
-    bps_limit: int | None = None  # bytes per second, reads and writes together (qemu throttling)
     model: str | None = None
+    bps_limit: int | None = None  # bytes per second, reads and writes together (qemu throttling)
 
 
 # The lab's standard disks (shared/LAB.md): a 150-IOPS rotational HDD, a SATA SSD, an NVMe.
