@@ -44,7 +44,8 @@ def _common(p: argparse.ArgumentParser, *, json: str | None = None, record: str 
         p.add_argument("--from-raw", type=Path, metavar="FILE", help=raw)
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """Every subcommand and option; the man page and the shell completions are generated from it."""
     parser = argparse.ArgumentParser(
         prog="cachewise",
         description="Advice and guided recipes for SSD caches (lvmcache, bcache) in front of hard disks. "
@@ -270,11 +271,19 @@ def _parser() -> argparse.ArgumentParser:
     _common(tui, raw="show a raw snapshot saved with `scan --save-raw` instead of this machine")
     tui.add_argument("--watch", metavar="TARGET",
                      help="open on the Warm-up screen of this cache (VG/LV, bcacheN or its backing device)")
+
+    comp = sub.add_parser(
+        "completion", help="print the shell completion script for bash or zsh",
+        description="Print a completion script generated from these very options. bash: "
+        "`cachewise completion bash > ~/.local/share/bash-completion/completions/cachewise`; zsh: "
+        "`cachewise completion zsh > ~/.zfunc/_cachewise` with ~/.zfunc on $fpath. The Debian package "
+        "installs both.")
+    comp.add_argument("shell", choices=["bash", "zsh"])
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(name)s: %(message)s",
@@ -286,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
                 "recommend": cmd_recommend, "history": cmd_history,
                 "status": cmd_status, "watch": cmd_watch, "plan": cmd_plan, "apply": cmd_apply}
     commands["replay"] = cmd_replay
+    commands["completion"] = cmd_completion
     # SIGTERM and SIGHUP stop a command as Ctrl-C does, through the same clean-up (the trace's
     # kernel instance is removed, fio is stopped; apply finishes the step in progress first).
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -763,6 +773,13 @@ def _check_export(path: Path | None) -> None:
 
     if path is not None and not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
         raise Refused(f"the folder of {path} is missing or not writable; nothing was read. Choose another place.")
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from cachewise.completion import SHELLS
+
+    sys.stdout.write(SHELLS[args.shell](build_parser()))
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -5,14 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . packaging/common.sh
 
-mapfile -t wanted < <(grep -vE '^\s*(#|$)' packaging/lab-packages.txt)
+mapfile -t wanted < <(grep -hvE '^\s*(#|$)' packaging/lab-packages.txt packaging/deb-packages.txt)
 missing=()
 for pkg in "${wanted[@]}"; do
   dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || missing+=("$pkg")
 done
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "test.sh: installing the lab's Debian packages: ${missing[*]}"
+    echo "test.sh: installing the Debian packages the lab and package tiers need: ${missing[*]}"
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   elif [ "${CACHEWISE_SKIP_LAB:-0}" = 1 ]; then
@@ -39,5 +39,5 @@ echo "== mypy"
 mypy advisor recipes cachewise screens
 echo "== import contract (advisor/ and recipes/ never import the UI)"
 lint-imports
-echo "== pytest: unit, TUI and lab tiers"
-pytest -v --durations=5 tests/unit tests/tui tests/lab "$@"
+echo "== pytest: unit, TUI, package and lab tiers"
+pytest -v --durations=5 tests/unit tests/tui tests/package tests/lab "$@"

@@ -20,7 +20,7 @@ from advisor.runner import CommandRunner
 from advisor.units import GiB, MiB
 from advisor.watch.figures import Prediction
 from advisor.watch.sampler import CacheRef, Io, Sample, Sampler
-from cachewise.cli import _parser
+from cachewise.cli import build_parser
 from cachewise.core import Core
 from recipes.lvmcache import CacheSpec, lvmcache_attach
 from screens.app import CachewiseApp
@@ -184,7 +184,7 @@ async def test_after_applying_a_cache_plan_w_opens_its_warmup_screen() -> None:
 
 
 async def test_tui_watch_opens_on_the_warmup_screen_and_leaving_records_what_is_pending(tmp_path: Path) -> None:
-    assert _parser().parse_args(["tui", "--watch", "labvg/data"]).watch == "labvg/data"
+    assert build_parser().parse_args(["tui", "--watch", "labvg/data"]).watch == "labvg/data"
     sampler = ScriptedSampler(LV)
     app = CachewiseApp(core_with(sampler, tmp_path), watch_hotplug=False, watch=LV)
     async with app.run_test(size=(80, 24)) as pilot:

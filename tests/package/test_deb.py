@@ -1,0 +1,54 @@
+"""The .deb as an admin meets it: lintian-clean, installed with apt in a clean Debian 12 chroot,
+working there (version, a real scan, its man page, completion, a user without root), and gone
+without a trace after a purge."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.package.chroot import apt_get, files, fresh_chroot, in_chroot
+
+# What dpkg and apt keep about any package, and caches that are rebuilt from what is installed.
+BOOKKEEPING = ("/var/lib/dpkg", "/var/log", "/var/cache/apt", "/var/lib/apt", "/var/cache/debconf",
+               "/var/cache/man", "/tmp", "/root/.cache")
+
+
+def test_lintian_finds_no_errors(deb: Path) -> None:
+    proc = subprocess.run(["lintian", "--fail-on", "error", "--no-tag-display-limit", str(deb)],
+                          check=False, capture_output=True, text=True)
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("E:")]
+    assert proc.returncode == 0 and not errors, proc.stdout + proc.stderr
+
+
+def test_installs_works_and_purges_clean_in_a_fresh_chroot(deb: Path, tmp_path: Path) -> None:
+    with fresh_chroot(tmp_path) as root:
+        (root / "tmp" / deb.name).write_bytes(deb.read_bytes())
+        depends = subprocess.run(["dpkg-deb", "-f", str(deb), "Depends"], capture_output=True, text=True,
+                                 check=True).stdout.strip()
+        # The dependencies first, so the comparison below sees cachewise's own files only.
+        apt_get(root, "satisfy", "--no-install-recommends", depends)
+        before = files(root, BOOKKEEPING)
+
+        apt_get(root, "install", "--no-install-recommends", f"/tmp/{deb.name}")
+        version = in_chroot(root, "cachewise", "--version").stdout
+        assert version.startswith("cachewise "), version
+        scan = json.loads(in_chroot(root, "cachewise", "scan", "--json").stdout)
+        assert scan["schema"] == "cachewise.scan/1"
+        assert any(d["kind"] == "disk" for d in scan["devices"]), scan  # this machine's own disks
+        page = in_chroot(root, "man", "-w", "cachewise").stdout.strip()
+        assert page == "/usr/share/man/man8/cachewise.8.gz"
+        rendered = in_chroot(root, "man", "-P", "cat", "cachewise").stdout
+        assert "lvmcache-attach" in rendered and "--until-clean" in rendered
+        assert (root / "usr/share/bash-completion/completions/cachewise").is_file()
+        assert (root / "usr/share/zsh/vendor-completions/_cachewise").is_file()
+        assert (root / "lib/systemd/system/cachewise-exporter.timer").is_file()
+        # A user without root: the byte-compiled private libraries load read-only.
+        user = in_chroot(root, "cachewise", "scan", "--json", "--no-record", user="nobody:nogroup")
+        assert json.loads(user.stdout)["schema"] == "cachewise.scan/1"
+
+        in_chroot(root, "dpkg", "--purge", "cachewise")
+        after = files(root, BOOKKEEPING)
+        assert after - before == set(), f"left behind after purge: {sorted(after - before)[:20]}"
+        assert before - after == set(), f"removed what was not cachewise's: {sorted(before - after)[:20]}"
