@@ -139,10 +139,22 @@ def render(parser: argparse.ArgumentParser, *, date: datetime.date | None = None
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
+def reference_table(parser: argparse.ArgumentParser) -> str:
+    """The README's CLI reference: a Markdown table of every command and recipe with its help.
+    (`python -m cachewise.manpage --markdown`; a test keeps the README's copy equal to it.)"""
+    rows = ["| Command | What it does |", "| --- | --- |"]
+    for name, summary, sub in _subcommands(parser):
+        rows.append(f"| `{parser.prog} {name}` | {summary.replace('|', '/')} |")
+        for rname, rsummary, _ in _subcommands(sub):
+            rows.append(f"| `{parser.prog} {name} {rname}` | {rsummary.replace('|', '/')} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
     from cachewise.cli import build_parser
 
-    sys.stdout.write(render(build_parser()))
+    markdown = "--markdown" in (sys.argv[1:] if argv is None else argv)
+    sys.stdout.write((reference_table if markdown else render)(build_parser()))
     return 0
 
 

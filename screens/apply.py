@@ -47,13 +47,16 @@ class ApplyScreen(CoreScreen):
             yield Static(plan_preview(self.plan), id="plan-preview")
             yield Static(f"Nothing has run yet. To {self.verb} this plan, type [b]{self.target}[/] and press Enter.",
                          id="confirm-hint")
-            yield Input(placeholder=self.target, id="confirm-name")
+            # An empty box until typed: a placeholder showing the name looked already filled in.
+            yield Input(placeholder="type the device name", id="confirm-name")
             yield Static(Text("Checking the system against the plan…", style="dim"), id="apply-status")
             yield RichLog(id="apply-log", wrap=True, markup=False)
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#confirm-name", Input).focus()
+        # The preview opens at its top (the commands and what they destroy), not scrolled down
+        # to the box that has the focus.
+        self.query_one("#confirm-name", Input).focus(scroll_visible=False)
         self._run()
 
     def on_unmount(self) -> None:

@@ -5,10 +5,12 @@ without a trace after a purge."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
 from tests.package.chroot import apt_get, files, fresh_chroot, in_chroot
+from tests.package.conftest import REPO
 
 # What dpkg and apt keep about any package, and caches that are rebuilt from what is installed.
 BOOKKEEPING = ("/var/lib/dpkg", "/var/log", "/var/cache/apt", "/var/lib/apt", "/var/cache/debconf",
@@ -44,6 +46,22 @@ def test_installs_works_and_purges_clean_in_a_fresh_chroot(deb: Path, tmp_path: 
         assert (root / "usr/share/bash-completion/completions/cachewise").is_file()
         assert (root / "usr/share/zsh/vendor-completions/_cachewise").is_file()
         assert (root / "lib/systemd/system/cachewise-exporter.timer").is_file()
+        # The bundled (and stripped) NumPy and Numba at work: a trace's miss-ratio curve, and
+        # the stack-distance loop compiled by Numba (short traces run it interpreted).
+        trace = REPO / "tests/fixtures/traces/fio-v3.iolog"
+        (root / "tmp/fio-v3.iolog").write_bytes(trace.read_bytes())
+        analysis = json.loads(in_chroot(root, "cachewise", "analyze", "/tmp/fio-v3.iolog", "--json",
+                                        "--no-record").stdout)
+        assert analysis["schema"] == "cachewise.analysis/1" and analysis["curve_hit_ratio"], analysis.keys()
+        compiled = in_chroot(root, "python3", "-I", "-c", "import sys; sys.path.insert(0, '/usr/lib/cachewise'); "
+                             "import numpy as np; from advisor.workload.mrc import _compiled; "
+                             "print(_compiled()(np.array([0, 1, 0, 2, 1, 0], dtype=np.int64), 3).tolist())")
+        assert compiled.stdout.strip() == "[-1, -1, 1, -1, 2, 2]", compiled
+        # The bundled Textual: the TUI starts on a terminal (script gives it one) and quits on q.
+        tui = in_chroot(root, "sh", "-c", "(sleep 12; printf q) | TERM=xterm-256color COLUMNS=100 LINES=30 "
+                        "timeout 60 script -qec cachewise /dev/null")
+        drawn = re.sub(r"\x1b\[[0-9;?<>=$]*[A-Za-z]", "", tui.stdout)
+        assert "scanned in" in drawn and "hidden" in drawn and tui.returncode == 0, drawn[-2000:]
         # A user without root: the byte-compiled private libraries load read-only.
         user = in_chroot(root, "cachewise", "scan", "--json", "--no-record", user="nobody:nogroup")
         assert json.loads(user.stdout)["schema"] == "cachewise.scan/1"

@@ -12,6 +12,7 @@ from advisor.advice import facts as sysfacts
 from advisor.advice.recommend import Inputs, Versions
 from advisor.apply.journal import Journal
 from advisor.apply.run import Event
+from advisor.disks.devices import Inventory
 from advisor.plan.model import Plan
 from advisor.units import GiB
 from cachewise.core import Core
@@ -50,13 +51,18 @@ def text(app: CachewiseApp, selector: str) -> str:
     return str(app.screen.query_one(selector, Static).content)
 
 
-async def test_recommended_lvmcache_is_previewed_then_applied_after_typing_the_name() -> None:
-    inv = lab_inventory()
+def lab_inputs(inv: Inventory) -> Inputs:
+    """The lab's LV labvg/data with its NVMe SSD, declared as mixed files on XFS."""
     lv, nvme = inv.by_name("dm-1"), inv.by_name("nvme0n1")
     assert lv is not None and nvme is not None
     facts = [sysfacts.device_facts(inv, d, lambda _d: None) for d in (lv, nvme)]
-    inputs = Inputs(slow=facts[0], fast=(facts[1],), workload="mixed-files", filesystem="xfs", data_bytes=100 * GiB,
-                    versions=Versions(kernel="6.1.0"))
+    return Inputs(slow=facts[0], fast=(facts[1],), workload="mixed-files", filesystem="xfs", data_bytes=100 * GiB,
+                  versions=Versions(kernel="6.1.0"))
+
+
+async def test_recommended_lvmcache_is_previewed_then_applied_after_typing_the_name() -> None:
+    inv = lab_inventory()
+    inputs = lab_inputs(inv)
     executor = FakeExecutor()
     app = CachewiseApp(Core(FakeDiscovery(inv), executor=executor, live=False), watch_hotplug=False)
     async with app.run_test(size=(170, 60)) as pilot:

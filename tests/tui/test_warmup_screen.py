@@ -27,6 +27,7 @@ from screens.app import CachewiseApp
 from screens.apply import ApplyScreen
 from screens.disks import DisksScreen
 from screens.warmup import Chart, WarmupScreen
+from tests.tui import screenshots
 from tests.tui.test_apply_screen import FakeExecutor
 from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
 
@@ -133,6 +134,8 @@ async def test_warmup_screen_follows_fill_hits_flush_stall_and_loss(size: tuple[
         assert screen.query_one("#stall").display
         assert "no progress for 40 s" in text and "keeps writing" in text and "migration_threshold" in text
         app.save_screenshot(filename=f"warmup-{size[0]}x{size[1]}.svg", path=str(tmp_path))
+        if size == (200, 55):
+            screenshots.save(app, "warmup")
 
         text = await feed(pilot, sampler)
         assert "labvg/data is no longer a cache" in text

@@ -126,3 +126,13 @@ def test_value_kinds_follow_the_parser() -> None:
     choice = p.add_argument("--mode", choices=["a", "b"])
     size = p.add_argument("--size", metavar="SIZE")
     assert [value_kind(a) for a in (flag, path, dev, choice, size)] == ["", "file", "device", "choices", "value"]
+
+
+def test_readme_cli_reference_is_the_generated_table() -> None:
+    """The README's command table is `python -m cachewise.manpage --markdown`, kept current."""
+    from cachewise.manpage import reference_table
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("<!-- cli-reference")
+    block = readme[readme.index("\n", start) + 1:readme.index("<!-- /cli-reference -->")]
+    assert block == reference_table(build_parser()), "regenerate it: python -m cachewise.manpage --markdown"
