@@ -72,8 +72,8 @@ def test_readme_install_and_run_command_starts_the_app_in_a_clean_clone(tmp_path
             time.sleep(0.5)
 
     try:
-        screen = wait("Disks", 600)
-        assert "Disks" in screen, screen
+        screen = wait("scanned in", 600)  # the Disks screen's status line, once the first scan is in
+        assert "scanned in" in screen and "cachewise" in screen, screen
         time.sleep(2)
         subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
         screen = wait("README-EXIT=", 30)
