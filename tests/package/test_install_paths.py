@@ -49,6 +49,24 @@ def test_readme_test_command_is_what_ci_runs() -> None:
     assert ci == [command], (ci, command)
 
 
+def test_readme_test_command_installs_and_checks_in_a_clean_clone(tmp_path: Path) -> None:
+    """The README's test command, verbatim, in a fresh clone: its install steps, lint, types,
+    the import contract and the collection of every tier (with pytest's --collect-only, since
+    running the tiers again inside themselves would only repeat this run)."""
+    if not (REPO / ".git").exists():
+        pytest.fail("needs a git checkout")
+    command = _fenced_after("Test")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "VIRTUAL_ENV"))}
+    env["PATH"] = ":".join(p for p in env["PATH"].split(":") if not p.startswith(str(REPO)))
+    proc = subprocess.run(["bash", "-c", f"{command} --collect-only -q"], cwd=clone, env=env, check=False,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    for stage in ("== ruff", "== mypy", "== import contract", "tests collected"):
+        assert stage in proc.stdout, proc.stdout[-3000:]
+
+
 def test_readme_install_and_run_command_starts_the_app_in_a_clean_clone(tmp_path: Path) -> None:
     """Pasted into a terminal in a fresh clone: it installs, the Disks screen appears, q quits."""
     if not (REPO / ".git").exists() or shutil.which("tmux") is None:
