@@ -111,7 +111,9 @@ def analysis_report(a: Analysis) -> Group:
     summary.add_column()
     total = a.read_requests + a.write_requests
     summary.add_row("Trace", f"{a.source} ({a.source_format}, {a.lines:,} lines, {a.bad_lines} malformed)")
-    summary.add_row("Requests", f"{a.requests:,} over {a.duration_s:,.1f} s ({rate(a.iops)}); "
+    # A trace without timestamps (a CSV of offsets, an iolog without times) has an order, no rate.
+    span = f"over {a.duration_s:,.1f} s ({rate(a.iops)})" if a.duration_s > 0 else "(the trace has no times: no rate)"
+    summary.add_row("Requests", f"{a.requests:,} {span}; "
                     f"{a.read_requests / total:.0%} reads, {a.write_requests / total:.0%} writes")
     summary.add_row("Footprint", f"{human_size(a.footprint_bytes)} ({a.footprint_blocks:,} blocks of {human_size(a.block_size)})")
     summary.add_row("Sequential", f"{a.sequential_share:.0%} of requests continue the previous one")

@@ -39,7 +39,11 @@ class OpenTrace(ModalScreen[Path | None]):
 class AnalysisScreen(Screen[None]):
     """One analysis: summary, hot-data ratio and the LRU hit-ratio curve."""
 
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+    HELP = ("One trace's analysis: how much data it touched (the footprint), the read/write mix, the sequential "
+            "share, request sizes, and the miss-ratio curve: the hit ratio an LRU cache of each size would have "
+            "had. The hot-data ratio says how much of the data served 80/90/95% of the I/O. Back on the Disks "
+            "screen, c recommends a cache with this analysis as the workload.")
 
     def __init__(self, analysis: Analysis) -> None:
         super().__init__()

@@ -3,10 +3,14 @@ its backends, so tests can hand it fakes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from textual import work
-from textual.app import App
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
 
 from advisor.disks.probe import DEFAULT_SECONDS
 from cachewise.core import Core
@@ -21,7 +25,9 @@ class CachewiseApp(App[None]):
     TITLE = "cachewise"
     SUB_TITLE = "SSD caches for hard disks, without guessing"
     CSS_PATH = "cachewise.tcss"
-    BINDINGS = [("q", "quit", "Quit")]
+    # One meaning per key on every screen (tests/tui/test_keys.py): q quits, and only from the
+    # Disks screen at the top; Esc goes back; ? and F1 explain the screen.
+    BINDINGS = [Binding("question_mark,f1", "help", "Help")]
 
     def __init__(self, core: Core, watch_hotplug: bool = True, probe_seconds: float = DEFAULT_SECONDS,
                  watch: CacheRef | None = None) -> None:
@@ -44,6 +50,23 @@ class CachewiseApp(App[None]):
                         "--abandon JOURNAL`.", severity="error", timeout=30)
         elif pending:
             self.offer_resume(pending[-1])
+
+    def action_help(self) -> None:
+        from screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        """The command palette (Ctrl+P) offers every action of the screen, then Textual's own."""
+        from screens.help import key_label
+
+        for key, active in screen.active_bindings.items():
+            binding = active.binding
+            if binding.description and active.enabled and binding.action != "help":
+                yield SystemCommand(binding.description, f"key {key_label(key)}",
+                                    partial(self.run_action, binding.action, active.node))
+        yield from super().get_system_commands(screen)
 
     def warn_from_thread(self, warning: str | None) -> None:
         """Show a warning the core returned (a history write that failed), from a thread worker."""

@@ -25,7 +25,12 @@ from screens.base import CoreScreen
 
 
 class ApplyScreen(CoreScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("w", "warmup", "Watch it warm up")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("w", "warmup", "Warm-up")]
+    HELP = ("The plan, before anything runs: the exact commands, the layout before and after, and what will be "
+            "destroyed. cachewise checks the system against the plan first; type the device's name and press "
+            "Enter to run it, or Esc to leave without changing anything. Each step is journaled: if the run is "
+            "interrupted, cachewise offers to resume or roll it back at the next start. After a cache is made, "
+            "w follows its warm-up.")
 
     def __init__(self, plan: Plan, journal: Journal | None = None, rollback: bool = False) -> None:
         super().__init__()
@@ -45,13 +50,20 @@ class ApplyScreen(CoreScreen):
         yield Header()
         with VerticalScroll(id="apply"):
             yield Static(plan_preview(self.plan), id="plan-preview")
-            yield Static(f"Nothing has run yet. To {self.verb} this plan, type [b]{self.target}[/] and press Enter.",
+            yield Static(f"{self._so_far()} To {self.verb} this plan, type [b]{self.target}[/] and press Enter.",
                          id="confirm-hint")
             # An empty box until typed: a placeholder showing the name looked already filled in.
             yield Input(placeholder="type the device name", id="confirm-name")
             yield Static(Text("Checking the system against the plan…", style="dim"), id="apply-status")
             yield RichLog(id="apply-log", wrap=True, markup=False)
         yield Footer()
+
+    def _so_far(self) -> str:
+        """What has run: nothing for a new plan; the journal's steps for a resume or rollback."""
+        done = self.journal.steps_run() if self.journal is not None else []
+        if not done:
+            return "Nothing has run yet."
+        return f"Steps that already ran: {', '.join(done)}; nothing more has run since."
 
     def on_mount(self) -> None:
         # The preview opens at its top (the commands and what they destroy), not scrolled down
@@ -134,8 +146,12 @@ class ApplyScreen(CoreScreen):
 class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):
     """Shown at start when the journal holds a plan that did not finish."""
 
-    BINDINGS = [Binding("r", "choose('resume')", "Resume"), Binding("b", "choose('rollback')", "Roll back"),
+    # Enter, not r: r rescans on the Disks screen underneath (one meaning per key).
+    BINDINGS = [Binding("enter", "choose('resume')", "Resume"), Binding("b", "choose('rollback')", "Roll back"),
                 Binding("escape", "choose('')", "Later")]
+    HELP = ("A plan cachewise was applying did not finish (a crash, a power cut, a killed process). Resume runs "
+            "the steps that did not take effect; roll back undoes the ones that did; Later leaves everything as "
+            "it is (`cachewise apply --resume`, `--rollback` or `--abandon` from a shell).")
 
     def __init__(self, plan: Plan, done_steps: list[str]) -> None:
         super().__init__()
@@ -147,7 +163,7 @@ class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):
         with Vertical(id="interrupted"):
             yield Static(f"[b]An earlier plan did not finish:[/] {self.plan.title}\n"
                          f"Steps that ran: {done}.\n\n"
-                         "[b]r[/] resume it (steps already in effect are skipped), [b]b[/] roll back the steps that "
+                         "[b]Enter[/] resume it (steps already in effect are skipped), [b]b[/] roll back the steps that "
                          "took effect, [b]Esc[/] decide later (`cachewise apply --resume` / `--rollback`).")
 
     def action_choose(self, choice: str) -> None:

@@ -110,19 +110,28 @@ class DevicesChanged(Message):
 
 class DisksScreen(CoreScreen):
     BINDINGS = [
-        Binding("r", "rescan", "Rescan"),
-        Binding("a", "toggle_all", "All"),
+        # Rescan (hot-plug rescans by itself) and Hidden stay out of the footer, so the rest fits
+        # 80 columns; ? and the palette (Ctrl+P) list them.
+        Binding("r", "rescan", "Rescan", show=False),
+        Binding("h", "toggle_all", "Hidden", show=False),
         Binding("space", "toggle_mark", "Mark"),
         Binding("p", "probe", "Probe"),
         Binding("t", "analyze_trace", "Trace"),
-        Binding("c", "recommend", "Recommend"),
+        Binding("c", "recommend", "Cache"),  # recommend a cache for the highlighted device
         Binding("q", "app.quit", "Quit"),
         Binding("w", "warmup", "Warm-up"),  # after Quit: at 80 columns the footer has no room left
     ]
 
+    HELP = ("Every disk, partition, LV, md and bcache device on this machine, with its role and state; "
+            "the panel on the right shows the highlighted one. To add a cache: mark the SSD(s) with Space, "
+            "highlight the slow disk or LV, and press c. p measures the marked disks with a short read-only "
+            "fio probe; t opens a trace of the workload; w follows a cache that exists; h shows loop, zram and "
+            "empty devices too. Nothing on this screen changes a disk.")
+
     def __init__(self, watch_hotplug: bool = True) -> None:
         super().__init__()
         self.inventory: Inventory | None = None
+        self._scan_seconds = 0.0
         self.show_all = False
         self.watch_hotplug = watch_hotplug
         self._recorded = False
@@ -173,6 +182,7 @@ class DisksScreen(CoreScreen):
         self.show_all = not self.show_all
         self.notify("Showing loop, zram and empty devices" if self.show_all else "Hiding loop, zram and empty devices")
         self._fill()
+        self._status_line()
 
     def scan(self, quick_first: bool = False, changed: set[str] | None = None) -> None:
         """Ask for a rescan; ``quick_first`` (a hot-plug event) shows the change at once.
@@ -398,12 +408,25 @@ class DisksScreen(CoreScreen):
 
     def _show(self, inv: Inventory, seconds: float) -> None:
         self.inventory = inv
+        self._scan_seconds = seconds
         self._fill()
+        self._status_line()
+
+    def _status_line(self) -> None:
+        inv = self.inventory
+        if inv is None:
+            return
         hidden = len(inv.devices) - len(inv.visible(False))
+        shown = len(inv.visible(self.show_all))
+        if not hidden:
+            extra = ""
+        elif self.show_all:
+            extra = f", {hidden} of them loop, zram or empty (h: hide them)"
+        else:
+            extra = f"; {hidden} hidden (h: show them)"
         notes = "  ".join(inv.notes)
-        extra = f"; {hidden} hidden (a: show all)" if hidden and not self.show_all else ""
         self.query_one("#status", Static).update(
-            f"{len(inv.visible(self.show_all))} devices{extra}; scanned in {seconds:.1f} s. {notes}"
+            f"{shown} device{'s' if shown != 1 else ''}{extra}; scanned in {self._scan_seconds:.1f} s. {notes}"
         )
 
     def _fill(self) -> None:

@@ -30,7 +30,11 @@ ASK_WORKLOAD = ("Choose the workload on the left, or open a trace of it with t o
 class RecommendScreen(CoreScreen):
     """Pick the workload and the platform facts on the left; the recommendation follows."""
 
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back"), Binding("a", "plan", "Plan and apply")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("a", "plan", "Plan and apply")]
+    HELP = ("The recommendation for the slow device with the fast one(s): backend, cache size, mode and "
+            "tunables, the predicted hit ratio and warm-up, and why, each reason with its published source "
+            "(select it in the Why list). Change the workload, the file system or the checkboxes on the left "
+            "and it is made again. a previews the plan that applies it; nothing changes before you confirm.")
 
     def __init__(self, inputs: Inputs, inventory: Inventory | None = None) -> None:
         super().__init__()

@@ -184,7 +184,11 @@ class Sampled(Message):
 
 
 class WarmupScreen(CoreScreen):
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+    HELP = ("A cache, live: how full it is and how fast it fills, the hit ratio this interval and since the "
+            "start (against the prediction when cachewise made it), the I/O served by the cache and by the slow "
+            "device, and dirty data with the time left to flush it, or a stalled flush and its likely causes. "
+            "It only reads the kernel's counters.")
     DEFAULT_CSS = """
     WarmupScreen #glance, WarmupScreen #warmup-note { height: auto; padding: 0 1; }
     WarmupScreen #stall { height: auto; max-height: 8; border: round $warning; padding: 0 1; }

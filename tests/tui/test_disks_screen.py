@@ -103,9 +103,12 @@ async def test_a_toggles_loop_devices() -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert not any(str(k.value).startswith("loop") for k in table(app).rows)
-        await pilot.press("a")
+        assert "hidden (h: show them)" in str(app.screen.query_one("#status", Static).content)
+        await pilot.press("h")
         assert any(str(k.value).startswith("loop") for k in table(app).rows)
-        await pilot.press("a")
+        status = str(app.screen.query_one("#status", Static).content)
+        assert "hidden" not in status and "(h: hide them)" in status, "the status line follows the toggle"
+        await pilot.press("h")
         assert not any(str(k.value).startswith("loop") for k in table(app).rows)
 
 

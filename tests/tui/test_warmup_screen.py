@@ -195,7 +195,7 @@ async def test_tui_watch_opens_on_the_warmup_screen_and_leaving_records_what_is_
         assert isinstance(app.screen, WarmupScreen) and "labvg/data" in shown(app)
         await feed(pilot, sampler, sample(0, 0, 0, 100))  # recorded at once: the first batch
         await feed(pilot, sampler, sample(1, 100, 10, 190))  # pending until the next batch, or leaving
-        await pilot.press("q")
+        await pilot.press("escape")
         assert isinstance(app.screen, DisksScreen)
         for _ in range(300):
             with History(tmp_path / DB_NAME) as hist:

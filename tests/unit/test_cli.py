@@ -102,6 +102,13 @@ def test_analyze_json_and_table(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert rows == [("fio", 4096), ("fio", 32768)]
 
 
+def test_analyze_of_a_trace_without_times_claims_no_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = Path(__file__).parents[1] / "fixtures" / "traces" / "fio-v2.iolog"  # v2 iologs carry no times
+    assert main(["--state-dir", str(tmp_path), "analyze", "--no-record", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "the trace has no times" in out and "0.0 s" not in out and "0 IOPS" not in out
+
+
 def test_analyze_refuses_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["analyze", str(tmp_path / "nope.iolog")]) == 1
     assert "is not a readable file; nothing was analysed." in capsys.readouterr().err

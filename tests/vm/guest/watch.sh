@@ -68,7 +68,7 @@ cw replay "$LAB_OUT/zipf.log" --target /dev/labvg/data --label warm-table --dura
     --compare "$LAB_OUT/replay-origin.json" "$LAB_OUT/replay-cold.json" "$LAB_OUT/replay-warm.json" \
     > "$LAB_OUT/replay-table.txt" 2>&1 || true
 tmux capture-pane -p -t warm > "$LAB_OUT/warmup-screen-2.txt" || true
-tmux send-keys -t warm q; sleep 1; tmux kill-server 2>/dev/null || true
+tmux send-keys -t warm Escape; sleep 0.5; tmux send-keys -t warm q; sleep 1; tmux kill-server 2>/dev/null || true  # Esc: back to Disks; q quits there
 # Stop the watch as Ctrl-C would (SIGTERM: a background job of a script ignores SIGINT).
 # (It may have ended on its own: its --duration is a bound, not the scenario's pace.)
 kill $watcher 2>/dev/null || echo "watch had already ended" >> "$LAB_OUT/lvm-watch.err"
