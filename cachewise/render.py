@@ -200,20 +200,24 @@ def recommendation_report(rec: Recommendation) -> Group:
 
 
 def plan_preview(plan: Plan) -> Group:
-    """A plan as a dry run: the exact commands, the layout before and after, what is destroyed."""
+    """A plan as a dry run: what it destroys and the exact commands first, then the layout
+    before and after, the space and the time."""
     parts: list[Table | Text] = [Text(plan.title, style="bold"), Text("")]
+    parts.append(Text("Destroys", style="bold underline"))
+    parts += [Text(f"  {d}", style="red") for d in plan.destroys] or [Text("  nothing (no data is overwritten)")]
+    parts.append(Text(""))
+    # A step that writes a label is destructive; on a device that holds nothing it destroys nothing.
+    mark = " [red](destructive)[/]" if plan.destroys else " [yellow](overwrites the device, which holds no data)[/]"
     t = Table(title="Commands (nothing has run)", title_justify="left", show_lines=False)
     t.add_column("#", justify="right")
     t.add_column("What")
     t.add_column("Command", style="cyan", overflow="fold")
     for i, step in enumerate(plan.steps, 1):
-        t.add_row(str(i), step.description + (" [red](destructive)[/]" if step.destructive else ""), step.command)
+        t.add_row(str(i), step.description + (mark if step.destructive else ""), step.command)
     parts += [t, Text("")]
     for label, rows in (("Before", plan.layout_before), ("After", plan.layout_after)):
         parts.append(Text(label, style="bold underline"))
         parts += [Text(f"  {r}") for r in rows]
-    parts.append(Text("Destroys", style="bold underline"))
-    parts += [Text(f"  {d}", style="red") for d in plan.destroys] or [Text("  nothing (no data is overwritten)")]
     if plan.space:
         parts.append(Text("Space", style="bold underline"))
         parts += [Text(f"  {k.replace('_', ' ')}: {human_size(v)}") for k, v in plan.space.items()]

@@ -22,6 +22,16 @@ from cachewise.core import Refused
 from cachewise.render import VERDICT_STYLE, config_table, curve_plot
 from screens.base import CoreScreen
 
+
+class Tick(Checkbox):
+    """A checkbox that reads ticked or not without relying on colour: ✓ or blank (Textual's
+    draws the same X in both states)."""
+
+    @property
+    def BUTTON_INNER(self) -> str:  # type: ignore[override]  # noqa: N802 - Textual's name
+        return "✓" if self.value else " "
+
+
 MEASURED = "measured"
 ASK_WORKLOAD = ("Choose the workload on the left, or open a trace of it with t on the Disks screen: without one, "
                 "cachewise would be guessing. Nothing was changed.")
@@ -61,9 +71,9 @@ class RecommendScreen(CoreScreen):
                 yield Static("File system")
                 yield Select([("ext4", "ext4"), ("XFS", "xfs"), ("other", "other")], value=fs, allow_blank=False,
                              id="fs")
-                yield Checkbox("SSDs mirrored", self.base.fast_mirrored, id="mirrored")
-                yield Checkbox("Accept writeback risk", self.base.accept_writeback_risk, id="accept")
-                yield Checkbox("Reformat allowed (bcache)", self.base.reformat_ok, id="reformat")
+                yield Tick("SSDs mirrored", self.base.fast_mirrored, id="mirrored")
+                yield Tick("Accept writeback risk", self.base.accept_writeback_risk, id="accept")
+                yield Tick("Reformat allowed (bcache)", self.base.reformat_ok, id="reformat")
             with VerticalScroll(id="recommend-result"):
                 yield Static("Working out a recommendation…", id="rec-summary")
                 yield Static("", id="rec-config")

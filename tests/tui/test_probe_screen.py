@@ -114,3 +114,14 @@ async def test_busy_disk_asks_first_and_n_cancels() -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert prober.probed == [busy.name]
+
+
+def test_probe_clock_never_reads_past_its_budget() -> None:
+    from advisor.disks.probe import ProbeProgress
+    from screens.probing import ProbePanel
+
+    panel = ProbePanel()
+    panel.progress(ProbeProgress("sdb", "seq", "sequential reads", 2.0, 4.5, 120.0))
+    assert "2.0/4.5 s" in panel.lines["sdb"].plain
+    panel.progress(ProbeProgress("sdb", "seq", "sequential reads", 5.6, 4.5, 120.0))
+    assert "4.5 s, finishing" in panel.lines["sdb"].plain and "5.6" not in panel.lines["sdb"].plain

@@ -67,3 +67,12 @@ async def test_recommend_from_marked_ssd_and_highlighted_hdd() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, DisksScreen)
+
+
+def test_ticks_read_without_colour() -> None:
+    from screens.recommend import Tick
+
+    tick = Tick("SSDs mirrored", False)
+    assert tick.BUTTON_INNER == " "
+    tick.value = True
+    assert tick.BUTTON_INNER == "✓"

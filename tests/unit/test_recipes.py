@@ -222,3 +222,22 @@ def test_every_recipe_writes_plans_the_plan_language_accepts(inv: Inventory, inv
     ]
     for plan in plans:
         assert Plan.loads(plan.dumps()) == plan, plan.kind
+
+
+def test_preview_puts_what_is_destroyed_and_the_commands_first_and_agrees_with_itself(inv: Inventory) -> None:
+    from rich.console import Console
+
+    from cachewise.render import plan_preview
+
+    def shown(plan: Plan) -> str:
+        console = Console(width=400, record=True)
+        console.print(plan_preview(plan))
+        return console.export_text()
+
+    plan = lvmcache_attach(inv, "labvg/data", "nvme0n1", CacheSpec(512 * MiB))
+    assert any(s.destructive for s in plan.steps) and not plan.destroys  # pvcreate on an empty SSD
+    text = shown(plan)
+    assert text.index("Destroys") < text.index("Commands") < text.index("Before")
+    assert "(destructive)" not in text and "overwrites the device, which holds no data" in text
+    text = shown(dataclasses.replace(plan, destroys=("nvme0n1: an ext4 file system",)))
+    assert "(destructive)" in text and "holds no data" not in text
