@@ -78,34 +78,48 @@ def probe_table(results: list[ProbeResult]) -> Table:
     return table
 
 
-def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int = 60, height: int = 11,
+def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int = 60, height: int = 13,
                mark: int | None = None) -> str:
-    """The hit-ratio curve as text: cache size (log scale) across, hit ratio up. ``mark`` (a
-    size in blocks) draws a column of ``│`` at the chosen cache size."""
+    """The hit-ratio curve as text, ``width`` columns of plot after a 6-column axis: cache size
+    (log scale) across, hit ratio up, ticks at round percentages. ``mark`` (a size in blocks)
+    draws a column of ``│`` at the chosen cache size and names that size under the axis."""
     if not sizes:
         return "(no curve)"
+    width = max(16, width)
     lo, hi = math.log(sizes[0]), math.log(max(sizes[-1], sizes[0] + 1))
+
+    def column(size: float) -> int:
+        return min(width - 1, max(0, int((math.log(size) - lo) / (hi - lo) * (width - 1)))) if hi > lo else 0
+
     grid = [[" "] * width for _ in range(height)]
-    if mark is not None and mark > 0:
-        mx = min(width - 1, max(0, int((math.log(mark) - lo) / (hi - lo) * (width - 1)))) if hi > lo else 0
+    mx = column(mark) if mark is not None and mark > 0 else None
+    if mx is not None:
         for row in grid:
             row[mx] = "│"
     for size, hit in zip(sizes, hits, strict=True):
-        x = min(width - 1, int((math.log(size) - lo) / (hi - lo) * (width - 1))) if hi > lo else 0
+        x = column(size)
         y = min(height - 1, int(hit * (height - 1) + 0.5))
         for yy in range(y + 1):
             grid[height - 1 - yy][x] = "█" if yy == y else (grid[height - 1 - yy][x] if grid[height - 1 - yy][x] != " " else "·")
+    # Ticks at quarters when the rows divide into quarters, else at the top, middle and bottom.
+    steps = height - 1
+    every = steps // 4 if steps % 4 == 0 else (steps // 2 if steps % 2 == 0 else steps)
     lines = []
     for i, row in enumerate(grid):
-        label = f"{1 - i / (height - 1):4.0%} " if i % 3 == 0 or i == height - 1 else "      "
+        label = f"{1 - i / steps:4.0%} " if i % every == 0 else "      "
         lines.append(label + "".join(row))
     left, right = human_size(sizes[0] * block_size), human_size(sizes[-1] * block_size)
     lines.append("      " + left + " " * max(1, width - len(left) - len(right)) + right)
-    lines.append("      cache size (log scale) → LRU hit ratio" + ("; │ = the recommended cache" if mark else ""))
+    if mx is not None and mark is not None:
+        tag = f"↑ recommended: {human_size(mark * block_size)}"
+        tag = tag if len(tag) <= width else f"↑ {human_size(mark * block_size)}"
+        lines.append("      " + " " * min(mx, max(0, width - len(tag))) + tag)
+    legends = ("cache size (log scale) → LRU hit ratio", "size (log) → hit ratio", "size → hits")
+    lines.append("      " + next((t for t in legends if len(t) <= width), legends[-1]))
     return "\n".join(lines)
 
 
-def analysis_report(a: Analysis) -> Group:
+def analysis_report(a: Analysis, width: int = 60) -> Group:
     summary = Table.grid(padding=(0, 2))
     summary.add_column(style="bold")
     summary.add_column()
@@ -124,7 +138,7 @@ def analysis_report(a: Analysis) -> Group:
     summary.add_row("Zipf fit", f"alpha ≈ {a.zipf_alpha:.2f}" if a.zipf_alpha is not None else "too few repeated blocks to fit")
     for example in a.bad_examples:
         summary.add_row("Malformed", Text(example, style="yellow"))
-    return Group(summary, Text(""), Text(curve_plot(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size)))
+    return Group(summary, Text(""), Text(curve_plot(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size, width=width)))
 
 
 VERDICT_STYLE = {"cache": "bold green", "move-to-ssd": "bold cyan", "dont-cache": "bold yellow"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -54,3 +55,7 @@ class AnalysisScreen(Screen[None]):
         with VerticalScroll(id="analysis"):
             yield Static(analysis_report(self.analysis), id="analysis-report")
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The curve uses the width there is (the axis labels take 6 columns, the scrollbar 2)."""
+        self.query_one("#analysis-report", Static).update(analysis_report(self.analysis, width=event.size.width - 10))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -154,7 +154,7 @@ class DisksScreen(CoreScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal():
+        with Horizontal(id="disks-main"):
             yield DataTable(id="devices", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="detail-pane"):
                 yield Static("Scanning block devices…", id="detail")
@@ -170,6 +170,11 @@ class DisksScreen(CoreScreen):
         self.scan()
         if self.watch_hotplug:
             self.watch_devices()
+
+    NARROW = 130  # columns below which the detail pane goes under the table, so no column is cut
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < self.NARROW, "narrow")
 
     def on_unmount(self) -> None:
         if self._watcher is not None:

@@ -7,10 +7,10 @@ from dataclasses import replace
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Checkbox, Footer, Header, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
@@ -63,7 +63,8 @@ class RecommendScreen(CoreScreen):
         fs = self.base.filesystem or (self.base.slow.fs_type if self.base.slow.fs_type in ("ext4", "xfs") else "other")
         yield Header()
         with Horizontal(id="recommend"):
-            with Vertical(id="recommend-form"):
+            # Scrolls: at 80x24 the checkboxes are below the fold, and focus must bring them into view.
+            with VerticalScroll(id="recommend-form"):
                 yield Static(f"[b]Slow[/]: {self.base.slow.path} ({self.base.slow.device_class})\n"
                              + "\n".join(f"[b]Fast[/]: {f.path} ({f.device_class})" for f in self.base.fast))
                 yield Static("Workload")
@@ -119,6 +120,19 @@ class RecommendScreen(CoreScreen):
         if generation == self._generation:  # a newer choice supersedes this one
             self.app.call_from_thread(self._show, rec)
 
+    def _curve(self) -> None:
+        """The curve across the width the result pane has now (again on every resize)."""
+        rec = self.recommendation
+        if rec is None or rec.curve is None:
+            return
+        pane = self.query_one("#rec-curve", Static)
+        width = (pane.content_size.width or 62) - 7  # the axis labels take 6 columns, the bar 1
+        mark = rec.config.effective_bytes if rec.config else None
+        pane.update(curve_plot(rec.curve.sizes_bytes, rec.curve.hit_ratio, 1, width=width, height=9, mark=mark))
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.call_after_refresh(self._curve)
+
     def _show_error(self, message: str) -> None:
         self.recommendation = None
         self.query_one("#rec-summary", Static).update(Text(message, style="red"))
@@ -127,10 +141,7 @@ class RecommendScreen(CoreScreen):
         self.recommendation = rec
         self.query_one("#rec-summary", Static).update(Text(rec.summary, style=VERDICT_STYLE[rec.verdict]))
         self.query_one("#rec-config", Static).update(config_table(rec.config) if rec.config else "")
-        if rec.curve is not None:
-            mark = rec.config.effective_bytes if rec.config else None
-            self.query_one("#rec-curve", Static).update(
-                curve_plot(rec.curve.sizes_bytes, rec.curve.hit_ratio, 1, width=56, height=9, mark=mark))
+        self._curve()
         self._reasons = ([("why", r) for r in rec.reasons] + [("warning", r) for r in rec.warnings]
                          + [("option", Reason(f"{o.summary}; {o.tradeoff}" if o.tradeoff else o.summary, o.findings))
                             for o in rec.runner_ups])

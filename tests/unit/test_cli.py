@@ -130,3 +130,20 @@ def test_long_cachewise_traces_are_analysed_in_chunks(tmp_path: Path, monkeypatc
     assert data["curve_mode"] == "shards" and data["requests"] == 4000 and data["source_format"] == "cachewise"
     assert main(["analyze", "--json", "--no-record", "--mode", "exact", str(path)]) == 0
     assert json.loads(capsys.readouterr().out)["curve_mode"] == "exact"
+
+
+@pytest.mark.parametrize("width,height", [(20, 9), (56, 9), (140, 13), (60, 11)])
+def test_curve_plot_fits_its_width_ticks_round_and_names_the_chosen_size(width: int, height: int) -> None:
+    from cachewise.render import curve_plot
+
+    sizes = [2 ** k for k in range(1, 20)]
+    hits = [min(1.0, k / 20) for k in range(1, 20)]
+    text = curve_plot(sizes, hits, 4096, width=width, height=height, mark=2 ** 12)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 6 + width, "no line wider than the plot and its axis"
+    ticks = [line[:5].strip() for line in lines[:height] if line[:5].strip()]
+    assert ticks[0] == "100%" and ticks[-1] == "0%"
+    assert set(ticks) <= {"100%", "75%", "50%", "25%", "0%"}, ticks
+    tag = next(line for line in lines if "↑" in line)
+    assert "16.0 MiB" in tag and tag.index("↑") >= 6  # 4096 blocks of 4 KiB, under the plot
+    assert ("↑ recommended: 16.0 MiB" in tag) == (width >= 23)
