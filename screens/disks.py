@@ -119,14 +119,16 @@ class DisksScreen(CoreScreen):
         Binding("t", "analyze_trace", "Trace"),
         Binding("c", "recommend", "Cache"),  # recommend a cache for the highlighted device
         Binding("q", "app.quit", "Quit"),
-        Binding("w", "warmup", "Warm-up"),  # after Quit: at 80 columns the footer has no room left
+        Binding("w", "warmup", "Warm-up"),
+        Binding("u", "uncache", "Uncache", show=False),  # after Quit: at 80 columns the footer has no room left
     ]
 
     HELP = ("Every disk, partition, LV, md and bcache device on this machine, with its role and state; "
             "the panel on the right shows the highlighted one. To add a cache: mark the SSD(s) with Space, "
             "highlight the slow disk or LV, and press c. p measures the marked disks with a short read-only "
             "fio probe; t opens a trace of the workload; w follows a cache that exists; h shows loop, zram and "
-            "empty devices too. Nothing on this screen changes a disk.")
+            "empty devices too; u removes the highlighted cache (flushing it first, after a preview you confirm). "
+            "Nothing on this screen changes a disk without that confirmation.")
 
     def __init__(self, watch_hotplug: bool = True) -> None:
         super().__init__()
@@ -383,6 +385,33 @@ class DisksScreen(CoreScreen):
             return
         lvm = dev.lvm
         await open_warmup(self.app, f"{lvm.vg}/{lvm.lv}" if lvm is not None and lvm.lv else dev.devnode)
+
+    def action_uncache(self) -> None:
+        """Remove the highlighted cache: the plan (flush first, then detach) is previewed and runs
+        once its device's name is typed, with the flush counting down in its log."""
+        from cachewise.core import Refused
+        from screens.apply import ApplyScreen
+
+        name = self.selected_name
+        inv = self.inventory
+        dev = inv.by_name(name) if inv and name else None
+        if inv is None or dev is None:
+            return
+        lvm, bc = dev.lvm, dev.bcache
+        try:
+            if lvm is not None and lvm.role == "lv" and lvm.segtype == "cache":
+                plan = self.core.plan(inv, "lvmcache-uncache", lv_name=f"{lvm.vg}/{lvm.lv}")
+            elif bc is not None and bc.role in ("bcache", "backing") and bc.cache_set_uuid:
+                plan = self.core.plan(inv, "bcache-detach", path=dev.devnode)
+            else:
+                what = f"an LV of type {lvm.segtype}" if lvm is not None and lvm.role == "lv" else dev.kind
+                self.notify(f"{dev.name} is {what}, not a cache cachewise can remove (an lvmcache LV, or a bcache "
+                            "device with its cache attached). Nothing was changed.", severity="warning")
+                return
+        except Refused as exc:
+            self.notify(str(exc), severity="error")
+            return
+        self.app.push_screen(ApplyScreen(plan))
 
     @work(thread=True, group="hotplug", description="watch for disks being added or removed", exit_on_error=False)
     def watch_devices(self) -> None:

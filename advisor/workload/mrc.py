@@ -18,8 +18,11 @@ Pure domain code over numpy arrays of block numbers:
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -75,6 +78,35 @@ def _stack_distances(dense: npt.NDArray[np.int64], distinct: int) -> npt.NDArray
     return out
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def _signals_kept() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP while numba starts LLVM, then answer them as before.
+
+    LLVM installs C-level handlers for these signals when its JIT starts (at the compile, or at
+    the first call of code loaded from numba's cache); on SIGTERM they re-raise it with the
+    default action, so `cachewise analyze` died (exit 143) with no sentence, and a signal during
+    the compile was lost until exit ("Exception ignored in threading._shutdown"). Both are in
+    tests/unit/test_bad_inputs.py. So the signals are blocked while LLVM starts, the process's
+    Python handlers are set again (sigaction replaces LLVM's), and a signal that came meanwhile
+    is delivered to them as the block lifts. Only the main thread can do this; elsewhere (the
+    TUI's workers) the body runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        for s, handler in saved.items():
+            if handler is not None:
+                signal.signal(s, handler)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 @functools.cache
 def _compiled() -> Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]]:
     """The stack-distance loop compiled by numba on first use.
@@ -82,13 +114,19 @@ def _compiled() -> Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]]
     Imported here because importing numba costs every command half a second and only analysis
     needs it. The machine code is cached beside this file where numba may write there (numba
     keys it by CPU); on a read-only install numba refuses to cache and it is compiled in memory
-    (about 1.5 s)."""
-    from numba import njit
+    (about 1.5 s). Compiled eagerly for its one signature, so LLVM starts inside
+    _signals_kept()."""
+    signature = "int64[:](int64[:], int64)"
+    with _signals_kept():
+        from numba import njit
 
-    try:
-        return njit(cache=True, nogil=True)(_stack_distances)
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return njit(nogil=True)(_stack_distances)
+        try:
+            compiled = njit(signature, cache=True, nogil=True)(_stack_distances)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            compiled = njit(signature, nogil=True)(_stack_distances)
+        # Code loaded from numba's cache starts LLVM's JIT at its first call: make that call here.
+        compiled(np.zeros(1, dtype=np.int64), 1)
+    return compiled
 
 
 def stack_distances(blocks: Blocks) -> npt.NDArray[np.int64]:

@@ -113,3 +113,25 @@ async def test_interrupted_plan_is_offered_at_start_and_can_be_rolled_back(tmp_p
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert executor.rolled_back == [journal]
+
+
+async def test_u_on_a_cache_previews_its_safe_removal_and_refuses_what_is_not_a_cache() -> None:
+    from tests.tui.test_probe_screen import select
+
+    executor = FakeExecutor()
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), executor=executor, live=False), watch_hotplug=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await app.workers.wait_for_complete()
+        await select(pilot, app, "dm-1")  # a linear LV: nothing to remove
+        await pilot.press("u")
+        await pilot.pause()
+        assert not isinstance(app.screen, ApplyScreen)
+        assert any("not a cache cachewise can remove" in n.message for n in app._notifications)
+        await select(pilot, app, "bcache0")
+        await pilot.press("u")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ApplyScreen) and screen.plan.kind == "bcache-detach"
+        ids = [s.id for s in screen.plan.steps]
+        assert ids.index("writeback-percent-0") < ids.index("detach"), "the flush comes before the detach"
+        assert executor.applied == [], "nothing runs before the name is typed"

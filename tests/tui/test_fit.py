@@ -37,7 +37,10 @@ async def assert_fits(app: App[object], pilot: object) -> None:
                                                          f"{widget.content_size.width})"
     for widget in [w for w in screen.query("*") if w.focusable and w.display]:
         widget.focus()
-        await pilot.pause()  # type: ignore[attr-defined]
+        for _ in range(40):  # the scroll that brings it into view may take a few frames
+            await pilot.pause(0.02)  # type: ignore[attr-defined]
+            if screen.region.contains_region(widget.region):
+                break
         region = widget.region
         assert region.area > 0 and screen.region.contains_region(region), \
             f"{name}: {widget!r} has the focus at {region}, outside the {screen.size} screen"

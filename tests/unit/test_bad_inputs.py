@@ -320,10 +320,12 @@ def test_sigterm_during_analysis_stops_cleanly(tmp_path: Path) -> None:
     """A signal is a bad input too: SIGTERM ends the command with a sentence, not a traceback."""
     trace = tmp_path / "big.iolog"
     trace.write_text("fio version 2 iolog\n" + "".join(f"/dev/sdb read {i * 4096 % (1 << 30)} 4096\n"
-                                                        for i in range(400_000)))
+                                                        for i in range(1_200_000)))
     proc = subprocess.Popen([sys.executable, "-m", "cachewise", "--state-dir", str(tmp_path), "analyze", str(trace)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    # Late enough that a loaded machine has started the command (a signal during Python's own
+    # start-up kills it before cachewise can answer), early enough that reading has not ended.
+    time.sleep(3.0)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode in (0, 130), err  # a fast machine may finish first
@@ -418,3 +420,24 @@ async def test_tui_recommend_without_a_workload_asks_for_one() -> None:
         await pilot.pause()
         assert "Choose the workload" in str(app.screen.query_one("#rec-summary", Static).content)
         assert app.screen.query_one("#workload", Select).value is Select.NULL
+
+
+def test_sigterm_while_numba_compiles_is_answered_after_it(tmp_path: Path) -> None:
+    """A SIGTERM while numba loads and compiles (an empty numba cache: about 1.5 s) is held
+    until the compile is done, then ends the command as any other: without it, numba met the
+    KeyboardInterrupt mid-compile, printed it and went on."""
+    program = ("import os, signal, sys, threading\n"
+               "signal.signal(signal.SIGTERM, signal.default_int_handler)  # as cachewise's main does\n"
+               "from advisor.workload import mrc\n"
+               "threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()\n"
+               "try:\n"
+               "    mrc._compiled()\n"
+               "    print('compiled, no signal seen')\n"
+               "except KeyboardInterrupt:\n"
+               "    print('interrupted after the compile')\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=False, timeout=120,
+                          env=env)
+    assert proc.stdout.strip() == "interrupted after the compile", (proc.stdout, proc.stderr[-2000:])
+    assert "KeyboardInterrupt" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
