@@ -323,15 +323,22 @@ def test_sigterm_during_analysis_stops_cleanly(tmp_path: Path) -> None:
                                                         for i in range(1_200_000)))
     proc = subprocess.Popen([sys.executable, "-m", "cachewise", "--state-dir", str(tmp_path), "analyze", str(trace)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # Late enough that a loaded machine has started the command (a signal during Python's own
-    # start-up kills it before cachewise can answer), early enough that reading has not ended.
-    time.sleep(3.0)
+    # The signal goes once the command has the trace open: past Python's start-up (a signal
+    # then kills it before cachewise can answer) and into the analysis, on any machine's pace.
+    deadline = time.monotonic() + 60
+    while not _has_open(proc.pid, trace) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode in (0, 130), err  # a fast machine may finish first
-    assert "Traceback" not in err
-    if proc.returncode == 130:
-        assert "interrupted; nothing was changed." in err
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err and "interrupted; nothing was changed." in err
+
+
+def _has_open(pid: int, path: Path) -> bool:
+    try:
+        return any(os.readlink(fd) == str(path) for fd in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:  # the process or one of its descriptors went away meanwhile
+        return False
 
 
 def test_broken_pipe_is_quiet() -> None:
