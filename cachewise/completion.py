@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cachewise.manpage import subcommands
+
 # Metavars that name a block device, and ones that name a file, when the type does not say.
 DEVICE_METAVARS = {"DEV", "DEVICE", "TARGET"}
 FILE_METAVARS = {"FILE", "TRACE", "PLAN", "JOURNAL"}
@@ -31,12 +33,9 @@ class Node:
 
 def tree(parser: argparse.ArgumentParser, path: tuple[str, ...] = (), help: str = "") -> Node:
     node = Node(path, help)
+    node.children = [tree(sub, (*path, name), summary) for name, summary, sub in subcommands(parser)]
     for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {a.dest: a.help or "" for a in action._choices_actions}
-            node.children += [tree(sub, (*path, name), helps.get(name, ""))
-                              for name, sub in action.choices.items()]
-        elif action.help == argparse.SUPPRESS:
+        if isinstance(action, argparse._SubParsersAction) or action.help == argparse.SUPPRESS:
             continue
         elif action.option_strings:
             node.options.append(action)
@@ -64,8 +63,13 @@ def value_kind(action: argparse.Action) -> str:
 
 
 def _help_of(parser_help: str | None) -> str:
-    text = re.sub(r"\s+", " ", (parser_help or "").replace("%%", "%"))
-    return text
+    return re.sub(r"\s+", " ", (parser_help or "").replace("%%", "%"))
+
+
+def _bash_kind(action: argparse.Action) -> str:
+    """value_kind, with the choices spelled out: `choices A B C`."""
+    kind = value_kind(action)
+    return "choices " + " ".join(map(str, action.choices or ())) if kind == "choices" else kind
 
 
 # ---------------------------------------------------------------- bash
@@ -81,17 +85,12 @@ def bash(parser: argparse.ArgumentParser) -> str:
             subs.append(f'    "{key}") echo "{" ".join(c.path[-1] for c in node.children)}" ;;')
         opts.append(f'    "{key}") echo "{" ".join(o for a in node.options for o in a.option_strings)}" ;;')
         for action in node.options:
-            kind = value_kind(action)
-            if not kind:
-                continue
-            what = "choices " + " ".join(map(str, action.choices or ())) if kind == "choices" else kind
-            pattern = "|".join(f'"{key} {o}"' for o in action.option_strings)
-            values.append(f"    {pattern}) echo \"{what}\" ;;")
+            what = _bash_kind(action)
+            if what:
+                pattern = "|".join(f'"{key} {o}"' for o in action.option_strings)
+                values.append(f"    {pattern}) echo \"{what}\" ;;")
         if node.positionals and not node.children:
-            first = node.positionals[0]
-            kind = value_kind(first)
-            what = "choices " + " ".join(map(str, first.choices or ())) if kind == "choices" else kind
-            positional.append(f'    "{key}") echo "{what}" ;;')
+            positional.append(f'    "{key}") echo "{_bash_kind(node.positionals[0])}" ;;')
     return f"""# bash completion for {prog}; generated from its argparse definitions by `{prog} completion bash`
 {fn}_subcommands() {{
   case "$1" in

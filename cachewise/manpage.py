@@ -50,7 +50,7 @@ def _help(parser: argparse.ArgumentParser, action: argparse.Action) -> str:
     return parser._get_formatter()._expand_help(action)
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
+def subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argparse.ArgumentParser]]:
     """(name, one-line help, parser) of each subcommand, in the order they were defined."""
     out = []
     for action in parser._actions:
@@ -118,13 +118,13 @@ def render(parser: argparse.ArgumentParser, *, date: datetime.date | None = None
         *_options(parser, top=True),
         ".SH COMMANDS",
     ]
-    for name, summary, sub in _subcommands(parser):
+    for name, summary, sub in subcommands(parser):
         lines += [".SS " + escape(f"{prog} {name}"), escape(summary[:1].upper() + summary[1:] + "."),
                   ".PP", f".B {escape(_usage(sub))}"]
         if sub.description:
             lines += [".PP", escape(sub.description)]
         lines += list(_options(sub))
-        for rname, rsummary, rsub in _subcommands(sub):
+        for rname, rsummary, rsub in subcommands(sub):
             lines += [".PP", f"\\fB{escape(f'{prog} {name} {rname}')}\\fR: {escape(rsummary)}.",
                       ".PP", f".B {escape(_usage(rsub))}"]
             if rsub.description:
@@ -143,9 +143,9 @@ def reference_table(parser: argparse.ArgumentParser) -> str:
     """The README's CLI reference: a Markdown table of every command and recipe with its help.
     (`python -m cachewise.manpage --markdown`; a test keeps the README's copy equal to it.)"""
     rows = ["| Command | What it does |", "| --- | --- |"]
-    for name, summary, sub in _subcommands(parser):
+    for name, summary, sub in subcommands(parser):
         rows.append(f"| `{parser.prog} {name}` | {summary.replace('|', '/')} |")
-        for rname, rsummary, _ in _subcommands(sub):
+        for rname, rsummary, _ in subcommands(sub):
             rows.append(f"| `{parser.prog} {name} {rname}` | {rsummary.replace('|', '/')} |")
     return "\n".join(rows) + "\n"
 
