@@ -170,11 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     attach = plan_sub.add_parser("lvmcache-attach", help="attach an lvmcache to an LV in place",
                                  description="Attach a cache pool on an SSD to an existing LV: pvcreate, vgextend, "
                                  "lvcreate (data and metadata), lvconvert --type cache-pool, lvconvert --type cache.")
-    attach.add_argument("--lv", required=True, help="the LV to cache, as VG/LV")
-    attach.add_argument("--ssd", required=True, metavar="DEV", help="the SSD (a whole disk, or a PV of the same VG)")
-    attach.add_argument("--size", metavar="SIZE", help="cache size, e.g. 40g (or take it from --recommendation)")
-    attach.add_argument("--recommendation", type=Path, metavar="FILE",
-                        help="a `cachewise recommend --json` output: size, chunk, metadata, mode and policy")
+    _attach_options(attach, "the cache pool", "size, chunk, metadata, mode and policy")
     attach.add_argument("--mode", choices=modes, help="cache mode (default writethrough)")
     attach.add_argument("--chunk", metavar="SIZE", help="chunk size, a multiple of 32k (default: lvm2's rule)")
     attach.add_argument("--metadata", metavar="SIZE", help="metadata size (default: lvm2's rule)")
@@ -183,12 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
                                   description="Flush and remove the cache of an LV (lvconvert --uncache), or keep the "
                                   "cache pool as an LV (--keep-pool, lvconvert --splitcache).")
     uncache.add_argument("--keep-pool", action="store_true", help="split the cache off but keep the cache pool LV")
-    uncache.add_argument("--release-ssd", metavar="DEV", help="then take this SSD out of the VG and remove its label")
+    uncache.add_argument("--release-ssd", action="append", metavar="DEV",
+                         help="then take this SSD out of the VG and remove its label (twice for a mirrored pool)")
     new = plan_sub.add_parser("lvmcache-new", help="a new cached LV on an empty HDD and SSD",
                               description="Make both disks PVs of a new VG, an LV on all of the HDD, and attach a "
                               "cache pool on the SSD.")
-    for flag in ("--hdd", "--ssd", "--vg", "--lv"):
-        new.add_argument(flag, required=True, metavar="DEV" if flag in ("--hdd", "--ssd") else None)
+    for flag in ("--hdd", "--vg", "--lv"):
+        new.add_argument(flag, required=True, metavar="DEV" if flag == "--hdd" else None)
+    new.add_argument("--ssd", required=True, action="append", metavar="DEV", help="the SSD; twice to mirror the cache pool")
     new.add_argument("--size", required=True, metavar="SIZE", help="cache size")
     new.add_argument("--mode", choices=modes, default="writethrough")
     cmode = plan_sub.add_parser("lvmcache-mode", help="switch an lvmcache between writethrough and writeback",
@@ -206,14 +204,41 @@ def build_parser() -> argparse.ArgumentParser:
     bcreate.add_argument("--mode", choices=modes, default="writethrough")
     bcreate.add_argument("--sequential-cutoff", default="4m", metavar="SIZE", help="default 4m (T-SEQ-1)")
     bcreate.add_argument("--writeback-percent", type=int, default=10, metavar="N", help="default 10")
-    for p, what in ((attach, "the SSD holds"), (new, "the disks hold"), (bcreate, "the devices hold")):
+    wattach = plan_sub.add_parser("writecache-attach", help="attach a dm-writecache (caches writes only) to an LV",
+                                  description="Attach a dm-writecache on an SSD (or mirrored on two) to an existing "
+                                  "LV in place: pvcreate, vgextend, lvcreate (the cache volume, raid1 on two SSDs), "
+                                  "lvchange -an, lvconvert --type writecache --cachevol. The block size (512 or 4096) "
+                                  "follows the file system's, so that it still mounts.")
+    _attach_options(wattach, "the cache volume", "size and block size")
+    wattach.add_argument("--block-size", type=int, choices=[512, 4096],
+                         help="writecache block size (default: from the file system)")
+    wattach.add_argument("--high-watermark", type=int, metavar="PERCENT", help="start writeback at this fill")
+    wattach.add_argument("--low-watermark", type=int, metavar="PERCENT", help="stop writeback at this fill")
+    wattach.add_argument("--writeback-jobs", type=int, metavar="N", help="blocks in flight during writeback")
+    wattach.add_argument("--allow-partition", action="store_true", help="use a partition of the SSD, not the whole disk")
+    wdetach = plan_sub.add_parser("writecache-detach", help="remove a dm-writecache (dirty blocks are flushed first)",
+                                  description="Flush and remove the writecache of an LV (lvconvert --uncache), or "
+                                  "keep the cache volume as an LV (--keep-cachevol, lvconvert --splitcache).")
+    wdetach.add_argument("--lv", required=True, help="the LV with the writecache, as VG/LV")
+    wdetach.add_argument("--keep-cachevol", action="store_true", help="split the cache off but keep its volume")
+    wdetach.add_argument("--release-ssd", action="append", metavar="DEV",
+                         help="then take this SSD out of the VG and remove its label (twice for a mirrored one)")
+    remove = plan_sub.add_parser("remove", help="remove whatever cache a device is part of (flush first)",
+                                 description="Find what cache the device is part of (an lvmcache or dm-writecache "
+                                 "LV, a bcache device or its backing device) and plan its removal with the matching "
+                                 "recipe; refuse, with the reason, a device that is no cache cachewise can remove "
+                                 "(flashcache, EnhanceIO, ZFS, bcachefs).")
+    remove.add_argument("--device", required=True, metavar="DEV", help="the cached LV (VG/LV), bcache device or backing device")
+    remove.add_argument("--release-ssd", action="append", metavar="DEV", help="then take this SSD out of the VG (LVM caches)")
+    for p, what in ((attach, "the SSD holds"), (new, "the disks hold"), (bcreate, "the devices hold"),
+                    (wattach, "the SSD holds")):
         p.add_argument("--wipe", action="store_true", help=f"{what} data that may be destroyed")
     bdetach = plan_sub.add_parser("bcache-detach", help="detach a bcache cache safely (flush first)",
                                   description="Switch to writethrough, write back every dirty block, wait for state "
                                   "clean, detach, wait for 'no cache', stop the cache set.")
     bdetach.add_argument("--device", required=True, metavar="DEV", help="the bcache device or its backing device")
     bdetach.add_argument("--wipe-cache", action="store_true", help="then erase the cache device's bcache superblock")
-    for p in (attach, uncache, new, cmode, bcreate, bdetach):
+    for p in (attach, uncache, new, cmode, bcreate, bdetach, wattach, wdetach, remove):
         p.add_argument("-o", "--output", type=Path, metavar="FILE", help="save the plan (JSON) for `cachewise apply`")
         _common(p, json="the plan, schema cachewise.plan/1", raw="plan against a raw snapshot (`scan --save-raw`)")
         p.add_argument("--format", choices=["text", "json", "ansible"], default="text",
@@ -593,6 +618,16 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     return 0
 
 
+def _attach_options(p: argparse.ArgumentParser, cache: str, taken: str) -> None:
+    """The options every attach recipe shares: the LV, the SSD(s), the size or a recommendation."""
+    p.add_argument("--lv", required=True, help="the LV to cache, as VG/LV")
+    p.add_argument("--ssd", required=True, action="append", metavar="DEV",
+                   help=f"the SSD (a whole disk, or a PV of the same VG); twice to mirror {cache} (raid1)")
+    p.add_argument("--size", metavar="SIZE", help="cache size, e.g. 40g (or take it from --recommendation)")
+    p.add_argument("--recommendation", type=Path, metavar="FILE",
+                   help=f"a `cachewise recommend --json` output: {taken}")
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from cachewise.core import check_output
 
@@ -639,8 +674,9 @@ def _recipe_options(args: argparse.Namespace) -> dict[str, Any]:
     """The recipe's keyword arguments from the `plan RECIPE` options."""
     from recipes.lvmcache import CacheSpec
 
-    if args.recipe == "lvmcache-attach":
-        return {"lv_name": args.lv, "ssd_path": args.ssd, "spec": _cache_spec(args), "wipe": args.wipe,
+    if args.recipe in ("lvmcache-attach", "writecache-attach"):
+        spec = _cache_spec(args) if args.recipe == "lvmcache-attach" else _writecache_spec(args)
+        return {"lv_name": args.lv, "ssd_path": args.ssd, "spec": spec, "wipe": args.wipe,
                 "allow_partition": args.allow_partition}
     if args.recipe == "lvmcache-uncache":
         return {"lv_name": args.lv, "keep_pool": args.keep_pool, "release": args.release_ssd}
@@ -649,11 +685,32 @@ def _recipe_options(args: argparse.Namespace) -> dict[str, Any]:
                 "spec": CacheSpec(_size(args.size, "--size") or 0, mode=args.mode), "wipe": args.wipe}
     if args.recipe == "lvmcache-mode":
         return {"lv_name": args.lv, "mode": args.mode}
+    if args.recipe == "writecache-detach":
+        return {"lv_name": args.lv, "keep_cachevol": args.keep_cachevol, "release": args.release_ssd}
+    if args.recipe == "remove":
+        return {"path": args.device, "release": args.release_ssd}
     if args.recipe == "bcache-create":
         return {"backing_path": args.backing, "cache_path": args.cache, "mode": args.mode,
                 "sequential_cutoff": _size(args.sequential_cutoff, "--sequential-cutoff", 0, (1 << 32) - 1),
                 "writeback_percent": args.writeback_percent, "wipe": args.wipe}
     return {"path": args.device, "wipe_cache": args.wipe_cache}
+
+
+def _writecache_spec(args: argparse.Namespace) -> Any:
+    from cachewise.core import Refused
+    from recipes.writecache import WritecacheSpec
+
+    size, block = _size(args.size, "--size"), args.block_size
+    if args.recommendation is not None:
+        cfg = _recommended_config(args.recommendation)
+        if cfg.get("backend") != "lvmcache-writecache":
+            raise Refused(f"the recommendation is not a writecache ({cfg.get('backend') or 'no cache'}). {NOTHING}")
+        size = size or int(cfg.get("size_bytes") or 0) or None
+        block = block or cfg.get("writecache_block_size")
+    if size is None:
+        raise Refused(f"give the cache size (--size 8g) or a recommendation (--recommendation rec.json). {NOTHING}")
+    return WritecacheSpec(size_bytes=size, block_size=block, high_watermark=args.high_watermark,
+                          low_watermark=args.low_watermark, writeback_jobs=args.writeback_jobs)
 
 
 def _recommended_config(path: Path) -> dict[str, Any]:
@@ -673,7 +730,11 @@ def _cache_spec(args: argparse.Namespace) -> Any:
 
     size, chunk, meta = _size(args.size, "--size"), _size(args.chunk, "--chunk"), _size(args.metadata, "--metadata")
     if args.recommendation is not None:
-        return spec_from_config(_recommended_config(args.recommendation), size, chunk, meta, args.mode)
+        cfg = _recommended_config(args.recommendation)
+        if cfg.get("mirrored_pool") and len(args.ssd) != 2 and (args.mode or cfg.get("mode")) == "writeback":
+            raise Refused("the recommendation is writeback on a cache mirrored across two SSDs (LVM raid1); name both "
+                          f"with --ssd A --ssd B, or choose --mode writethrough for one. {NOTHING}")
+        return spec_from_config(cfg, size, chunk, meta, args.mode)
     if size is None:
         raise Refused(f"give the cache size (--size 40g) or a recommendation (--recommendation rec.json). {NOTHING}")
     return CacheSpec(size_bytes=size, mode=args.mode or "writethrough", chunk_bytes=chunk, metadata_bytes=meta)

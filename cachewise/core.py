@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from advisor.disks.collect import RawSystem, collect, devnum_of, refresh
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import build_inventory, find_device
-from advisor.runner import CommandRunner
+from advisor.runner import CommandError, CommandRunner
 
 if TYPE_CHECKING:
     from advisor.advice.recommend import Inputs, Recommendation
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 NOTHING = "Nothing was changed."
 # Plans that make a cache (recorded with their prediction for `cachewise watch`).
-MAKES_CACHE = ("lvmcache-attach", "lvmcache-new", "bcache-create")
+MAKES_CACHE = ("lvmcache-attach", "lvmcache-new", "bcache-create", "writecache-attach")
 
 
 class Refused(Exception):
@@ -412,20 +412,68 @@ class Core:
 
     def plan(self, inv: Inventory, recipe: str, **options: Any) -> Plan:
         """A plan from a recipe and its options (see the CLI's `plan` subcommands)."""
-        from recipes import bcache, lvmcache
+        from recipes import bcache, lvmcache, writecache
         from recipes.common import RecipeError
 
         builders: dict[str, Callable[..., Plan]] = {
             "lvmcache-attach": lvmcache.lvmcache_attach, "lvmcache-uncache": lvmcache.lvmcache_uncache,
             "lvmcache-new": lvmcache.lvmcache_new, "lvmcache-mode": lvmcache.lvmcache_mode,
             "bcache-create": bcache.bcache_create, "bcache-detach": bcache.bcache_detach,
+            "writecache-attach": writecache.writecache_attach, "writecache-detach": writecache.writecache_detach,
+            "remove": self.removal_plan,
         }
         if recipe not in builders:
             raise Refused(f"there is no recipe {recipe!r} (choose one of {', '.join(builders)}). {NOTHING}")
+        if recipe == "writecache-attach":
+            inv = self._with_fs_block_size(inv, str(options.get("lv_name", "")))
         try:
             return builders[recipe](inv, **options)
         except RecipeError as exc:
             raise Refused(str(exc)) from None
+
+    def removal_plan(self, inv: Inventory, path: str, release: list[str] | None = None) -> Plan:
+        """The plan that removes the cache ``path`` is part of (the cached LV or bcache device, or
+        its backing device), whatever its kind; a RecipeError saying why for a device that is no
+        cache cachewise can remove."""
+        from recipes.common import RecipeError
+
+        dev = find_device(inv, path)
+        if dev is None:
+            raise RecipeError(f"{path} is not a block device on this machine (see `cachewise scan`). {NOTHING}")
+        caching = dev.caching
+        if caching is None:
+            raise RecipeError(f"{dev.display_path} is part of no cache. {NOTHING}")
+        if caching.remove is None:
+            state = f"; {caching.state}" if caching.state else ""
+            raise RecipeError(f"{dev.display_path} is a {caching.part} ({caching.kind}{state}), not a cache cachewise "
+                              f"can remove: {caching.can}. {NOTHING}")
+        lvm = dev.lvm
+        if caching.remove == "bcache-detach":
+            if release:
+                raise RecipeError(f"a bcache cache device is released with --wipe-cache of bcache-detach, not "
+                                  f"--release-ssd. {NOTHING}")
+            return self.plan(inv, "bcache-detach", path=dev.devnode)
+        assert lvm is not None
+        return self.plan(inv, caching.remove, lv_name=f"{lvm.vg}/{lvm.lv}", release=release or None)
+
+    def _with_fs_block_size(self, inv: Inventory, lv_name: str) -> Inventory:
+        """The inventory with the file system block size of ``lv_name`` read by blkid where
+        discovery has none (udev does not export it)."""
+        from advisor.readers.blkid import parse_export
+
+        dev = next((d for d in inv.devices if d.lvm is not None and d.lvm.role == "lv"
+                    and lv_name.removeprefix("/dev/") in (f"{d.lvm.vg}/{d.lvm.lv}", d.devnode, d.display_path)), None)
+        if dev is None or not dev.fs_type or dev.fs_block_size or not self.live or not self.runner.which("blkid"):
+            return inv
+        try:
+            out = self.runner.run(["blkid", "-p", "-o", "export", dev.devnode], timeout=15, check=False)
+            size = int(parse_export(out.stdout).get("BLOCK_SIZE", "0") or 0)
+        except (CommandError, ValueError):
+            return inv
+        if not size:
+            return inv
+        fixed = replace(dev, fs_block_size=size)
+        return replace(inv, devices=tuple(fixed if d.name == dev.name else d for d in inv.devices))
 
     def plan_recommended(self, inv: Inventory, rec: Recommendation, slow: str, fast: list[str]) -> Plan:
         """The plan for a recommendation's cache, on the devices it was made for."""
@@ -433,16 +481,22 @@ class Core:
         if cfg is None:
             raise Refused(f"the recommendation is not to cache, so there is nothing to set up. {NOTHING}")
         prediction = prediction_from_config(asdict(cfg))
+        ssds = fast[:2] if cfg.mirrored_pool else fast[:1]
         if cfg.backend == "lvmcache":
-            plan = self.plan(inv, "lvmcache-attach", lv_name=slow, ssd_path=fast[0], spec=spec_from_config(asdict(cfg)))
+            plan = self.plan(inv, "lvmcache-attach", lv_name=slow, ssd_path=ssds, spec=spec_from_config(asdict(cfg)))
+            return replace(plan, prediction=prediction)
+        if cfg.backend == "lvmcache-writecache":
+            from recipes.writecache import WritecacheSpec
+
+            spec = WritecacheSpec(cfg.size_bytes, block_size=cfg.writecache_block_size)
+            plan = self.plan(inv, "writecache-attach", lv_name=slow, ssd_path=ssds, spec=spec)
             return replace(plan, prediction=prediction)
         if cfg.backend == "bcache":
             plan = self.plan(inv, "bcache-create", backing_path=slow, cache_path=fast[0], mode=cfg.mode,
                              sequential_cutoff=cfg.sequential_cutoff_bytes or 4 << 20,
                              writeback_percent=cfg.writeback_percent or 0)
             return replace(plan, prediction=prediction)
-        raise Refused(f"cachewise has no recipe for {cfg.label} yet; set it up with lvconvert --type writecache "
-                      f"(lvmcache(7)). {NOTHING}")
+        raise Refused(f"cachewise has no recipe for {cfg.label}. {NOTHING}")
 
     # -- apply --
 

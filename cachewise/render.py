@@ -45,14 +45,13 @@ def devices_table(inv: Inventory, show_all: bool = False) -> Table:
         where = dev.stable_path or dev.identity
         if where:
             cell.append("\n" + indent + ("  " if depth else "") + where, style="dim")
-        table.add_row(
-            cell,
-            human_size(dev.size_bytes),
-            dev.transport or "",
-            rotational_word(dev),
-            dev.role or dev.kind,
-            Text(dev.in_use_reason, style=STATE_STYLE[dev.state]),
-        )
+        state = Text(dev.in_use_reason, style=STATE_STYLE[dev.state])
+        c = dev.caching
+        if c is not None:
+            state.append(f"\n{c.kind}: {c.part}" + (f"; {c.state}" if c.state else ""),
+                         style="bold red" if c.degraded else "cyan")
+        table.add_row(cell, human_size(dev.size_bytes), dev.transport or "", rotational_word(dev), dev.role or dev.kind,
+                      state)
     return table
 
 

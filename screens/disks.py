@@ -86,6 +86,11 @@ def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:
     row("Holders", ", ".join(dev.holders))
     row("Built on", ", ".join(dev.slaves))
     row("State", Text(dev.in_use_reason, style=STATE_STYLE[dev.state]))
+    if dev.caching is not None:
+        part = dev.caching
+        row("Cache", Text(f"{part.kind}: {part.part}; {part.state}", style="bold red" if part.degraded else ""))
+        row("", Text(part.can[0].upper() + part.can[1:] + ("." if not part.can.endswith(".") else ""),
+                     style="dim" if part.remove else "yellow"))
     for item in dev.unreadable:
         row("Not read", f"{item.fact}: {item.reason}")
     return grid
@@ -397,19 +402,10 @@ class DisksScreen(CoreScreen):
         dev = inv.by_name(name) if inv and name else None
         if inv is None or dev is None:
             return
-        lvm, bc = dev.lvm, dev.bcache
         try:
-            if lvm is not None and lvm.role == "lv" and lvm.segtype == "cache":
-                plan = self.core.plan(inv, "lvmcache-uncache", lv_name=f"{lvm.vg}/{lvm.lv}")
-            elif bc is not None and bc.role in ("bcache", "backing") and bc.cache_set_uuid:
-                plan = self.core.plan(inv, "bcache-detach", path=dev.devnode)
-            else:
-                what = f"an LV of type {lvm.segtype}" if lvm is not None and lvm.role == "lv" else dev.kind
-                self.notify(f"{dev.name} is {what}, not a cache cachewise can remove (an lvmcache LV, or a bcache "
-                            "device with its cache attached). Nothing was changed.", severity="warning")
-                return
+            plan = self.core.plan(inv, "remove", path=dev.devnode)
         except Refused as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="warning")
             return
         self.app.push_screen(ApplyScreen(plan))
 

@@ -189,6 +189,9 @@ class CacheConfig:
     warmup: Warmup | None = None
     needs_reformat: bool = False
     bounded_by_ssd: bool = False
+    # The plan mirrors the cache on the two fast devices (LVM raid1): what makes writeback safe
+    # on two SSDs that nothing mirrors yet (lvmcache and writecache only; bcache cannot).
+    mirrored_pool: bool = False
 
     @property
     def label(self) -> str:
@@ -361,6 +364,7 @@ class _Context:
     redundant: bool
     writeback_allowed: bool
     slow_has_data: bool
+    mirror_pool: bool = False  # two unmirrored SSDs that an LVM plan can mirror (raid1)
 
 
 def _speedup(ctx: _Context, backend: Backend, mode: Mode, hit: float) -> tuple[float, str, tuple[str, ...]]:
@@ -425,7 +429,9 @@ def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
                       predicted_hit_ratio=round(hit, 4) if backend != "lvmcache-writecache" else None,
                       expected_speedup=round(gain, 2), speedup_basis=basis,
                       warmup=_warmup(ctx, backend, effective, hit), bounded_by_ssd=bounded,
-                      needs_reformat=backend == "bcache" and ctx.slow_has_data)
+                      needs_reformat=backend == "bcache" and ctx.slow_has_data,
+                      mirrored_pool=(ctx.mirror_pool and mode == "writeback" and backend.startswith("lvmcache")
+                                     and not ctx.writeback_allowed))
     if backend == "lvmcache":
         chunk, meta, _ = lvm_space(size)
         cfg = replace(cfg, chunk_size_bytes=chunk, metadata_size_bytes=meta, spare_metadata_bytes=meta, policy="smq")
@@ -450,8 +456,12 @@ class Blocker:
 def _blockers(ctx: _Context, backend: Backend, mode: Mode) -> list[Blocker]:
     """Why this candidate cannot be the recommendation as things stand (empty: it can)."""
     inp, why = ctx.inp, list[Blocker]()
-    if mode == "writeback" and not ctx.writeback_allowed:
-        why.append(Blocker("writeback-risk", "writeback needs mirrored SSDs or an explicit acceptance of the risk"))
+    if mode == "writeback" and not ctx.writeback_allowed and not (ctx.mirror_pool and backend.startswith("lvmcache")):
+        text = "writeback needs mirrored SSDs or an explicit acceptance of the risk"
+        if ctx.mirror_pool:
+            text = ("writeback needs a redundant fast side, and bcache cannot mirror the two SSDs itself (an md RAID1 "
+                    "under it would; cachewise never creates one)")
+        why.append(Blocker("writeback-risk", text))
     if backend == "bcache" and ctx.slow_has_data and not inp.reformat_ok:
         why.append(Blocker("needs-reformat", "bcache needs a reformat of the slow device (move the data off and back)"))
     if backend == "lvmcache-writecache":
@@ -516,11 +526,15 @@ def recommend(inp: Inputs) -> Recommendation:
     # given side by side are two single points of failure until something mirrors them.
     redundant = all(f.redundancy for f in inp.fast)
     mirror_planned = inp.fast_mirrored and len(inp.fast) >= 2
-    fast_bytes = min(f.size_bytes for f in inp.fast) if (redundant or mirror_planned) else inp.fast[0].size_bytes
+    # Two plain SSDs that nothing mirrors: an LVM plan can mirror the cache across them (raid1).
+    mirror_pool = (len(inp.fast) == 2 and not redundant and not inp.fast_mirrored
+                   and not any(f.is_lv or f.redundancy for f in inp.fast))
+    fast_bytes = (min(f.size_bytes for f in inp.fast) if (redundant or mirror_planned or mirror_pool)
+                  else inp.fast[0].size_bytes)
     prof = profile(inp, data_bytes)
     ctx = _Context(inp, prof, fs, data_bytes, fast_bytes, redundant,
                    writeback_allowed=redundant or inp.accept_writeback_risk or inp.fast_mirrored,
-                   slow_has_data=slow.has_data)
+                   slow_has_data=slow.has_data, mirror_pool=mirror_pool)
     reasons: list[Reason] = list(prof.reasons)
     warnings: list[Reason] = []
     curve = CurveView(prof.source, [int(s) for s in prof.sizes_bytes], [round(float(h), 6) for h in prof.hits],
@@ -650,6 +664,10 @@ def _backend_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
 
 def _mode_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
     if cfg.mode == "writethrough":
+        if ctx.mirror_pool and cfg.backend.startswith("lvmcache"):
+            return [Reason("Writethrough: writeback would not be much faster for this workload, and it would need the "
+                           "cache mirrored on both SSDs (LVM raid1), which halves their space; writethrough loses "
+                           "nothing if an SSD fails.", ("T-MODE-1", "T-MODE-2"))]
         if ctx.writeback_allowed:
             return [Reason("Writethrough: writeback would not be much faster for this workload, and writethrough "
                            "loses nothing if the SSD fails.", ("T-MODE-1", "T-MODE-2"))]
@@ -658,7 +676,11 @@ def _mode_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
                        f"seen: {_seen_redundancy(ctx.inp.fast)}) or your explicit acceptance of the risk.",
                        ("T-MODE-1", "T-MODE-2"))]
     inp = ctx.inp
-    if ctx.redundant:
+    if cfg.mirrored_pool:
+        why = (f"the plan mirrors the cache on both SSDs ({' and '.join(f.path for f in inp.fast)}) as LVM raid1, so "
+               "either can fail without losing a dirty block; each SSD holds a whole copy, so the cache is as big as "
+               "the smaller one (lvmcache(7), RAID1 cache device)")
+    elif ctx.redundant:
         why = "the fast side is redundant as discovered (" + "; ".join(f"{f.path}: {f.redundancy}" for f in inp.fast) + ")"
     elif inp.fast_mirrored:
         why = ("you said the fast devices are (or will be) mirrored, which cachewise did not see: "
@@ -743,9 +765,10 @@ def _warnings(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
             elif e is None or e.rating != "enterprise":
                 out.append(Reason(f"Writeback wears {f.path}: check its rated endurance (TBW or DWPD). Consumer SSDs "
                                   "are advisable only for writethrough.", ("T-DEV-3",)))
+            held = ("the SSDs hold the only copies of dirty data, and a mirror does not help when both lose power "
+                    "at once" if cfg.mirrored_pool else "the SSD holds the only copy of dirty data")
             out.append(Reason(f"Power-loss protection of {f.path}: unknown (neither SMART nor the kernel reports it). "
-                              "In writeback the SSD holds the only copy of dirty data, so an SSD that loses "
-                              "acknowledged writes on power failure loses them for good: check its data sheet.",
-                              ("T-MODE-1",)))
+                              f"In writeback {held}, so an SSD that loses acknowledged writes on power failure loses "
+                              "them for good: check its data sheet.", ("T-MODE-1",)))
     return out
 

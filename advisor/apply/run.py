@@ -64,14 +64,19 @@ def _run_step(step: Step, runner: CommandRunner, state_dir: Path, report: Report
     start = time.monotonic()
     if step.write is not None or step.wait is not None:
         code, message = _sysfs_step(step, runner, report, plan)
-    elif step.progress == "cache_dirty":
+    elif step.progress in ("cache_dirty", "writecache_dirty"):
         vg, _, lv = step.argv[-1].partition("/")
         proc = runner.start(list(step.argv), timeout=None)
         meter = _FlushReporter(step, report)
         while proc.running():
-            status = dmstatus.cache_status(runner, vg, lv)
-            if status is not None:
-                meter.add(status.dirty, "blocks")
+            if step.progress == "cache_dirty":
+                status = dmstatus.cache_status(runner, vg, lv)
+                if status is not None:
+                    meter.add(status.dirty, "blocks")
+            else:  # dm-writecache holds only written blocks: those in use are the ones left to write back
+                wc = dmstatus.writecache_status(runner, vg, lv)
+                if wc is not None:
+                    meter.add(wc.used_blocks, "blocks")
             time.sleep(POLL)
         result = proc.wait(check=False)
         code, message = result.returncode, (result.stderr or result.stdout).strip()

@@ -51,6 +51,7 @@ ATTRS = (
     "dm/name",
     "dm/uuid",
     "md/level",
+    "md/degraded",
     "loop/backing_file",
 )
 
@@ -97,6 +98,13 @@ class RawSystem:
     # Facts that could not be read: {"fact", "reason"} and, for one device's fact, "device".
     unread: list[dict[str, str]] = field(default_factory=list)
     versions: dict[str, str] = field(default_factory=dict)
+    # Device-mapper target types of each dm device by dm name ("cache", "crypt", "flashcache";
+    # `dmsetup table`, root only; never the targets' arguments, which may hold keys).
+    dm_targets: dict[str, list[str]] = field(default_factory=dict)
+    # EnhanceIO caches (/proc/enhanceio/NAME/config): {"name", "src_name", "ssd_name", "mode"}.
+    enhanceio: list[dict[str, str]] = field(default_factory=list)
+    # Signatures this blkid does not know, read by cachewise itself (bcachefs before util-linux 2.39).
+    magic: dict[str, str] = field(default_factory=dict)
     schema: str = RAW_SCHEMA
 
     def to_json(self) -> dict[str, Any]:
@@ -364,6 +372,10 @@ def collect(
             unread.append({"fact": "signature", "device": block.name,
                            "reason": res.stderr.strip() or f"blkid exit {res.returncode}"})
 
+    checkpoint()
+    magic = {b.name: found for b in blocks if _needs_magic(b, blkid) for found in [_read_magic(b)] if found}
+    dm_targets = _dm_targets(runner) if root and any(b.attrs.get("dm/name") for b in blocks) else {}
+
     pvs = lvs = None
     has_lvm = any(
         b.attrs.get("dm/uuid", "").startswith("LVM-")
@@ -398,7 +410,75 @@ def collect(
         lvs=lvs,
         unread=unread,
         versions={"kernel": os.uname().release},
+        dm_targets=dm_targets,
+        enhanceio=_enhanceio(),
+        magic=magic,
     )
+
+
+# Superblock magics older blkid does not know: bcachefs (util-linux 2.39 added it), 16 bytes at
+# 4 KiB + 24 (its superblock's magic field).
+MAGICS = ((4096 + 24, bytes.fromhex("c68573f666ce90a9d96a60cf803df7ef"), "bcachefs"),)
+
+
+def _needs_magic(block: RawBlock, blkid: dict[str, dict[str, str]]) -> bool:
+    props, probed = block.properties, blkid.get(block.name, {})
+    # udev reports the disk's partition table on each partition too: only a disk's own counts.
+    table = block.devtype == "disk" and (props.get("ID_PART_TABLE_TYPE") or probed.get("PTTYPE"))
+    return block.devtype in ("disk", "partition") and not props.get("ID_FS_TYPE") and not probed.get("TYPE") and not table
+
+
+def _read_magic(block: RawBlock) -> str | None:
+    """The signature :data:`MAGICS` finds on the device, if any (None when it cannot be read)."""
+    try:
+        with open(block.devnode, "rb") as fh:
+            for offset, magic, name in MAGICS:
+                fh.seek(offset)
+                if fh.read(len(magic)) == magic:
+                    return name
+    except OSError:
+        return None
+    return None
+
+
+def parse_dm_targets(text: str) -> dict[str, list[str]]:
+    """``dmsetup table`` output -> the target type of each segment, by dm name."""
+    out: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(": ")
+        fields = rest.split()
+        if sep and len(fields) >= 3:
+            out.setdefault(name, []).append(fields[2])
+    return out
+
+
+def _dm_targets(runner: CommandRunner) -> dict[str, list[str]]:
+    if runner.which("dmsetup") is None:
+        return {}
+    try:
+        res = runner.run(["dmsetup", "table"], check=False, timeout=15)
+    except CommandError:
+        return {}
+    return parse_dm_targets(res.stdout) if res.returncode == 0 else {}
+
+
+ENHANCEIO = Path("/proc/enhanceio")
+
+
+def _enhanceio(root: Path = ENHANCEIO) -> list[dict[str, str]]:
+    """The EnhanceIO caches the kernel has (its out-of-tree module makes /proc/enhanceio/NAME)."""
+    caches = []
+    for name in _listdir(root):
+        config: dict[str, str] = {"name": name}
+        try:
+            for line in (root / name / "config").read_text().splitlines():
+                key, _, value = line.strip().partition(" ")
+                if key in ("src_name", "ssd_name", "mode"):
+                    config[key] = value.strip()
+        except OSError:
+            pass
+        caches.append(config)
+    return caches
 
 
 def _quick_collect(reuse: RawSystem | None) -> RawSystem:
@@ -449,4 +529,8 @@ def _assemble(blocks: list[RawBlock], state: str, reuse: RawSystem | None) -> Ra
         lvs=reuse.lvs if reuse else None,
         unread=unread,
         versions={"kernel": os.uname().release},
+        dm_targets={n: t for n, t in (reuse.dm_targets if reuse else {}).items()
+                    if any(b.attrs.get("dm/name") == n and b.name in kept for b in blocks)},
+        enhanceio=_enhanceio(),
+        magic={name: m for name, m in (reuse.magic if reuse else {}).items() if name in kept},
     )

@@ -46,6 +46,23 @@ class MdInfo:
     role: Literal["array", "member"]
     array: str | None = None
     level: str | None = None
+    degraded: int | None = None  # members missing (md/degraded), arrays only
+
+
+CacheKind = Literal["lvmcache", "dm-writecache", "bcache", "flashcache", "enhanceio", "zfs", "bcachefs", "md",
+                    "dm-crypt"]
+
+
+@dataclass(frozen=True)
+class Caching:
+    """A device's part in a cache (or cache-like layer)."""
+
+    kind: CacheKind
+    part: str  # "cached LV", "bcache backing device", "member of ZFS pool tank" ...
+    state: str  # "writeback, smq policy", "degraded: a mirror leg is missing", "dirty" ...
+    can: str  # what cachewise can do for it, as a sentence (with the command where there is one)
+    remove: str | None = None  # the plan kind that removes this cache, when cachewise can
+    degraded: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,12 +103,15 @@ class Device:
     fs_type: str | None = None
     fs_uuid: str | None = None
     fs_label: str | None = None
+    fs_block_size: int | None = None  # blkid's BLOCK_SIZE: XFS's sector size, ext4's block size
     partition_table: str | None = None
     dm_name: str | None = None
+    dm_uuid: str | None = None
     loop_file: str | None = None
     lvm: LvmInfo | None = None
     bcache: BcacheInfo | None = None
     md: MdInfo | None = None
+    caching: Caching | None = None  # its part in a cache or cache-like layer (advisor.disks.caches)
     hidden: bool = False
     state: State = "free"
     in_use_reason: str = ""

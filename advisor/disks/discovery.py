@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import replace
 
+from advisor.disks.caches import with_caching
 from advisor.disks.collect import RawBlock, RawSystem, devnum_of
 from advisor.disks.devices import (
     BcacheInfo,
@@ -156,6 +157,12 @@ def _signature(block: RawBlock, raw: RawSystem) -> tuple[str | None, str | None,
     return fs_type, fs_uuid, (label or None), ptable
 
 
+def _fs_block_size(block: RawBlock, raw: RawSystem) -> int | None:
+    """The file system's block size as blkid reports it (udev: ID_FS_BLOCK_SIZE)."""
+    text = block.properties.get("ID_FS_BLOCK_SIZE") or raw.blkid.get(block.name, {}).get("BLOCK_SIZE")
+    return _int(text)
+
+
 def _bcache(block: RawBlock, kind: Kind, fs_type: str | None, fs_uuid: str | None) -> BcacheInfo | None:
     info = block.bcache
     if info is not None:
@@ -241,7 +248,7 @@ def build_inventory(raw: RawSystem) -> Inventory:
             mounts.setdefault(m.devnum, []).append(m.mountpoint)
     swaps = set(raw.swaps)
     pv_vg = {row.get("pv_name", ""): row.get("vg_name") or None for row in raw.pvs or []}
-    lv_rows = {(row.get("vg_name"), row.get("lv_name")): row for row in raw.lvs or []}
+    lv_rows = {(row.get("vg_name"), (row.get("lv_name") or "").strip("[]")): row for row in raw.lvs or []}
 
     # Parents first so a partition can build on its disk's identity.
     order = sorted(raw.blocks, key=lambda b: (b.parent is not None, b.name))
@@ -265,7 +272,7 @@ def build_inventory(raw: RawSystem) -> Inventory:
             if not (vg and lv):
                 split = _split_dm_lvm_name(block.attrs.get("dm/name", ""))
                 vg, lv = split if split else (None, None)
-            row = lv_rows.get((vg, lv), {})
+            row = lv_rows.get((vg, lv or ""), {})
             lvm = LvmInfo(role="lv", vg=vg, lv=lv, segtype=row.get("segtype") or None, uuid=row.get("lv_uuid") or None)
         elif fs_type == "LVM2_member":
             vg = pv_vg.get(block.devnode)
@@ -282,7 +289,8 @@ def build_inventory(raw: RawSystem) -> Inventory:
         md: MdInfo | None = None
         md_uuid = block.properties.get("MD_UUID")
         if kind == "md":
-            md = MdInfo(role="array", array=block.name, level=block.attrs.get("md/level"))
+            md = MdInfo(role="array", array=block.name, level=block.attrs.get("md/level"),
+                        degraded=_int(block.attrs.get("md/degraded")))
         elif fs_type == "linux_raid_member":
             array = next((h for h in block.holders if h.startswith("md")), None)
             md = MdInfo(role="member", array=array)
@@ -332,8 +340,10 @@ def build_inventory(raw: RawSystem) -> Inventory:
             fs_type=fs_type,
             fs_uuid=fs_uuid,
             fs_label=fs_label,
+            fs_block_size=_fs_block_size(block, raw) if fs_type else None,
             partition_table=ptable,
             dm_name=block.attrs.get("dm/name"),
+            dm_uuid=block.attrs.get("dm/uuid") or None,
             loop_file=block.attrs.get("loop/backing_file"),
             lvm=lvm,
             bcache=bcache,
@@ -342,6 +352,7 @@ def build_inventory(raw: RawSystem) -> Inventory:
         )
 
     devices = _settle_states(devices)
+    devices = with_caching(devices, lv_rows, raw.dm_targets, raw.enhanceio, raw.magic)
     notes = _notes(raw)
     ordered = tuple(devices[b.name] for b in sorted(raw.blocks, key=lambda b: b.name))
     return Inventory(

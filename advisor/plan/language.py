@@ -14,8 +14,9 @@ import re
 
 from advisor.plan.model import Plan, PlanError, Step
 
-KINDS = ("lvmcache-attach", "lvmcache-uncache", "lvmcache-mode", "lvmcache-new", "bcache-create", "bcache-detach")
-ROLES = ("origin", "ssd", "backing", "cache")
+KINDS = ("lvmcache-attach", "lvmcache-uncache", "lvmcache-mode", "lvmcache-new", "bcache-create", "bcache-detach",
+         "writecache-attach", "writecache-detach")
+ROLES = ("origin", "ssd", "ssd2", "backing", "cache")
 STABLE_PATH = re.compile(r"/dev/(disk/by-id/|mapper/|bcache/by-uuid/|[A-Za-z0-9+_.][A-Za-z0-9+_.-]*/)[^/]+")
 NAME = r"[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}"
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -27,6 +28,9 @@ PLACEHOLDERS = {
     "MODE": re.compile("writethrough|writeback"),
     "POLICY": re.compile("smq|mq|cleaner"),
     "UUID": re.compile(UUID),
+    # dm-writecache settings lvm2 passes on (lvmcache(7)), as recipes/writecache.py writes them.
+    "WCSETTINGS": re.compile(r"block_size=(512|4096)( high_watermark=[0-9]{1,3})?( low_watermark=[0-9]{1,3})?"
+                             r"( writeback_jobs=[0-9]{1,7})?"),
 }
 # Every command shape the recipes emit; DEV is a device the plan is bound to, [x] is optional.
 SHAPES: dict[str, tuple[str, ...]] = {
@@ -36,11 +40,13 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "vgextend": ("VG DEV",),
     "vgreduce": ("VG DEV",),
     "vgremove": ("--yes VG",),
-    "lvcreate": ("--yes --wipesignatures y -n NAME -L SIZEK VG DEV", "--yes --wipesignatures y -n NAME -l 100%PVS VG DEV"),
+    "lvcreate": ("--yes --wipesignatures y -n NAME -L SIZEK VG DEV", "--yes --wipesignatures y -n NAME -l 100%PVS VG DEV",
+                 "--yes --wipesignatures y --type raid1 -m 1 -n NAME -L SIZEK VG DEV DEV"),
     "lvremove": ("--yes VGLV",),
     "lvconvert": ("--yes --type cache-pool --poolmetadata VGLV --chunksize SIZEK --cachemode MODE --cachepolicy POLICY VGLV",
-                  "--yes --type cache --cachepool VGLV VGLV", "--yes --uncache VGLV", "--yes --splitcache VGLV"),
-    "lvchange": ("--yes --cachemode MODE VGLV",),
+                  "--yes --type cache --cachepool VGLV VGLV", "--yes --uncache VGLV", "--yes --splitcache VGLV",
+                  "--yes --type writecache --cachevol VGLV --cachesettings WCSETTINGS VGLV"),
+    "lvchange": ("--yes --cachemode MODE VGLV", "--yes -an VGLV"),
     "make-bcache": ("--cset-uuid UUID [--writeback] -B DEV -C DEV",),
     "wipefs": ("--all DEV",),
 }
@@ -56,7 +62,7 @@ WRITES: tuple[tuple[re.Pattern[str], re.Pattern[str] | str], ...] = (
     (re.compile(r"\{backing\}/bcache/writeback_percent"), re.compile(r"[0-9]|[1-3][0-9]|40")),
 )
 WAITS = re.compile(r"\{backing\}/bcache/state")
-PROGRESS = ("", "cache_dirty", "bcache_dirty")
+PROGRESS = ("", "cache_dirty", "bcache_dirty", "writecache_dirty")
 STEP_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 

@@ -28,6 +28,7 @@ KERNEL_MODULES: dict[str, tuple[str, ...]] = {
     "lvmcache-attach": ("dm_cache", "dm_cache_smq"),
     "lvmcache-new": ("dm_cache", "dm_cache_smq"),
     "bcache-create": ("bcache",),
+    "writecache-attach": ("dm_writecache",),
 }
 
 
@@ -45,7 +46,7 @@ class Step:
     undo: tuple[tuple[str, ...], ...] = ()
     destructive: bool = False
     seconds: float = 2.0  # expected duration
-    progress: str = ""  # "cache_dirty" / "bcache_dirty": the executor shows what is left to flush
+    progress: str = ""  # "cache_dirty" / "bcache_dirty" / "writecache_dirty": the executor shows what is left to flush
     write: tuple[str, str] | None = None  # (sysfs path, value) instead of a command
     wait: tuple[str, str] | None = None  # (sysfs path, value): wait until it reads so
     timeout: float = 3600.0
@@ -63,7 +64,7 @@ class Step:
 class BoundDevice:
     """A device as it was when the plan was made."""
 
-    role: str  # "origin", "ssd", "backing", "cache"
+    role: str  # "origin", "ssd", "ssd2" (the second of a mirrored pair), "backing", "cache"
     path: str  # the stable path the plan's commands use
     devnode: str
     identity: str | None
@@ -95,7 +96,8 @@ class Plan:
 
     @property
     def kernel_modules(self) -> tuple[str, ...]:
-        return KERNEL_MODULES.get(self.kind, ())
+        raid = ("dm_raid",) if any("raid1" in s.argv for s in self.steps) else ()
+        return KERNEL_MODULES.get(self.kind, ()) + raid
 
     @property
     def target(self) -> str:

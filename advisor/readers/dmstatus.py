@@ -134,3 +134,12 @@ def cache_status(runner: CommandRunner, vg: str, lv: str) -> CacheStatus | None:
         return CacheStatus.parse(out.stdout) if out.returncode == 0 else None
     except (CommandError, StatusError):
         return None
+
+
+def writecache_status(runner: CommandRunner, vg: str, lv: str) -> WritecacheStatus | None:
+    """The live dm-writecache status of an LV, or None when it cannot be read (as cache_status)."""
+    try:
+        out = runner.run(["dmsetup", "status", dm_name(vg, lv)], timeout=10, check=False)
+        return WritecacheStatus.parse(out.stdout) if out.returncode == 0 else None
+    except (CommandError, StatusError):
+        return None

@@ -20,8 +20,10 @@ from advisor.runner import CommandFailed, CommandRunner
 PVS_FIELDS = ("pv_name", "vg_name", "pv_uuid", "pv_size", "dev_size")
 # What discovery shows of each LV. Cache columns make lvs read every cached LV's kernel status,
 # so they are asked for only where they are used (CACHE_FIELDS).
+# cache_mode and cache_policy come from LVM's metadata; lv_health_status reads the kernel's
+# status of raid LVs only (a mirrored cache pool's missing leg shows as "partial").
 LVS_FIELDS = ("lv_name", "vg_name", "lv_uuid", "lv_attr", "lv_size", "segtype", "lv_dm_path", "devices", "pool_lv",
-              "origin", "lv_role")
+              "origin", "lv_role", "cache_mode", "cache_policy", "lv_health_status")
 CACHE_FIELDS = ("lv_name", "vg_name", "segtype", "cache_mode", "cache_policy", "cache_dirty_blocks")
 # Formats tried in order; the first one lvm2 accepts is remembered for the rest of the process,
 # per lvm2 binary (pvs and lvs are links to the one lvm program).

@@ -126,7 +126,7 @@ async def test_u_on_a_cache_previews_its_safe_removal_and_refuses_what_is_not_a_
         await pilot.press("u")
         await pilot.pause()
         assert not isinstance(app.screen, ApplyScreen)
-        assert any("not a cache cachewise can remove" in n.message for n in app._notifications)
+        assert any("is part of no cache. Nothing was changed." in n.message for n in app._notifications)
         await select(pilot, app, "bcache0")
         await pilot.press("u")
         await pilot.pause()
@@ -135,3 +135,28 @@ async def test_u_on_a_cache_previews_its_safe_removal_and_refuses_what_is_not_a_
         ids = [s.id for s in screen.plan.steps]
         assert ids.index("writeback-percent-0") < ids.index("detach"), "the flush comes before the detach"
         assert executor.applied == [], "nothing runs before the name is typed"
+
+
+async def test_u_refuses_layers_cachewise_does_not_remove_and_the_detail_pane_says_why() -> None:
+    from advisor.disks.collect import RawSystem
+    from advisor.disks.discovery import build_inventory
+    from tests.conftest import FIXTURES
+    from tests.tui.test_disks_screen import detail_text
+    from tests.tui.test_probe_screen import select
+
+    inv = build_inventory(RawSystem.load(FIXTURES / "lab-caches" / "raw-layers.json"))
+    zfs = next(d for d in inv.devices if d.fs_type == "zfs_member")
+    app = CachewiseApp(Core(FakeDiscovery(inv), executor=FakeExecutor(), live=False), watch_hotplug=False)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await app.workers.wait_for_complete()
+        await select(pilot, app, zfs.name)
+        text = detail_text(app)
+        assert "zfs: member of ZFS pool tank" in text and "L2ARC" in text
+        await pilot.press("u")
+        await pilot.pause()
+        assert not isinstance(app.screen, ApplyScreen)
+        assert any("not a cache cachewise can remove" in n.message and "ZFS" in n.message for n in app._notifications)
+        await select(pilot, app, next(d.name for d in inv.devices if d.lvm and d.lvm.lv == "data"))
+        await pilot.press("u")
+        await pilot.pause()
+        assert isinstance(app.screen, ApplyScreen) and app.screen.plan.kind == "lvmcache-uncache"

@@ -147,3 +147,24 @@ def test_curve_plot_fits_its_width_ticks_round_and_names_the_chosen_size(width: 
     tag = next(line for line in lines if "↑" in line)
     assert "16.0 MiB" in tag and tag.index("↑") >= 6  # 4096 blocks of 4 KiB, under the plot
     assert ("↑ recommended: 16.0 MiB" in tag) == (width >= 23)
+
+
+def test_plan_cli_for_writecache_mirrors_and_remove(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    raw = str(LAB_SCAN / "raw-udev.json")
+    nvme, sda = "/dev/nvme0n1", "/dev/sda"
+    assert main(["plan", "writecache-attach", "--lv", "labvg/data", "--ssd", nvme, "--ssd", sda, "--size", "64m",
+                 "--high-watermark", "70", "--json", "--from-raw", raw]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["kind"] == "writecache-attach" and [d["role"] for d in plan["devices"]] == ["origin", "ssd", "ssd2"]
+    assert "block_size=4096 high_watermark=70" in plan["steps"][-1]["argv"]
+    assert main(["plan", "remove", "--device", "/dev/labvg/data", "--from-raw", raw]) == 1
+    assert "is part of no cache. Nothing was changed." in capsys.readouterr().err
+    rec = tmp_path / "rec.json"
+    rec.write_text(json.dumps({"config": {"backend": "lvmcache", "mode": "writeback", "size_bytes": 64 << 20,
+                                          "mirrored_pool": True}}))
+    assert main(["plan", "lvmcache-attach", "--lv", "labvg/data", "--ssd", nvme, "--recommendation", str(rec),
+                 "--from-raw", raw]) == 1
+    assert "name both with --ssd A --ssd B" in capsys.readouterr().err
+    assert main(["plan", "lvmcache-attach", "--lv", "labvg/data", "--ssd", nvme, "--ssd", sda, "--recommendation",
+                 str(rec), "--json", "--from-raw", raw]) == 0
+    assert any("raid1" in s["argv"] for s in json.loads(capsys.readouterr().out)["steps"])

@@ -158,21 +158,37 @@ def test_writeback_refused_without_redundancy_unless_accepted() -> None:
     assert any("91%" in w.text for w in rec(fast=(worn,), accept_writeback_risk=True, **writes).warnings)
 
 
-def test_two_unmirrored_ssds_are_not_redundant() -> None:
+def test_two_unmirrored_ssds_get_writeback_only_through_a_mirrored_pool() -> None:
     """Two fast devices named side by side (a SATA SSD and an NVMe) are two single points of
-    failure: no writeback, and the reason names what was seen."""
+    failure: writeback only through an LVM raid1 pool that the plan builds on both (bcache
+    cannot mirror them), and the reason says so; writethrough everywhere else."""
     writes = {"slow": EMPTY_HDD, "hot_fraction": 0.1, "read_share": 0.3, "data_bytes": 2 * TiB}
     nvme = DeviceFacts("/dev/disk/by-id/nvme-NV1", 512 * 10**9, "nvme", "probe", 0.02)
     two = rec(fast=(SSD, nvme), **writes)
-    assert choice(two) == ("cache", "bcache", "writethrough")
-    text = " ".join(r.text for r in two.reasons)
-    assert "2 separate devices" in text and "no mirror between them" in text
-    assert "the fast devices are mirrored" not in text
+    assert choice(two) == ("cache", "lvmcache", "writeback")
+    assert two.config is not None and two.config.mirrored_pool
+    why = next(r.text for r in two.reasons if r.text.startswith("Writeback:"))
+    assert "mirrors the cache on both SSDs" in why and "LVM raid1" in why
+    assert "the fast devices are mirrored" not in why
+    bcache_wb = next(o for o in two.runner_ups if o.config and (o.config.backend, o.config.mode) == ("bcache", "writeback"))
+    assert "bcache cannot mirror the two SSDs" in bcache_wb.tradeoff
+    assert not bcache_wb.config.mirrored_pool
+    wt = [o.config for o in two.runner_ups if o.config and o.config.mode == "writethrough"]
+    assert wt and not any(c.mirrored_pool for c in wt), "writethrough needs no mirror"
+    # Read-mostly: writeback gains too little, so writethrough, and the reason says why not the mirror.
+    reads = rec(fast=(SSD, nvme), workload="mixed-files", filesystem="xfs", data_bytes=2 * TiB)
+    assert choice(reads) == ("cache", "lvmcache", "writethrough")
+    assert reads.config is not None and not reads.config.mirrored_pool
+    assert any("halves their space" in r.text for r in reads.reasons)
+    # One SSD: writeback only with the risk accepted; the user's word for two is taken as that.
     said = rec(fast=(SSD, nvme), fast_mirrored=True, **writes)
-    assert choice(said) == ("cache", "bcache", "writeback"), "the user's word is an explicit acceptance"
+    assert said.config is not None and said.config.mode == "writeback" and not said.config.mirrored_pool
     why = next(r.text for r in said.reasons if r.text.startswith("Writeback:"))
     assert "which cachewise did not see" in why and "no mirror between them" in why
     assert any("Power-loss protection" in w.text and "unknown" in w.text for w in said.warnings)
+    single = rec(fast=(SSD,), **writes)
+    assert single.config is not None and single.config.mode == "writethrough"
+    assert "is a single device" in " ".join(r.text for r in single.reasons)
     accepted = rec(fast=(SSD,), accept_writeback_risk=True, **writes)
     assert "is a single device" in next(r.text for r in accepted.reasons if r.text.startswith("Writeback:"))
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from tests.lab.test_scan_lab import DISKS
-from tests.vm.lab import Lab
+from tests.vm.lab import GuestRun, Lab
 
 FILES = [
     "raw-noudev.json", "raw-udev.json", "lvs.json", "pvs.json", "lsblk-noudev.json", "lsblk-udev.json",
@@ -24,19 +25,25 @@ FILES = [
 DEST = Path(__file__).resolve().parents[1] / "fixtures" / "lab-scan"
 
 
-def main() -> int:
+def capture(boot: Callable[[], GuestRun], files: Sequence[str], dest: Path) -> int:
+    """Copy ``files`` into ``dest`` from the out/ directory named on the command line, or from a
+    fresh boot (``boot``)."""
     source = Path(sys.argv[1]) if len(sys.argv) > 1 else None
     if source is None:
-        run = Lab(DISKS).run("scan.sh", timeout=900)
+        run = boot()
         if run.returncode != 0:
             print((run.out / "scenario.log").read_text()[-4000:])
             return 1
         source = run.out
-    DEST.mkdir(parents=True, exist_ok=True)
-    for name in FILES:
-        shutil.copy(source / name, DEST / name)
-        print(f"captured {DEST / name}")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        shutil.copy(source / name, dest / name)
+        print(f"captured {dest / name}")
     return 0
+
+
+def main() -> int:
+    return capture(lambda: Lab(DISKS).run("scan.sh", timeout=900), FILES, DEST)
 
 
 if __name__ == "__main__":
