@@ -33,9 +33,10 @@ MIN_BUCKETS = 512
 
 def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | None:
     """Refuse devices that are mounted or in use; return the signature that --wipe destroys."""
-    if dev.kind not in ("disk", "partition"):
-        raise RecipeError(f"{dev.display_path} is a {dev.kind} device; bcache's {role} must be a disk or partition. "
-                          f"{NOTHING}")
+    # An md array the user made (two SSDs in RAID1, say) is a disk to bcache; cachewise never makes one.
+    if dev.kind not in ("disk", "partition") and not (dev.md is not None and dev.md.role == "array"):
+        raise RecipeError(f"{dev.display_path} is a {dev.kind} device; bcache's {role} must be a disk, a partition "
+                          f"or an md array. {NOTHING}")
     if dev.mountpoints or dev.swap or dev.holders:
         raise RecipeError(f"{dev.display_path} is in use ({dev.in_use_reason or 'mounted or held'}). {NOTHING}")
     for part in dev.partitions:

@@ -84,8 +84,9 @@ def uncached_lv(inv: Inventory, lv_name: str) -> tuple[Device, str, str]:
 def _fast_device(inv: Inventory, ssd: Device, origin: Device, allow_partition: bool) -> None:
     if ssd.name == origin.name or ssd.name in origin.slaves:
         raise RecipeError(f"{ssd.display_path} is the slow device itself; name a different SSD. {NOTHING}")
-    if ssd.kind not in ("disk", "partition"):
-        raise RecipeError(f"{ssd.display_path} is a {ssd.kind} device, not a disk; give the SSD's whole disk. {NOTHING}")
+    if ssd.kind not in ("disk", "partition") and not (ssd.md is not None and ssd.md.role == "array"):
+        raise RecipeError(f"{ssd.display_path} is a {ssd.kind} device, not a disk; give the SSD's whole disk (or the md "
+                          f"array of two SSDs). {NOTHING}")
     if ssd.kind == "partition" and not allow_partition:
         raise RecipeError(f"{ssd.display_path} is a partition, and a whole disk is expected for the cache; give the "
                           f"disk (/dev/{ssd.parent}) or pass --allow-partition to use just this partition. {NOTHING}")

@@ -136,7 +136,7 @@ class Device:
             return "LVM PV"
         if self.bcache is not None:
             return "bcache"
-        if self.md is not None:
+        if self.md is not None and self.md.role == "member":
             return "RAID member"
         return None
 

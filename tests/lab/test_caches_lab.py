@@ -49,6 +49,8 @@ def test_writecache_attaches_to_mounted_xfs_with_its_sector_size_and_detaches_wi
     row = lvs(guest, "wc-lvs.json")["data"]
     assert row["segtype"] == "writecache" and row["writecache_block_size"] == "512"
     assert "high_watermark=80" in row["cache_settings"]
+    during = guest.read("wc-status-under-writes.txt").split()
+    assert int(during[4]) > int(during[5]), "the writer's blocks went through the writecache as soon as it was attached"
     assert verified(guest, "wc-attached")
     status = guest.read("wc-status-dirty.txt").split()
     total, free = int(status[4]), int(status[5])

@@ -38,6 +38,7 @@ class FakeLvm:
         self.ran: list[tuple[str, ...]] = []
         self.fail = fail
         self.modprobe_fails = modprobe_fails
+        self.cachevol: tuple[str, dict[str, str]] = ("", {})
 
     def which(self, tool: str) -> str | None:
         return f"/usr/sbin/{tool}"
@@ -71,7 +72,11 @@ class FakeLvm:
         elif a[0] == "vgreduce":
             self.pvs[real] = ""
         elif a[0] == "lvcreate":
-            self.lvs[f"{a[-2]}/{a[a.index('-n') + 1]}"] = {"segtype": "linear", "cache_mode": ""}
+            size = a.index("-L") if "-L" in a else a.index("-l")
+            self.lvs[f"{a[size + 2]}/{a[a.index('-n') + 1]}"] = {"segtype": "raid1" if "raid1" in a else "linear",
+                                                               "cache_mode": ""}
+        elif a[0] == "lvchange" and "-an" in a:
+            pass  # deactivation: nothing the checks look at
         elif a[0] == "lvremove":
             del self.lvs[a[-1]]
         elif a[0] == "lvconvert" and "cache-pool" in a:
@@ -80,6 +85,13 @@ class FakeLvm:
         elif a[0] == "lvconvert" and "--cachepool" in a:
             pool = self.lvs.pop(a[a.index("--cachepool") + 1])
             self.lvs[a[-1]] = {"segtype": "cache", "cache_mode": pool["cache_mode"]}
+        elif a[0] == "lvconvert" and "--cachevol" in a:
+            self.cachevol = (a[a.index("--cachevol") + 1], self.lvs.pop(a[a.index("--cachevol") + 1]))
+            self.lvs[a[-1]] = {"segtype": "writecache", "cache_mode": ""}
+        elif a[0] == "lvconvert" and "--splitcache" in a and self.lvs[a[-1]]["segtype"] == "writecache":
+            name, row = self.cachevol
+            self.lvs[name] = row
+            self.lvs[a[-1]] = {"segtype": "linear", "cache_mode": ""}
         elif a[0] == "lvconvert" and "--uncache" in a:
             self.lvs[a[-1]] = {"segtype": "linear", "cache_mode": ""}
 
@@ -259,3 +271,47 @@ def test_journal_writes_that_fail_are_journal_errors(tmp_path: Path) -> None:
     (tmp_path / "j.jsonl").mkdir()
     with pytest.raises(JournalError, match="cannot be written"):
         Journal(tmp_path / "j.jsonl").write("plan")
+
+
+def writecache_plan() -> Plan:
+    from recipes.writecache import WritecacheSpec, writecache_attach
+
+    return writecache_attach(INV, "labvg/data", ["nvme0n1", "sda"], WritecacheSpec(64 << 20))
+
+
+@pytest.mark.parametrize("killed_after", range(1, 8))
+def test_a_mirrored_writecache_attach_resumes_after_a_crash_at_any_step(tmp_path: Path, killed_after: int) -> None:
+    lvm, p = FakeLvm(), writecache_plan()
+    assert len(p.steps) == 7
+
+    def crash(e: Event) -> None:
+        if e.kind == "ok" and e.step.id == p.steps[killed_after - 1].id:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        apply(p, lvm, tmp_path, crash, read_state=lvm.state)  # type: ignore[arg-type]
+    pending = unfinished_journals(tmp_path)
+    apply(pending[0].plan, lvm, tmp_path, quiet, journal=pending[0], read_state=lvm.state)  # type: ignore[arg-type]
+    # Deactivation has nothing to check afterwards, so a crash right after it runs it again (harmless).
+    assert len(lvm.ran) == 7 + (killed_after == 6)
+    assert lvm.lvs["labvg/data"]["segtype"] == "writecache"
+    assert ("lvcreate", "--yes", "--wipesignatures", "y", "--type", "raid1", "-m", "1", "-n", "data_wcache", "-L",
+            "65536k", "labvg", "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001",
+            "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4") in lvm.ran
+
+
+def test_a_writecache_attach_rolls_back_to_where_it_started(tmp_path: Path) -> None:
+    lvm, p = FakeLvm(), writecache_plan()
+
+    def crash(e: Event) -> None:
+        if e.kind == "ok" and e.step.id == "attach":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        apply(p, lvm, tmp_path, crash, read_state=lvm.state)  # type: ignore[arg-type]
+    rollback(unfinished_journals(tmp_path)[0], lvm, tmp_path, quiet, read_state=lvm.state)  # type: ignore[arg-type]
+    undone = lvm.ran[7:]
+    assert undone[0] == ("lvconvert", "--yes", "--splitcache", "labvg/data"), "the writecache is flushed off first"
+    assert undone[1] == ("lvremove", "--yes", "labvg/data_wcache")
+    assert set(lvm.lvs) == {"labvg/data"} and lvm.lvs["labvg/data"]["segtype"] == "linear"
+    assert set(lvm.pvs) == {os.path.realpath("/dev/sdb")}

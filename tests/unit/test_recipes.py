@@ -160,7 +160,7 @@ def test_bcache_create_formats_registers_attaches_and_tunes(inv: Inventory) -> N
     ("sda", "sdf", {}, "too small for a bcache cache: 256.0 MiB is 512 buckets.*Operation not permitted"),
     ("sda", "nvme0n1", {"mode": "writearound"}, "is not writethrough or writeback"),
     ("sda", "nvme0n1", {"writeback_percent": 90}, "writeback_percent must be 0 to 40"),
-    ("labvg/data", "nvme0n1", {}, "is a lvm device; bcache's backing must be a disk or partition"),
+    ("labvg/data", "nvme0n1", {}, "is a lvm device; bcache's backing must be a disk, a partition or an md array"),
 ])
 def test_bcache_create_refuses_bad_inputs(inv_xfs: Inventory, backing: str, cache: str, kw: dict[str, object],
                                           message: str) -> None:

@@ -192,3 +192,28 @@ def test_a_mirrored_pool_recommendation_plans_that_pool_on_both_ssds(inv: Invent
     wc = core.plan_recommended(inv, recommendation(backend="lvmcache-writecache", writecache_block_size=4096),  # type: ignore[arg-type]
                                "labvg/data", [NVME])
     assert wc.kind == "writecache-attach" and "block_size=4096" in wc.steps[-1].argv
+
+
+def md_raid1(inv: Inventory) -> Inventory:
+    """The snapshot with the free NVMe replaced by an md RAID1 array of two SSDs (as the user made it)."""
+    from advisor.disks.devices import MdInfo
+
+    nvme = inv.by_name("nvme0n1")
+    assert nvme is not None
+    md = dataclasses.replace(nvme, name="md0", kind="md", devnode="/dev/md0", devnum="9:0", identity="md-uuid:f00d",
+                             stable_path="/dev/disk/by-id/md-uuid-f00d", links=("/dev/disk/by-id/md-uuid-f00d",
+                                                                                  "/dev/md/fast"),
+                             serial=None, md=MdInfo("array", "md0", "raid1", 0))
+    return dataclasses.replace(inv, devices=tuple(md if d.name == "nvme0n1" else d for d in inv.devices))
+
+
+def test_an_md_raid1_the_user_made_is_a_fast_device_for_every_backend(inv: Inventory) -> None:
+    from recipes.bcache import bcache_create
+
+    raid = md_raid1(inv)
+    lvm = lvmcache_attach(raid, "labvg/data", "/dev/md/fast", CacheSpec(256 * MiB, mode="writeback"))
+    assert lvm.steps[0].argv == ("pvcreate", "--yes", "/dev/disk/by-id/md-uuid-f00d")
+    assert not any("raid1" in s.argv for s in lvm.steps), "the array mirrors already: no LVM raid1 on top"
+    bc = bcache_create(raid, "sda", "md0", mode="writeback")
+    assert any("/dev/disk/by-id/md-uuid-f00d" in s.argv for s in bc.steps if s.argv)
+    assert not any(s.argv and s.argv[0] == "mdadm" for p in (lvm, bc) for s in p.steps), "never creates an array"

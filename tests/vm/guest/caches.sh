@@ -1,7 +1,8 @@
 # Scenario: every cache the seeds name (issue 16). One boot:
 # 1. dm-writecache attached by `cachewise apply` to a mounted XFS LV on the 150-IOPS HDD while a
-#    writer runs; a raw snapshot of it (fixture); detached by `cachewise apply` with the dirty
-#    blocks counting down in its log; every checksum unchanged.
+#    writer runs, then 24 MiB of random writes through it; a raw snapshot of it (fixture);
+#    detached by `cachewise apply` with the dirty blocks counting down in its log; every
+#    checksum unchanged.
 # 2. Recognition: lvmcache with the cleaner policy, dm-crypt (LUKS) over a second cached LV, a
 #    bcache backing device with no cache, a ZFS and a bcachefs signature; `scan --save-raw` and
 #    `scan --json` of it all (fixtures); `plan remove` on each of them (removable or refused).
@@ -31,7 +32,15 @@ sync; sums > "$LAB_OUT/sums.txt"
 # --- 1. dm-writecache on the mounted XFS ---
 cw plan writecache-attach --lv labvg/data --ssd "$s1" --size 96m --high-watermark 80 --low-watermark 5 \
     -o "$LAB_OUT/wc.json" > "$LAB_OUT/wc-preview.txt"
+# The attach runs under writes: a rate-limited writer keeps rewriting a file meanwhile.
+fio --name=bg --filename=$mnt/bg --rw=randwrite --bs=4k --size=8M --direct=1 --ioengine=libaio --iodepth=1 \
+    --rate_iops=50 --time_based --runtime=900 --output-format=terse > /dev/null 2>&1 &
+writer=$!
+sleep 3
 cw apply "$LAB_OUT/wc.json" --yes > "$LAB_OUT/wc-apply.txt" 2>&1
+dmsetup status labvg-data > "$LAB_OUT/wc-status-under-writes.txt"
+kill $writer; wait $writer || true
+sync; (cd $mnt && sha256sum bg) >> "$LAB_OUT/sums.txt"
 lvs -a -o lv_name,segtype,writecache_block_size,cache_settings --reportformat json labvg > "$LAB_OUT/wc-lvs.json"
 # A writer through the writecache: 24 MiB of random 4 KiB writes to a new file, then its sum.
 fio --name=w --filename=$mnt/w --rw=randwrite --bs=4k --size=24M --io_size=24M --direct=1 --ioengine=libaio \
