@@ -40,11 +40,24 @@ MAX_ACCESSES = 200_000_000
 
 def to_blocks(requests: Requests, block_size: int) -> mrc.Blocks:
     """Split each request into the cache blocks it touches, in order."""
+    first: mrc.Blocks = (requests["offset"] // np.uint64(block_size)).view(np.int64)  # offsets < 2^60
+    # The usual trace has every request within one block: then the first blocks are the blocks.
+    # Checked a slice at a time, so the check costs no second array of the trace's length.
+    for at in range(0, len(requests), FEED_CHUNK):
+        part = requests[at:at + FEED_CHUNK]
+        last = (part["offset"] + np.maximum(part["length"], 1).astype(np.uint64) - np.uint64(1)) // np.uint64(block_size)
+        if not np.array_equal(last.view(np.int64), first[at:at + FEED_CHUNK]):
+            break
+    else:
+        return first
+    del first
     offset = requests["offset"].astype(np.int64)
-    length = np.maximum(requests["length"].astype(np.int64), 1)
     first = offset // block_size
-    last = (offset + length - 1) // block_size
-    counts = last - first + 1
+    offset += np.maximum(requests["length"], 1)
+    offset -= 1
+    offset //= block_size  # now each request's last block
+    counts = offset - first + 1
+    del offset
     if int(counts.sum()) > MAX_ACCESSES:
         raise TraceError(f"its {len(requests):,} requests make {int(counts.sum()):,} accesses of {block_size} bytes, "
                          f"more than the {MAX_ACCESSES:,} analysed at once; give a larger --block-size")
@@ -88,6 +101,9 @@ class Analysis:
         return asdict(self)
 
 
+FEED_CHUNK = 1 << 20  # requests summarised at a time
+
+
 class _Summary:
     """Everything but the curve, accumulated chunk by chunk (bounded by the footprint)."""
 
@@ -101,26 +117,48 @@ class _Summary:
         self._last_end: int | None = None
 
     def feed(self, req: Requests, blocks: mrc.Blocks) -> None:
+        """Add a chunk of requests and the blocks they touch."""
+        if not len(req):
+            return
+        self.feed_requests(req)
+        self.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
+
+    def feed_requests(self, req: Requests) -> None:
+        """The request-level figures of a chunk: mix, bytes, sizes, sequential share, times;
+        a slice at a time, so that the temporaries stay small beside a long trace."""
+        for at in range(0, len(req), FEED_CHUNK):
+            self._feed_requests(req[at:at + FEED_CHUNK])
+
+    def _feed_requests(self, req: Requests) -> None:
         if not len(req):
             return
         writes = req["write"].astype(bool)
         lengths = req["length"].astype(np.int64)
-        offsets = req["offset"].astype(np.int64)
         self.requests += len(req)
-        self.accesses += len(blocks)
-        self.writes += int(writes.sum())
-        self.reads += int((~writes).sum())
+        self.writes += int(np.count_nonzero(writes))
+        self.reads += len(req) - int(np.count_nonzero(writes))
         self.write_bytes += int(lengths[writes].sum())
-        self.read_bytes += int(lengths[~writes].sum())
-        ends = offsets + lengths
-        self.sequential += int(np.count_nonzero(offsets[1:] == ends[:-1]))
-        if self._last_end is not None and offsets[0] == self._last_end:
-            self.sequential += 1
-        self._last_end = int(ends[-1])
-        self.t_min, self.t_max = min(self.t_min, float(req["t"].min())), max(self.t_max, float(req["t"].max()))
+        self.read_bytes += int(lengths.sum()) - int(lengths[writes].sum())
+        del writes
+        ends = req["offset"].astype(np.int64)
+        first_offset = int(ends[0])
+        ends += lengths
         self.sizes += np.bincount(np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"),
                                   minlength=len(SIZE_BUCKETS) + 1)
-        ids, counts = np.unique(blocks, return_counts=True)
+        del lengths
+        self.sequential += int(np.count_nonzero(req["offset"][1:] == ends[:-1]))
+        if self._last_end is not None and first_offset == self._last_end:
+            self.sequential += 1
+        self._last_end = int(ends[-1])
+        del ends
+        self.t_min, self.t_max = min(self.t_min, float(req["t"].min())), max(self.t_max, float(req["t"].max()))
+
+    def feed_blocks(self, accesses: int, ids: mrc.Blocks, counts: npt.NDArray[np.int64]) -> None:
+        """A chunk's block accesses: how many, and each distinct block's count."""
+        self.accesses += accesses
+        if not len(self._ids):
+            self._ids, self._counts = ids, counts.astype(np.int64, copy=False)
+            return
         merged, index = np.unique(np.concatenate([self._ids, ids]), return_inverse=True)
         self._counts = np.bincount(index, weights=np.concatenate([self._counts, counts]),
                                    minlength=len(merged)).astype(np.int64)
@@ -177,11 +215,28 @@ def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, s
 
 def analyze(trace: Trace, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto") -> Analysis:
     """Analyse a trace held in memory."""
+    return _analyze(trace, block_size, mode, release=False)
+
+
+def _analyze(trace: Trace, block_size: int, mode: Literal["auto", "exact", "shards"], release: bool) -> Analysis:
+    """analyze(); with ``release`` the trace's requests are dropped once their blocks are known
+    (its caller has no further use for them), which keeps 10 million requests' 210 MB out of
+    the peak."""
     _check_block_size(block_size)
-    blocks = to_blocks(trace.requests, block_size)
     summary = _Summary()
-    summary.feed(trace.requests, blocks)
-    curve = mrc.lru_curve(blocks, mrc.default_sizes(len(summary.counts())), mode)
+    summary.feed_requests(trace.requests)
+    blocks = to_blocks(trace.requests, block_size)
+    if release:
+        trace.requests = trace.requests[:0].copy()  # a fresh array: a slice would keep the whole alive
+    if mode == "shards" or (mode == "auto" and len(blocks) > mrc.EXACT_LIMIT):
+        summary.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
+        curve = mrc.lru_curve(blocks, mrc.default_sizes(len(summary.counts())), "shards")
+    else:
+        # Exact: the one relabelling serves the footprint counts and the stack distances.
+        ids, dense, counts = mrc.relabel(blocks)
+        summary.feed_blocks(len(blocks), ids, counts)
+        del blocks
+        curve = mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids)))
     return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats)
 
 
@@ -217,4 +272,4 @@ def analyze_path(path: Path, block_size: int = MIN_BLOCK, mode: Literal["auto", 
         return (analyze_stream(iter_cachewise(path), records, block_size, str(path), fmt, stats),
                 read_cachewise_meta(path))
     trace = load_trace(path, fmt, layout)
-    return analyze(trace, block_size, mode), trace.meta
+    return _analyze(trace, block_size, mode, release=True), trace.meta

@@ -1,0 +1,115 @@
+"""`cachewise analyze` of a 10-million-line fio iolog end to end, beside libCacheSim reading the
+same text, measured in one run.
+
+    python -m bench.bench_analyze
+
+The trace: a fio iolog version 3 (timestamps, 70% reads), 10 million 4 KiB requests drawn from
+a bounded Zipf(1.2) over 2.5 million blocks (seeded), about 400 MB of text. Measured:
+- `cachewise analyze FILE --json` as a user runs it (a new process: Python start-up, reading the
+  text, the exact LRU curve, the hot-data ratio), wall time and peak memory (the child's
+  ru_maxrss), once with numba's cache empty (the first run on a machine compiles the loops) and
+  once warm;
+- libCacheSim (PyPI `libcachesim`) parsing the same text with its CSV reader (space-delimited,
+  the offset as the object id) and simulating one LRU cache, at the curve's size nearest a
+  tenth of the footprint: its time, and its hit ratio against cachewise's at that size;
+- `cachewise recommend --trace FILE` against the lab's discovery snapshot, end to end.
+Targets (issue 13): the analysis at most 7 s and 600 MB; the recommendation at most 10 s.
+Before the compiled reader (advisor/workload/fastparse.py) the analysis took 24.9 s and
+868 MB, 19 s of it in the Python line reader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+N_REQUESTS = 10_000_000
+N_BLOCKS = 2_500_000
+REPO = Path(__file__).resolve().parents[1]
+SNAPSHOT = REPO / "tests" / "fixtures" / "lab-scan" / "raw-udev.json"
+
+
+def write_iolog(path: Path, n: int = N_REQUESTS, seed: int = 5) -> None:
+    rng = np.random.default_rng(seed)
+    cdf = np.cumsum(np.arange(1, N_BLOCKS + 1, dtype=np.float64) ** -1.2)
+    cdf /= cdf[-1]
+    blocks = rng.permutation(N_BLOCKS)[np.searchsorted(cdf, rng.random(n))]
+    times = np.cumsum(rng.integers(50, 400, n))
+    writes = rng.random(n) < 0.3
+    with path.open("w") as fh:
+        fh.write("fio version 3 iolog\n0 /dev/sdb add\n0 /dev/sdb open\n")
+        for at in range(0, n, 1_000_000):
+            part = zip(times[at:at + 1_000_000].tolist(), writes[at:at + 1_000_000].tolist(),
+                       blocks[at:at + 1_000_000].tolist(), strict=True)
+            fh.write("".join(f"{t} /dev/sdb {'write' if w else 'read'} {b * 4096} 4096\n" for t, w, b in part))
+        fh.write(f"{int(times[-1])} /dev/sdb close\n")
+
+
+def timed_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """(wall seconds, peak MiB, stdout) of a command run as its own process: os.wait4 gives that
+    one child's resource usage."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed: {err.read()[-2000:]}")
+        return seconds, usage.ru_maxrss / 1024, out.read()
+
+
+def libcachesim_hit_ratio(path: Path, size: int) -> tuple[float, float]:
+    import libcachesim as lcs
+
+    params = lcs.ReaderInitParam(delimiter=" ", has_header=True, has_header_set=True, obj_id_is_num=True,
+                                 obj_id_is_num_set=True, ignore_obj_size=True)
+    params.time_field, params.obj_id_field, params.obj_size_field = 1, 4, 5
+    reader = lcs.TraceReader(str(path), lcs.TraceType.CSV_TRACE, params)
+    start = time.perf_counter()
+    cache = lcs.LRU(cache_size=int(size), hashpower=min(24, max(16, int(size).bit_length() + 1)))
+    miss, _ = cache.process_trace(reader)
+    return 1.0 - miss, time.perf_counter() - start
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "zipf.iolog"
+        start = time.perf_counter()
+        write_iolog(path)
+        print(f"trace: {N_REQUESTS:,} lines, {path.stat().st_size / 1e6:.0f} MB, written in "
+              f"{time.perf_counter() - start:.1f} s")
+        env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "numba-cache")}
+        analyze = [sys.executable, "-m", "cachewise", "analyze", str(path), "--json"]
+        cold_s, cold_mib, _ = timed_child(analyze, env)
+        warm_s, warm_mib, out = timed_child(analyze, env)
+        result = json.loads(out)
+        sizes, hits = result["curve_sizes_blocks"], result["curve_hit_ratio"]
+        pick = min(range(len(sizes)), key=lambda i: abs(sizes[i] - result["footprint_blocks"] / 10))
+        lcs_hit, lcs_s = libcachesim_hit_ratio(path, sizes[pick])
+        recommend = [sys.executable, "-m", "cachewise", "recommend", "--slow", "/dev/labvg/data", "--fast",
+                     "/dev/nvme0n1", "--trace", str(path), "--from-raw", str(SNAPSHOT), "--json"]
+        rec_s, rec_mib, _ = timed_child(recommend, env)
+    print(f"cachewise analyze, numba cache empty: {cold_s:5.1f} s, {cold_mib:4.0f} MiB peak")
+    print(f"cachewise analyze, warm:              {warm_s:5.1f} s, {warm_mib:4.0f} MiB peak  (target 7 s, 600 MB)")
+    print(f"libCacheSim, same text, one LRU size: {lcs_s:5.1f} s  -> cachewise's whole curve takes "
+          f"{warm_s / lcs_s:.2f}x libCacheSim's one size")
+    print(f"hit ratio at {sizes[pick]:,} blocks: cachewise {hits[pick]:.6f}, libCacheSim {lcs_hit:.6f} "
+          f"(difference {abs(hits[pick] - lcs_hit):.2e})")
+    print(f"cachewise recommend --trace:          {rec_s:5.1f} s, {rec_mib:4.0f} MiB peak  (target 10 s)")
+    ok = warm_s <= 7 and warm_mib <= 600 and rec_s <= 10 and abs(hits[pick] - lcs_hit) < 1e-4
+    print("targets met" if ok else "TARGETS MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
