@@ -211,7 +211,7 @@ class Option:
 
 @dataclass(frozen=True)
 class CurveView:
-    source: Literal["trace", "model"]
+    source: str  # "trace" or "model", and for a backend's curve how it was made
     sizes_bytes: list[int]
     hit_ratio: list[float]
     knee_bytes: int
@@ -230,6 +230,10 @@ class Recommendation:
     curve: CurveView | None
     inputs: dict[str, Any]
     schema: str = RECOMMEND_SCHEMA
+    # Each cache backend's predicted hit-ratio curve (by SSD bytes given to the cache), so the
+    # choice between them can be seen: bcache follows the 4 KiB curve, lvmcache the chunk curve
+    # measured from a trace (else the 4 KiB curve over T-SIZE-1's 3.5x space).
+    backend_curves: dict[str, CurveView] = field(default_factory=dict)
 
     @property
     def cited(self) -> list[str]:
@@ -269,9 +273,34 @@ class Profile:
     footprint_bytes: int
     read_rate: float | None  # 4 KiB block reads per second
     reasons: tuple[Reason, ...]
+    # The trace's curve at dm-cache's chunk size (a chunk is cached whole), when measured.
+    chunk_sizes_bytes: np.ndarray[Any, Any] | None = None
+    chunk_hits: np.ndarray[Any, Any] | None = None
+    chunk_bytes: int | None = None
 
     def hit_at(self, size_bytes: float) -> float:
         return float(np.interp(size_bytes, self.sizes_bytes, self.hits, left=0.0))
+
+    def chunked(self, backend: Backend) -> bool:
+        """Whether the backend's prediction comes from the measured chunk curve."""
+        return backend == "lvmcache" and self.chunk_hits is not None and len(self.chunk_hits) > 0
+
+    def curve_of(self, backend: Backend) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(sizes in bytes, hit ratios) the backend follows: the chunk curve for an lvmcache when
+        the trace gave one, else the 4 KiB curve."""
+        if self.chunked(backend):
+            assert self.chunk_sizes_bytes is not None and self.chunk_hits is not None
+            return self.chunk_sizes_bytes, self.chunk_hits
+        return self.sizes_bytes, self.hits
+
+    def hit_of(self, backend: Backend, size_bytes: float) -> float:
+        sizes, hits = self.curve_of(backend)
+        return float(np.interp(size_bytes, sizes, hits, left=0.0))
+
+    def knee_of(self, backend: Backend) -> int:
+        sizes, hits = self.curve_of(backend)
+        target = KNEE_SHARE * (float(hits.max()) if len(hits) else 0.0)
+        return int(sizes[int(np.argmax(hits >= target))])
 
     @property
     def achievable(self) -> float:
@@ -308,6 +337,11 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             sizes_bytes=np.asarray(a.curve_sizes_blocks, dtype=np.float64) * a.block_size,
             hits=np.asarray(a.curve_hit_ratio, dtype=np.float64), source="trace",
             hot_bytes=hot_blocks * a.block_size, footprint_bytes=a.footprint_bytes, read_rate=rate,
+            chunk_sizes_bytes=(np.asarray(a.chunk_curve_sizes_blocks, dtype=np.float64) * a.chunk_size
+                               if a.chunk_size and a.chunk_curve_sizes_blocks else None),
+            chunk_hits=(np.asarray(a.chunk_curve_hit_ratio, dtype=np.float64)
+                        if a.chunk_size and a.chunk_curve_sizes_blocks else None),
+            chunk_bytes=a.chunk_size,
             reasons=(Reason(f"Measured from the trace {a.source}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
                             f"{100 * a.sequential_share:.0f}% sequential, {hot_pct:.1f}% of the touched data serves "
                             f"{100 * HOT_SHARE:.0f}% of the I/O.", ("L-SIZE-4",)),),
@@ -388,10 +422,15 @@ def _speedup(ctx: _Context, backend: Backend, mode: Mode, hit: float) -> tuple[f
     return gain, "latency model from the predicted hit ratio and the devices' latency", ids
 
 
+def _overhead(ctx: _Context, backend: Backend) -> float:
+    """SSD space per byte of hot data: T-SIZE-1's average factor, unless the backend's own curve
+    was measured (dm-cache's chunk curve already holds what caching whole chunks costs)."""
+    return 1.0 if ctx.prof.chunked(backend) else SPACE_OVERHEAD[backend]
+
+
 def _size(ctx: _Context, backend: Backend) -> tuple[int, int, bool]:
-    """(cache size, SSD space, bounded by the SSD) for a backend, from the knee."""
-    overhead = SPACE_OVERHEAD[backend]
-    wanted = max(ctx.prof.knee() * overhead, MIN_CACHE)
+    """(cache size, SSD space, bounded by the SSD) for a backend, from the knee of its curve."""
+    wanted = max(ctx.prof.knee_of(backend) * _overhead(ctx, backend), MIN_CACHE)
     if backend == "bcache":
         limit = round_down(ctx.fast_bytes * (1 - BCACHE_RESERVE), MiB)
     else:
@@ -422,8 +461,8 @@ def _warmup(ctx: _Context, backend: Backend, effective: int, hit: float) -> Warm
 
 def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
     size, space, bounded = _size(ctx, backend)
-    effective = int(size / SPACE_OVERHEAD[backend])
-    hit = ctx.prof.hit_at(effective)
+    effective = int(size / _overhead(ctx, backend))
+    hit = ctx.prof.hit_of(backend, effective)
     gain, basis, _ = _speedup(ctx, backend, mode, hit)
     cfg = CacheConfig(backend=backend, mode=mode, size_bytes=size, effective_bytes=effective, fast_space_bytes=space,
                       predicted_hit_ratio=round(hit, 4) if backend != "lvmcache-writecache" else None,
@@ -569,7 +608,7 @@ def recommend(inp: Inputs) -> Recommendation:
             runner_ups.append(Option("dont-cache", None, "no cache: HDD performance, nothing to fail or wear",
                                      "gives up the speed-up", ("T-MODE-2",)))
         return Recommendation(verdict, summary, config, tuple(reasons), tuple(warnings), tuple(runner_ups[:4]),
-                              curve, summary_inputs)
+                              curve, summary_inputs, backend_curves=_backend_curves(ctx))
 
     # 1. The slow device is not slow, or the fast one is not fast.
     if slow.device_class in ("ssd", "nvme"):
@@ -697,12 +736,37 @@ def _seen_redundancy(fast: tuple[DeviceFacts, ...]) -> str:
     return f"{fast[0].path} is a single device"
 
 
+def _backend_curves(ctx: _Context) -> dict[str, CurveView]:
+    prof, out = ctx.prof, dict[str, CurveView]()
+    backends: tuple[Backend, ...] = ("bcache", "lvmcache")
+    for backend in backends:
+        sizes, hits = prof.curve_of(backend)
+        overhead = _overhead(ctx, backend)
+        if prof.chunked(backend):
+            source = f"{prof.source}, {(prof.chunk_bytes or 0) // KiB} KiB chunks"
+        elif backend == "lvmcache":
+            source = f"{prof.source}, x{SPACE_OVERHEAD['lvmcache']:g} space (T-SIZE-1)"
+        else:
+            source = prof.source
+        out[backend] = CurveView(source, [int(x) for x in sizes * overhead], [round(float(h), 6) for h in hits],
+                                 int(prof.knee_of(backend) * overhead), round(float(hits.max()) if len(hits) else 0.0, 6),
+                                 prof.hot_bytes)
+    return out
+
+
 def _size_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
     prof = ctx.prof
     knee = prof.knee()
     out = [Reason(f"The curve's knee is {cache_size(knee)}: the smallest cache reaching {100 * KNEE_SHARE:.0f}% of the "
                   f"achievable hit ratio ({prof.achievable:.0%}).", ("L-SIZE-4",))]
-    if cfg.backend == "lvmcache":
+    if cfg.backend == "lvmcache" and prof.chunked("lvmcache"):
+        chunk_knee = prof.knee_of("lvmcache")
+        ratio = chunk_knee / knee if knee else 1.0
+        out.append(Reason(f"dm-cache caches whole {(prof.chunk_bytes or 0) // KiB} KiB chunks, so the size and hit ratio "
+                          f"come from the trace's curve at that granularity: its knee is {cache_size(chunk_knee)}, "
+                          f"{ratio:.1f}x the {cache_size(knee)} at 4 KiB (the thesis measured 3.5x on its workload; "
+                          "this one is measured).", ("T-SIZE-1", "M-CHUNK-1")))
+    elif cfg.backend == "lvmcache":
         out.append(Reason(f"dm-cache needs about {SPACE_OVERHEAD['lvmcache']:g}x the SSD space bcache needs for the "
                           f"same hot data, so {cache_size(cfg.size_bytes)} holds about {cache_size(cfg.effective_bytes)} of it.",
                           ("T-SIZE-1",)))

@@ -29,6 +29,7 @@ from advisor.workload.traces import (
 
 ANALYSIS_SCHEMA = "cachewise.analysis/1"
 MIN_BLOCK = 4096
+CHUNK = 64 * 1024  # dm-cache's chunk for caches up to about 64 GiB (lvm2's default rule)
 STREAM_REQUESTS = 8_000_000  # longer cachewise traces are analysed in chunks, by SHARDS
 SIZE_BUCKETS = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1 << 20)
 
@@ -91,6 +92,12 @@ class Analysis:
     hot_footprint_fraction: list[float]
     hot_blocks: list[int]
     zipf_alpha: float | None
+    # The LRU curve again at dm-cache's smallest chunk (CHUNK), when block_size is smaller: a chunk
+    # is cached whole, so this is the curve an lvmcache follows (empty when not computed).
+    chunk_size: int | None
+    chunk_curve_sizes_blocks: list[int]
+    chunk_curve_hit_ratio: list[float]
+    chunk_footprint_blocks: int
     lines: int
     skipped_lines: int
     bad_lines: int
@@ -178,7 +185,7 @@ def _check_block_size(block_size: int) -> None:
 
 
 def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, source_format: str,
-            stats: ImportStats) -> Analysis:
+            stats: ImportStats, chunk: tuple[mrc.Curve, int] | None = None) -> Analysis:
     counts = summary.counts()
     hot = mrc.hot_data(counts)
     duration = summary.t_max - summary.t_min if summary.requests else 0.0
@@ -206,6 +213,10 @@ def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, s
         hot_footprint_fraction=[round(f, 6) for f in hot.footprint_fraction],
         hot_blocks=list(hot.blocks_needed),
         zipf_alpha=mrc.zipf_exponent(counts),
+        chunk_size=CHUNK if chunk is not None else None,
+        chunk_curve_sizes_blocks=[int(x) for x in chunk[0].sizes] if chunk is not None else [],
+        chunk_curve_hit_ratio=[round(float(h), 6) for h in chunk[0].hit_ratio] if chunk is not None else [],
+        chunk_footprint_blocks=chunk[1] if chunk is not None else 0,
         lines=stats.lines,
         skipped_lines=stats.skipped,
         bad_lines=stats.bad,
@@ -225,10 +236,12 @@ def _analyze(trace: Trace, block_size: int, mode: Literal["auto", "exact", "shar
     _check_block_size(block_size)
     summary = _Summary()
     summary.feed_requests(trace.requests)
+    chunks = to_blocks(trace.requests, CHUNK) if block_size < CHUNK else None
     blocks = to_blocks(trace.requests, block_size)
     if release:
         trace.requests = trace.requests[:0].copy()  # a fresh array: a slice would keep the whole alive
-    if mode == "shards" or (mode == "auto" and len(blocks) > mrc.EXACT_LIMIT):
+    shards = mode == "shards" or (mode == "auto" and len(blocks) > mrc.EXACT_LIMIT)
+    if shards:
         summary.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
         curve = mrc.lru_curve(blocks, mrc.default_sizes(len(summary.counts())), "shards")
     else:
@@ -237,7 +250,19 @@ def _analyze(trace: Trace, block_size: int, mode: Literal["auto", "exact", "shar
         summary.feed_blocks(len(blocks), ids, counts)
         del blocks
         curve = mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids)))
-    return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats)
+        del dense
+    chunk = _chunk_curve(chunks, "shards" if shards else "exact") if chunks is not None else None
+    return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk)
+
+
+def _chunk_curve(chunks: mrc.Blocks, mode: Literal["exact", "shards"]) -> tuple[mrc.Curve, int]:
+    """The LRU curve over dm-cache chunks, and how many distinct chunks were touched."""
+    if mode == "shards":
+        distinct = len(np.unique(chunks))
+        return mrc.lru_curve(chunks, mrc.default_sizes(distinct), "shards"), distinct
+    ids, dense, _ = mrc.relabel(chunks)
+    del chunks
+    return mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids))), len(ids)
 
 
 def analyze_stream(chunks: Iterable[Requests], expected_requests: int, block_size: int, source: str,
@@ -247,17 +272,26 @@ def analyze_stream(chunks: Iterable[Requests], expected_requests: int, block_siz
     _check_block_size(block_size)
     summary = _Summary()
     sampler: mrc.ShardsSampler | None = None
-    for chunk in chunks:
-        blocks = to_blocks(chunk, block_size)
+    chunk_sampler: mrc.ShardsSampler | None = None
+    chunk_ids = np.zeros(0, np.int64)
+    for part in chunks:
+        blocks = to_blocks(part, block_size)
         if sampler is None:
-            per_request = len(blocks) / max(len(chunk), 1)
+            per_request = len(blocks) / max(len(part), 1)
             sampler = mrc.ShardsSampler(mrc.shards_rate(int(expected_requests * per_request)))
-        summary.feed(chunk, blocks)
+            chunk_sampler = mrc.ShardsSampler(mrc.shards_rate(expected_requests)) if block_size < CHUNK else None
+        summary.feed(part, blocks)
         sampler.feed(blocks)
+        if chunk_sampler is not None:
+            in_chunks = to_blocks(part, CHUNK)
+            chunk_sampler.feed(in_chunks)
+            chunk_ids = np.union1d(chunk_ids, in_chunks)
     if sampler is None:
         raise ValueError("the trace holds no requests")
     curve = sampler.curve(mrc.default_sizes(len(summary.counts())))
-    return _result(summary, curve, block_size, source, source_format, stats)
+    chunk = ((chunk_sampler.curve(mrc.default_sizes(len(chunk_ids))), len(chunk_ids))
+             if chunk_sampler is not None else None)
+    return _result(summary, curve, block_size, source, source_format, stats, chunk)
 
 
 def analyze_path(path: Path, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto",

@@ -371,3 +371,48 @@ def test_existing_cache_is_read_from_discovery(bcache: tuple[str, str | None] | 
                  bcache=info, lvm=lvm)
     found = existing_cache(dev)
     assert (found is None) if expected is None else (found is not None and found.startswith(expected))
+
+
+def hot_trace(spread: bool, n: int = 200_000) -> object:
+    """A read trace whose hot set is 4,096 blocks of 4 KiB: scattered one per 64 KiB chunk
+    (``spread``), or packed 16 to a chunk. Both have the same 4 KiB curve."""
+    from advisor.workload.traces import REQUEST, ImportStats, Trace
+
+    rng = np.random.default_rng(11)
+    hot = np.arange(4096) * (16 if spread else 1)
+    cold = 1_000_000 + rng.integers(0, 4_000_000, n)
+    blocks = np.where(rng.random(n) < 0.9, hot[rng.integers(0, 4096, n)], cold)
+    req = np.zeros(n, REQUEST)
+    req["offset"], req["length"], req["t"] = blocks * 4096, 4096, np.arange(n) / 1000
+    return Trace(req, "fio", "synthetic", ImportStats(lines=n, requests=n))
+
+
+def test_lvmcache_is_sized_from_the_measured_chunk_curve_not_a_fixed_factor() -> None:
+    """Point 3 and 5 of the accuracy issue: with a trace, dm-cache's 64 KiB chunks are measured,
+    so a spatially packed hot set costs dm-cache no more SSD than bcache, and a scattered one
+    costs it the 16x it really does, instead of 3.5x for both."""
+    packed, spread = analyze(hot_trace(False)), analyze(hot_trace(True))  # type: ignore[arg-type]
+    assert packed.chunk_size == 64 * 1024 and packed.chunk_footprint_blocks < packed.footprint_blocks
+    assert packed.curve_hit_ratio == spread.curve_hit_ratio, "the 4 KiB curves are alike"
+    knees = {}
+    for name, a in (("packed", packed), ("spread", spread)):
+        r = rec(analysis=a, data_bytes=2 * TiB)  # an LV with data: bcache would need a reformat
+        curves = r.to_json()["backend_curves"]
+        assert set(curves) == {"bcache", "lvmcache"} and "64 KiB chunks" in curves["lvmcache"]["source"]
+        knees[name] = (curves["lvmcache"]["knee_bytes"], curves["bcache"]["knee_bytes"])
+        lvm = next(c for c in [r.config, *(o.config for o in r.runner_ups)]
+                   if c is not None and c.backend == "lvmcache")
+        assert lvm.effective_bytes == lvm.size_bytes, "no fixed factor on top of the measured curve"
+        assert r.config is not None and r.config.backend == "lvmcache"
+        assert any("64 KiB chunks" in x.text and "this one is measured" in x.text for x in r.reasons)
+        if name == "spread":
+            assert lvm.size_bytes >= 4096 * 64 * 1024, "every hot block brings its whole chunk"
+    assert knees["packed"][0] <= 2 * knees["packed"][1], "packed hot data: no 3.5x penalty"
+    assert knees["spread"][0] >= 8 * knees["spread"][1], "scattered hot data: dm-cache needs far more SSD"
+
+
+def test_without_a_trace_lvmcache_keeps_the_thesis_space_factor() -> None:
+    r = rec(workload="mixed-files", filesystem="xfs")
+    curves = r.to_json()["backend_curves"]
+    assert "x3.5 space (T-SIZE-1)" in curves["lvmcache"]["source"]
+    assert curves["lvmcache"]["sizes_bytes"][-1] == pytest.approx(3.5 * curves["bcache"]["sizes_bytes"][-1], rel=1e-6)
