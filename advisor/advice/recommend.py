@@ -770,6 +770,7 @@ def _size_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
         out.append(Reason(f"dm-cache needs about {SPACE_OVERHEAD['lvmcache']:g}x the SSD space bcache needs for the "
                           f"same hot data, so {cache_size(cfg.size_bytes)} holds about {cache_size(cfg.effective_bytes)} of it.",
                           ("T-SIZE-1",)))
+    if cfg.backend == "lvmcache":
         out.append(Reason(f"Chunk {cfg.chunk_size_bytes // KiB if cfg.chunk_size_bytes else 0} KiB and metadata "
                           f"{cache_size(cfg.metadata_size_bytes or 0)} (plus a spare of the same size) as lvm2 computes them; "
                           f"{cache_size(cfg.fast_space_bytes)} of the SSD in all.", ("M-CHUNK-1", "M-META-1")))

@@ -405,6 +405,7 @@ def test_lvmcache_is_sized_from_the_measured_chunk_curve_not_a_fixed_factor() ->
         assert lvm.effective_bytes == lvm.size_bytes, "no fixed factor on top of the measured curve"
         assert r.config is not None and r.config.backend == "lvmcache"
         assert any("64 KiB chunks" in x.text and "this one is measured" in x.text for x in r.reasons)
+        assert {"T-SIZE-1", "M-CHUNK-1", "M-META-1"} <= set(r.cited), "the pool's chunk and metadata still explained"
         if name == "spread":
             assert lvm.size_bytes >= 4096 * 64 * 1024, "every hot block brings its whole chunk"
     assert knees["packed"][0] <= 2 * knees["packed"][1], "packed hot data: no 3.5x penalty"
