@@ -460,10 +460,14 @@ class Core:
         """The inventory with the file system block size of ``lv_name`` read by blkid where
         discovery has none (udev does not export it)."""
         from advisor.readers.blkid import parse_export
+        from recipes.common import RecipeError
+        from recipes.lvmcache import find_lv
 
-        dev = next((d for d in inv.devices if d.lvm is not None and d.lvm.role == "lv"
-                    and lv_name.removeprefix("/dev/") in (f"{d.lvm.vg}/{d.lvm.lv}", d.devnode, d.display_path)), None)
-        if dev is None or not dev.fs_type or dev.fs_block_size or not self.live or not self.runner.which("blkid"):
+        try:
+            dev = find_lv(inv, lv_name)
+        except RecipeError:
+            return inv  # the recipe says why
+        if not dev.fs_type or dev.fs_block_size or not self.live or not self.runner.which("blkid"):
             return inv
         try:
             out = self.runner.run(["blkid", "-p", "-o", "export", dev.devnode], timeout=15, check=False)

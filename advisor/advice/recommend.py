@@ -278,9 +278,6 @@ class Profile:
     chunk_hits: np.ndarray[Any, Any] | None = None
     chunk_bytes: int | None = None
 
-    def hit_at(self, size_bytes: float) -> float:
-        return float(np.interp(size_bytes, self.sizes_bytes, self.hits, left=0.0))
-
     def chunked(self, backend: Backend) -> bool:
         """Whether the backend's prediction comes from the measured chunk curve."""
         return backend == "lvmcache" and self.chunk_hits is not None and len(self.chunk_hits) > 0
@@ -307,8 +304,8 @@ class Profile:
         return float(self.hits.max()) if len(self.hits) else 0.0
 
     def knee(self) -> int:
-        target = KNEE_SHARE * self.achievable
-        return int(self.sizes_bytes[int(np.argmax(self.hits >= target))])
+        """The knee of the 4 KiB curve (bcache's, and every backend's without a chunk curve)."""
+        return self.knee_of("bcache")
 
 
 def zipf_alpha_for_hot_fraction(items: int, hot_fraction: float, share: float = HOT_SHARE) -> float:

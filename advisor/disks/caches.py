@@ -30,7 +30,7 @@ def _lv_state(row: Mapping[str, str]) -> tuple[str, bool]:
     if health == "partial" or (len(attr) > 8 and attr[8] == "p"):
         return "degraded: a device under it is missing (LVM reports it partial)", True
     if health:
-        return f"LVM health: {health}", health != ""
+        return f"LVM health: {health}", True
     return "", False
 
 
