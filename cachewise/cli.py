@@ -98,6 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument("trace", type=Path, metavar="TRACE")
     _common(analyze, json="schema cachewise.analysis/1", record="the analysis")
     analyze.add_argument("--block-size", default="4k", help="cache block size: 4k (default), 32k ... 1g (dm-cache chunks)")
+    analyze.add_argument("--sequential-cutoff", default="4m", metavar="SIZE",
+                         help="streams longer than this are bypassed by the cache and counted apart from the curve, "
+                         "as bcache's sequential_cutoff does (default 4m; 0 counts every request)")
     analyze.add_argument("--mode", default="auto", choices=["auto", "exact", "shards"],
                          help="curve by exact stack distances, or by SHARDS sampling (default: exact up to 12 million "
                          "block accesses, SHARDS beyond)")
@@ -527,12 +530,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     core = _core(args)
     try:
         block_size = parse_size(args.block_size)
+        cutoff = parse_size(args.sequential_cutoff, minimum=0)
         layout = MSR
         if args.csv_columns:
             layout = CsvLayout.parse(args.csv_columns, args.csv_time_unit or "s", args.csv_header)
         elif args.csv_time_unit or args.csv_header:
             layout = CsvLayout(MSR.time, MSR.op, MSR.offset, MSR.size, args.csv_time_unit or MSR.time_unit, args.csv_header)
-        result, meta = core.analyze(args.trace, block_size, args.mode, args.format, layout)
+        result, meta = core.analyze(args.trace, block_size, args.mode, args.format, layout, cutoff)
     except UnitError as exc:
         return _error(f"{exc}; nothing was analysed.")
     except TraceError as exc:

@@ -300,14 +300,14 @@ class Core:
     # -- workload --
 
     def analyze(self, path: Path, block_size: int = 4096, mode: str = "auto", fmt: str = "auto",
-                layout: CsvLayout | None = None) -> tuple[Analysis, dict[str, Any]]:
+                layout: CsvLayout | None = None, sequential_cutoff: int = 4 << 20) -> tuple[Analysis, dict[str, Any]]:
         """Analyse a trace file: (analysis, the trace's own metadata). TraceError when the file
         cannot be read as a trace; Refused for a bad block size."""
         from advisor.workload.analysis import analyze_path
         from advisor.workload.traces import MSR
 
         try:
-            return analyze_path(path, block_size, mode, fmt, layout or MSR)  # type: ignore[arg-type]
+            return analyze_path(path, block_size, mode, fmt, layout or MSR, sequential_cutoff)  # type: ignore[arg-type]
         except ValueError as exc:
             raise Refused(f"{exc}; nothing was analysed.") from None
 
@@ -787,7 +787,8 @@ def prediction_from_config(cfg: Mapping[str, Any]) -> Prediction | None:
     assert isinstance(w, dict)
     hot = number(w.get("hot_blocks"))
     effective = number(cfg.get("effective_bytes"))
-    hot_bytes = int(min(hot * 4096, effective or hot * 4096)) if hot is not None else None
+    unit = number(w.get("block_bytes")) or 4096  # hot_blocks counts dm-cache's chunks for an lvmcache
+    hot_bytes = int(min(hot * unit, effective or hot * unit)) if hot is not None else None
     hit = number(cfg.get("predicted_hit_ratio"))
     if hit is None and hot_bytes is None:
         return None

@@ -129,7 +129,12 @@ def analysis_report(a: Analysis, width: int = 60) -> Group:
     summary.add_row("Requests", f"{a.requests:,} {span}; "
                     f"{a.read_requests / total:.0%} reads, {a.write_requests / total:.0%} writes")
     summary.add_row("Footprint", f"{human_size(a.footprint_bytes)} ({a.footprint_blocks:,} blocks of {human_size(a.block_size)})")
-    summary.add_row("Sequential", f"{a.sequential_share:.0%} of requests continue the previous one")
+    summary.add_row("Sequential", f"{a.sequential_share:.0%} of requests continue one of the last 64 streams")
+    if a.bypassed_requests:
+        summary.add_row("Bypassed", f"{a.bypassed_requests:,} requests ({human_size(a.bypassed_bytes)}) in streams past "
+                        f"{human_size(a.sequential_cutoff)}: a cache lets them through; not in the curve")
+    summary.add_row("First touches", f"{a.cold_miss_share:.1%} of the curve's accesses (misses a warm cache has paid)"
+                    + ("; the trace is too short to judge: record a longer window" if a.too_short else ""))
     summary.add_row("Sizes", ", ".join(f"{k}: {v:,}" for k, v in a.size_histogram.items()))
     hot = ", ".join(f"{s:.0%} of I/O → {f:.1%} of the data ({human_size(n * a.block_size)})"
                     for s, f, n in zip(a.hot_shares, a.hot_footprint_fraction, a.hot_blocks, strict=True))

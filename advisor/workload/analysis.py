@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.workload import mrc
+from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
 from advisor.workload.traces import (
     MSR,
     CsvLayout,
@@ -31,6 +32,9 @@ ANALYSIS_SCHEMA = "cachewise.analysis/1"
 MIN_BLOCK = 4096
 CHUNK = 64 * 1024  # dm-cache's chunk for caches up to about 64 GiB (lvm2's default rule)
 STREAM_REQUESTS = 8_000_000  # longer cachewise traces are analysed in chunks, by SHARDS
+# A trace where first touches (compulsory misses) are more than this share of the accesses is
+# too short to judge: it cannot show whether its blocks come back.
+COLD_LIMIT = 0.3
 SIZE_BUCKETS = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1 << 20)
 
 
@@ -88,6 +92,9 @@ class Analysis:
     curve_sample_rate: float
     curve_sizes_blocks: list[int]
     curve_hit_ratio: list[float]
+    # The hit ratio each size settles at once full (mrc.steady_from_distances): what a cache in
+    # service sees; empty for a SHARDS curve.
+    curve_steady_hit_ratio: list[float]
     hot_shares: list[float]
     hot_footprint_fraction: list[float]
     hot_blocks: list[int]
@@ -97,7 +104,20 @@ class Analysis:
     chunk_size: int | None
     chunk_curve_sizes_blocks: list[int]
     chunk_curve_hit_ratio: list[float]
+    chunk_curve_steady_hit_ratio: list[float]
     chunk_footprint_blocks: int
+    # Sequential streams, told apart as bcache does (advisor.workload.streams): requests that
+    # continue one of the 64 most recent streams count as sequential, and those of a stream past
+    # sequential_cutoff bytes are bypassed. The curves, footprint and hot data cover the rest.
+    sequential_cutoff: int
+    bypassed_requests: int
+    bypassed_bytes: int
+    # First touches (compulsory misses) as a share of the curve's accesses: at any size an LRU
+    # cache misses these once. A steady cache has paid them in its warm-up; a trace where they
+    # dominate is too short to show whether its blocks come back.
+    cold_miss_share: float
+    chunk_cold_miss_share: float
+    too_short: bool  # first touches are more than COLD_LIMIT of the accesses
     lines: int
     skipped_lines: int
     bad_lines: int
@@ -114,31 +134,28 @@ FEED_CHUNK = 1 << 20  # requests summarised at a time
 class _Summary:
     """Everything but the curve, accumulated chunk by chunk (bounded by the footprint)."""
 
-    def __init__(self) -> None:
+    def __init__(self, cutoff: int = SEQUENTIAL_CUTOFF) -> None:
         self.requests = self.accesses = self.reads = self.writes = self.read_bytes = self.write_bytes = 0
-        self.sequential = 0
+        self.sequential = self.bypassed = self.bypassed_bytes = 0
+        self.streams = StreamDetector(cutoff)
         self.t_min, self.t_max = np.inf, -np.inf
         self.sizes = np.zeros(len(SIZE_BUCKETS) + 1, np.int64)
         self._ids = np.zeros(0, np.int64)
         self._counts = np.zeros(0, np.int64)
-        self._last_end: int | None = None
 
-    def feed(self, req: Requests, blocks: mrc.Blocks) -> None:
-        """Add a chunk of requests and the blocks they touch."""
-        if not len(req):
-            return
-        self.feed_requests(req)
-        self.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
-
-    def feed_requests(self, req: Requests) -> None:
+    def feed_requests(self, req: Requests) -> npt.NDArray[np.bool_] | None:
         """The request-level figures of a chunk: mix, bytes, sizes, sequential share, times;
-        a slice at a time, so that the temporaries stay small beside a long trace."""
-        for at in range(0, len(req), FEED_CHUNK):
-            self._feed_requests(req[at:at + FEED_CHUNK])
+        a slice at a time, so that the temporaries stay small beside a long trace. Returns
+        which requests a cache bypasses (None: none)."""
+        masks = [self._feed_requests(req[at:at + FEED_CHUNK]) for at in range(0, len(req), FEED_CHUNK)]
+        if not any(m is not None for m in masks):
+            return None
+        return np.concatenate([m if m is not None else np.zeros(min(FEED_CHUNK, len(req) - i * FEED_CHUNK), bool)
+                               for i, m in enumerate(masks)])
 
-    def _feed_requests(self, req: Requests) -> None:
+    def _feed_requests(self, req: Requests) -> npt.NDArray[np.bool_] | None:
         if not len(req):
-            return
+            return None
         writes = req["write"].astype(bool)
         lengths = req["length"].astype(np.int64)
         self.requests += len(req)
@@ -147,18 +164,19 @@ class _Summary:
         self.write_bytes += int(lengths[writes].sum())
         self.read_bytes += int(lengths.sum()) - int(lengths[writes].sum())
         del writes
-        ends = req["offset"].astype(np.int64)
-        first_offset = int(ends[0])
-        ends += lengths
         self.sizes += np.bincount(np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"),
                                   minlength=len(SIZE_BUCKETS) + 1)
         del lengths
-        self.sequential += int(np.count_nonzero(req["offset"][1:] == ends[:-1]))
-        if self._last_end is not None and first_offset == self._last_end:
-            self.sequential += 1
-        self._last_end = int(ends[-1])
-        del ends
+        kinds = self.streams.classify(req)
+        self.sequential += int(np.count_nonzero(kinds))
+        bypass: npt.NDArray[np.bool_] = kinds == StreamDetector.BYPASSED
+        del kinds
         self.t_min, self.t_max = min(self.t_min, float(req["t"].min())), max(self.t_max, float(req["t"].max()))
+        if not bypass.any():
+            return None
+        self.bypassed += int(np.count_nonzero(bypass))
+        self.bypassed_bytes += int(req["length"][bypass].astype(np.int64).sum())
+        return bypass
 
     def feed_blocks(self, accesses: int, ids: mrc.Blocks, counts: npt.NDArray[np.int64]) -> None:
         """A chunk's block accesses: how many, and each distinct block's count."""
@@ -185,7 +203,7 @@ def _check_block_size(block_size: int) -> None:
 
 
 def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, source_format: str,
-            stats: ImportStats, chunk: tuple[mrc.Curve, int] | None = None) -> Analysis:
+            stats: ImportStats, chunk: tuple[mrc.Curve, int, int] | None = None) -> Analysis:
     counts = summary.counts()
     hot = mrc.hot_data(counts)
     duration = summary.t_max - summary.t_min if summary.requests else 0.0
@@ -201,7 +219,7 @@ def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, s
         write_bytes=summary.write_bytes,
         duration_s=round(duration, 6),
         iops=round(summary.requests / duration, 1) if duration > 0 else 0.0,
-        sequential_share=round(summary.sequential / max(summary.requests - 1, 1), 4),
+        sequential_share=round(summary.sequential / max(summary.requests, 1), 4),
         size_histogram=summary.histogram(),
         footprint_blocks=len(counts),
         footprint_bytes=len(counts) * block_size,
@@ -209,6 +227,7 @@ def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, s
         curve_sample_rate=curve.rate,
         curve_sizes_blocks=[int(s) for s in curve.sizes],
         curve_hit_ratio=[round(float(h), 6) for h in curve.hit_ratio],
+        curve_steady_hit_ratio=[round(float(h), 6) for h in curve.steady] if curve.steady is not None else [],
         hot_shares=list(hot.shares),
         hot_footprint_fraction=[round(f, 6) for f in hot.footprint_fraction],
         hot_blocks=list(hot.blocks_needed),
@@ -216,7 +235,15 @@ def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, s
         chunk_size=CHUNK if chunk is not None else None,
         chunk_curve_sizes_blocks=[int(x) for x in chunk[0].sizes] if chunk is not None else [],
         chunk_curve_hit_ratio=[round(float(h), 6) for h in chunk[0].hit_ratio] if chunk is not None else [],
+        chunk_curve_steady_hit_ratio=([round(float(h), 6) for h in chunk[0].steady]
+                                      if chunk is not None and chunk[0].steady is not None else []),
         chunk_footprint_blocks=chunk[1] if chunk is not None else 0,
+        sequential_cutoff=summary.streams.cutoff,
+        bypassed_requests=summary.bypassed,
+        bypassed_bytes=summary.bypassed_bytes,
+        cold_miss_share=round(len(counts) / summary.accesses, 6) if summary.accesses else 0.0,
+        chunk_cold_miss_share=round(chunk[1] / chunk[2], 6) if chunk is not None and chunk[2] else 0.0,
+        too_short=summary.accesses > 0 and len(counts) / summary.accesses > COLD_LIMIT,
         lines=stats.lines,
         skipped_lines=stats.skipped,
         bad_lines=stats.bad,
@@ -224,20 +251,26 @@ def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, s
     )
 
 
-def analyze(trace: Trace, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto") -> Analysis:
-    """Analyse a trace held in memory."""
-    return _analyze(trace, block_size, mode, release=False)
+def analyze(trace: Trace, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto",
+            sequential_cutoff: int = SEQUENTIAL_CUTOFF) -> Analysis:
+    """Analyse a trace held in memory. Streams past ``sequential_cutoff`` bytes (0: none) are
+    counted apart from the curve, as a cache bypasses them."""
+    return _analyze(trace, block_size, mode, release=False, cutoff=sequential_cutoff)
 
 
-def _analyze(trace: Trace, block_size: int, mode: Literal["auto", "exact", "shards"], release: bool) -> Analysis:
+def _analyze(trace: Trace, block_size: int, mode: Literal["auto", "exact", "shards"], release: bool,
+             cutoff: int = SEQUENTIAL_CUTOFF) -> Analysis:
     """analyze(); with ``release`` the trace's requests are dropped once their blocks are known
     (its caller has no further use for them), which keeps 10 million requests' 210 MB out of
     the peak."""
     _check_block_size(block_size)
-    summary = _Summary()
-    summary.feed_requests(trace.requests)
-    chunks = to_blocks(trace.requests, CHUNK) if block_size < CHUNK else None
-    blocks = to_blocks(trace.requests, block_size)
+    summary = _Summary(cutoff)
+    bypass = summary.feed_requests(trace.requests)
+    cached = trace.requests if bypass is None else trace.requests[~bypass]
+    del bypass
+    chunks = to_blocks(cached, CHUNK) if block_size < CHUNK else None
+    blocks = to_blocks(cached, block_size)
+    del cached
     if release:
         trace.requests = trace.requests[:0].copy()  # a fresh array: a slice would keep the whole alive
     shards = mode == "shards" or (mode == "auto" and len(blocks) > mrc.EXACT_LIMIT)
@@ -255,47 +288,54 @@ def _analyze(trace: Trace, block_size: int, mode: Literal["auto", "exact", "shar
     return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk)
 
 
-def _chunk_curve(chunks: mrc.Blocks, mode: Literal["exact", "shards"]) -> tuple[mrc.Curve, int]:
-    """The LRU curve over dm-cache chunks, and how many distinct chunks were touched."""
+def _chunk_curve(chunks: mrc.Blocks, mode: Literal["exact", "shards"]) -> tuple[mrc.Curve, int, int]:
+    """The LRU curve over dm-cache chunks, how many distinct chunks were touched, and how many
+    chunk accesses there were."""
+    accesses = len(chunks)
     if mode == "shards":
         distinct = len(np.unique(chunks))
-        return mrc.lru_curve(chunks, mrc.default_sizes(distinct), "shards"), distinct
+        return mrc.lru_curve(chunks, mrc.default_sizes(distinct), "shards"), distinct, accesses
     ids, dense, _ = mrc.relabel(chunks)
     del chunks
-    return mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids))), len(ids)
+    return mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids))), len(ids), accesses
 
 
 def analyze_stream(chunks: Iterable[Requests], expected_requests: int, block_size: int, source: str,
-                   source_format: str, stats: ImportStats) -> Analysis:
+                   source_format: str, stats: ImportStats, sequential_cutoff: int = SEQUENTIAL_CUTOFF) -> Analysis:
     """Analyse a trace too long to hold, chunk by chunk, with a SHARDS curve: memory follows
     the footprint and the sample, not the trace."""
     _check_block_size(block_size)
-    summary = _Summary()
+    summary = _Summary(sequential_cutoff)
     sampler: mrc.ShardsSampler | None = None
     chunk_sampler: mrc.ShardsSampler | None = None
     chunk_ids = np.zeros(0, np.int64)
-    for part in chunks:
+    chunk_accesses = 0
+    for whole in chunks:
+        bypass = summary.feed_requests(whole)
+        part = whole if bypass is None else whole[~bypass]
         blocks = to_blocks(part, block_size)
         if sampler is None:
             per_request = len(blocks) / max(len(part), 1)
             sampler = mrc.ShardsSampler(mrc.shards_rate(int(expected_requests * per_request)))
             chunk_sampler = mrc.ShardsSampler(mrc.shards_rate(expected_requests)) if block_size < CHUNK else None
-        summary.feed(part, blocks)
+        summary.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
         sampler.feed(blocks)
         if chunk_sampler is not None:
             in_chunks = to_blocks(part, CHUNK)
             chunk_sampler.feed(in_chunks)
             chunk_ids = np.union1d(chunk_ids, in_chunks)
+            chunk_accesses += len(in_chunks)
     if sampler is None:
         raise ValueError("the trace holds no requests")
     curve = sampler.curve(mrc.default_sizes(len(summary.counts())))
-    chunk = ((chunk_sampler.curve(mrc.default_sizes(len(chunk_ids))), len(chunk_ids))
+    chunk = ((chunk_sampler.curve(mrc.default_sizes(len(chunk_ids))), len(chunk_ids), chunk_accesses)
              if chunk_sampler is not None else None)
     return _result(summary, curve, block_size, source, source_format, stats, chunk)
 
 
 def analyze_path(path: Path, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto",
-                 fmt: Format = "auto", layout: CsvLayout = MSR) -> tuple[Analysis, dict[str, Any]]:
+                 fmt: Format = "auto", layout: CsvLayout = MSR,
+                 sequential_cutoff: int = SEQUENTIAL_CUTOFF) -> tuple[Analysis, dict[str, Any]]:
     """Analyse a trace file of any supported format: (analysis, the trace's own metadata).
     Long cachewise traces are read in chunks with a SHARDS curve, in bounded memory."""
     if fmt == "auto" and path.is_file():
@@ -303,7 +343,7 @@ def analyze_path(path: Path, block_size: int = MIN_BLOCK, mode: Literal["auto", 
     records = cachewise_records(path) if fmt == "cachewise" else 0
     if records > STREAM_REQUESTS and mode != "exact":
         stats = ImportStats(lines=records, requests=records)
-        return (analyze_stream(iter_cachewise(path), records, block_size, str(path), fmt, stats),
+        return (analyze_stream(iter_cachewise(path), records, block_size, str(path), fmt, stats, sequential_cutoff),
                 read_cachewise_meta(path))
     trace = load_trace(path, fmt, layout)
-    return _analyze(trace, block_size, mode, release=True), trace.meta
+    return _analyze(trace, block_size, mode, release=True, cutoff=sequential_cutoff), trace.meta

@@ -139,6 +139,47 @@ class Curve:
     accesses: int
     rate: float = 1.0
     samples: int = 1
+    # The steady hit ratio at each size: hits over the accesses after a cache of that size has
+    # filled (exact curves only; None for SHARDS). See steady_from_distances.
+    steady: npt.NDArray[np.float64] | None = None
+
+
+STEADY_SLICES = 100  # the trace is cut in this many slices to place each size's fill time
+
+
+def steady_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+    """The hit ratio each cache size settles at: an LRU cache of s blocks is full from the
+    s-th first touch on, and only the accesses after that count. First touches before it are
+    its warm-up; those after it are misses it keeps having (a heavy-tailed workload keeps
+    touching new blocks, so they are not left out). Sizes the trace never fills take the value
+    of the largest size it fills (the trace cannot say more: it is too short for them); if it
+    fills none, the curve of hits over accesses that were not first touches. Fill times are
+    rounded up to the next of STEADY_SLICES slices of the trace. Never falls with size."""
+    n = len(distances)
+    if n == 0:
+        return np.zeros(len(sizes))
+    cold_at = np.flatnonzero(distances < 0)
+    edges = np.linspace(0, n, STEADY_SLICES + 1).astype(np.int64)
+    hist = np.zeros((STEADY_SLICES, len(sizes) + 1), np.int64)
+    for k in range(STEADY_SLICES):
+        part = distances[edges[k]:edges[k + 1]]
+        # An access at stack distance d hits in every cache of more than d blocks.
+        hist[k] = np.bincount(np.searchsorted(sizes, part[part >= 0], side="right"), minlength=len(sizes) + 1)
+    hits_by_slice = np.cumsum(hist, axis=1)[:, : len(sizes)]  # [slice, size]: hits of that size
+    after = np.cumsum(hits_by_slice[::-1], axis=0)[::-1]  # hits from that slice to the end
+    out = np.full(len(sizes), np.nan)
+    for j, size in enumerate(sizes):
+        if 0 < size <= len(cold_at):
+            first = int(np.searchsorted(edges, cold_at[size - 1] + 1, side="left"))
+            if first < STEADY_SLICES:
+                out[j] = after[first, j] / (n - edges[first])
+    filled = ~np.isnan(out)
+    if not filled.any():
+        reused = n - len(cold_at)
+        return hits_by_slice.sum(axis=0) / reused if reused else np.zeros(len(sizes))
+    last = int(np.flatnonzero(filled)[-1])
+    out[last + 1:] = out[last]  # sizes the trace does not fill (a smaller size fills first)
+    return np.maximum.accumulate(np.nan_to_num(out))  # a size of 0 blocks never hits
 
 
 def _curve_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64],
@@ -151,13 +192,15 @@ def _curve_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[n
 
 def exact_curve(blocks: Blocks, sizes: npt.NDArray[np.int64]) -> Curve:
     d = stack_distances(blocks)
-    return Curve("exact", sizes, _curve_from_distances(d, sizes, float(len(blocks))), len(blocks))
+    return Curve("exact", sizes, _curve_from_distances(d, sizes, float(len(blocks))), len(blocks),
+                 steady=steady_from_distances(d, sizes))
 
 
 def exact_curve_dense(dense: npt.NDArray[np.int64], distinct: int, sizes: npt.NDArray[np.int64]) -> Curve:
     """exact_curve of accesses relabelled to 0 .. distinct-1."""
     d = dense_stack_distances(dense, distinct)
-    return Curve("exact", sizes, _curve_from_distances(d, sizes, float(len(dense))), len(dense))
+    return Curve("exact", sizes, _curve_from_distances(d, sizes, float(len(dense))), len(dense),
+                 steady=steady_from_distances(d, sizes))
 
 
 def shards_rate(accesses: int) -> float:

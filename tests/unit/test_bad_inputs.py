@@ -149,6 +149,8 @@ CASES = [
     Case("analyze-csv-columns", ["analyze", "--csv-columns", "time=x", "{tmp}/c.csv"], "bad --csv-columns",
          setup=text_file("c.csv", "1,h,0,Read,0,4096,1\n")),
     Case("analyze-csv-unit", ["analyze", "--csv-time-unit", "days", TRACE], "invalid choice", code=2),
+    Case("analyze-cutoff-not-a-size", ["analyze", "--sequential-cutoff", "lots", TRACE], "not a size: 'lots'"),
+    Case("analyze-cutoff-negative", ["analyze", "--sequential-cutoff", "-1", TRACE], "not a size: '-1'"),
     Case("analyze-only-bad-lines", ["analyze", "{tmp}/b.iolog"], "holds no read or write requests",
          setup=text_file("b.iolog", "fio version 2 iolog\n/dev/sdb read -4 4096\n/dev/sdb read 0 99999999999\n")),
     Case("analyze-nul-csv", ["analyze", "--format", "csv", "{tmp}/n.csv"], "holds no read or write requests",

@@ -168,3 +168,21 @@ def test_plan_cli_for_writecache_mirrors_and_remove(capsys: pytest.CaptureFixtur
     assert main(["plan", "lvmcache-attach", "--lv", "labvg/data", "--ssd", nvme, "--ssd", sda, "--recommendation",
                  str(rec), "--json", "--from-raw", raw]) == 0
     assert any("raid1" in s["argv"] for s in json.loads(capsys.readouterr().out)["steps"])
+
+
+def test_analyze_shows_bypassed_streams_and_first_touches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A backup stream beside random reads: the table names what a cache bypasses, and
+    --sequential-cutoff 0 counts it in the curve instead."""
+    lines = ["fio version 2 iolog", "/dev/sdb add", "/dev/sdb open"]
+    lines += [f"/dev/sdb read {(i * 7919 % 300) * 4096} 4096" for i in range(3000)]
+    lines += [f"/dev/sdb read {(1 << 30) + i * (1 << 20)} {1 << 20}" for i in range(64)]
+    trace = tmp_path / "backup.iolog"
+    trace.write_text("\n".join(lines) + "\n/dev/sdb close\n")
+    assert main(["--state-dir", str(tmp_path), "analyze", "--no-record", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "Bypassed" in out and "61 requests (61.0 MiB) in streams past 4.0 MiB" in out
+    assert "First touches" in out and "too short" not in out
+    assert main(["--state-dir", str(tmp_path), "analyze", "--no-record", "--json", "--sequential-cutoff", "0",
+                 str(trace)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["bypassed_requests"] == 0 and data["sequential_cutoff"] == 0 and data["too_short"]

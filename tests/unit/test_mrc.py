@@ -111,3 +111,23 @@ def test_short_traces_interpreted_match_the_compiled_loop() -> None:
     interpreted = mrc.stack_distances(blocks)
     compiled = mrc._compiled()(dense, int(dense.max()) + 1)
     assert np.array_equal(interpreted, compiled)
+
+
+def test_steady_curve_counts_only_accesses_after_each_size_is_full() -> None:
+    """mrc.steady_from_distances against a direct count: an LRU cache of s blocks is full from
+    the s-th first touch; hits over the accesses after that (slice-rounded), never falling."""
+    rng = np.random.default_rng(8)
+    ranks = np.minimum(rng.zipf(1.1, 60_000), 50_000)
+    d = mrc.stack_distances(ranks.astype(np.int64))
+    sizes = mrc.default_sizes(len(np.unique(ranks)))
+    steady = mrc.steady_from_distances(d, sizes)
+    cold = np.flatnonzero(d < 0)
+    edges = np.linspace(0, len(d), mrc.STEADY_SLICES + 1).astype(np.int64)
+    for j in (5, 20, 40):
+        start = edges[np.searchsorted(edges, cold[sizes[j] - 1] + 1)]
+        after = d[start:]
+        assert steady[j] == pytest.approx(np.count_nonzero((after >= 0) & (after < sizes[j])) / len(after))
+    raw = mrc.exact_curve(ranks.astype(np.int64), sizes).hit_ratio
+    assert np.all(np.diff(steady) >= 0) and np.all(steady >= raw - 1e-9)
+    # Sizes past what the trace fills keep the largest filled size's value.
+    assert steady[-1] == steady[-2]

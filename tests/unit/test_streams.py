@@ -1,0 +1,138 @@
+"""Sequential streams told apart as bcache does (advisor.workload.streams), and what the
+analysis makes of them: interleaved streams, a bypassed backup, first touches."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from advisor.workload import streams
+from advisor.workload.analysis import analyze
+from advisor.workload.streams import StreamDetector
+from advisor.workload.traces import REQUEST, ImportStats, Requests, Trace
+
+MiB = 1 << 20
+
+
+def trace(req: Requests) -> Trace:
+    return Trace(req, "test", "test", ImportStats(lines=len(req), requests=len(req)))
+
+
+def interleaved(streams_n: int, per_stream: int, size: int = 64 * 1024, gap_s: float = 0.001) -> Requests:
+    n = streams_n * per_stream
+    r = np.zeros(n, REQUEST)
+    r["offset"] = (np.arange(n) % streams_n) * (1 << 34) + (np.arange(n) // streams_n) * size
+    r["length"] = size
+    r["t"] = np.arange(n) * gap_s
+    return r
+
+
+def mixed(seed: int, n: int, n_streams: int) -> Requests:
+    """Random 4 KiB requests, streams of mixed request sizes, and requests that end where a
+    stream ends (the detector keeps one stream per end)."""
+    rng = np.random.default_rng(seed)
+    r = np.zeros(n, REQUEST)
+    pos = np.arange(n_streams, dtype=np.int64) * (1 << 34)
+    kind = rng.random(n)
+    t = np.cumsum(rng.exponential(0.05, n))
+    for i in range(n):
+        k = int(rng.integers(n_streams))
+        if kind[i] < 0.6:
+            size = int(rng.choice([4096, 65536, 131072]))
+            r[i] = (t[i], pos[k], size, 0)
+            pos[k] += size
+        elif kind[i] < 0.7:
+            r[i] = (t[i], max(int(pos[k]) - 4096, 0), 4096, 0)
+        else:
+            r[i] = (t[i], int(rng.integers(0, 1000)) * 4096, 4096, 1)
+    return r
+
+
+def test_four_interleaved_streams_are_sequential_not_random() -> None:
+    kinds = StreamDetector(cutoff=0).classify(interleaved(4, 1000))
+    assert np.count_nonzero(kinds == StreamDetector.CONTINUES) == 4000 - 4  # each stream's first starts it
+    a = analyze(trace(interleaved(4, 1000)), sequential_cutoff=0)
+    assert a.sequential_share == pytest.approx(0.999)
+
+
+def test_more_streams_than_bcache_remembers_are_not_seen() -> None:
+    # 65 round-robin streams: each one's end is forgotten (least recently used) before it continues.
+    kinds = StreamDetector(cutoff=0).classify(interleaved(65, 20))
+    assert not np.any(kinds)
+    kinds = StreamDetector(cutoff=0).classify(interleaved(64, 20))
+    assert np.count_nonzero(kinds) == 64 * 19
+
+
+def test_a_stream_is_forgotten_five_seconds_after_its_last_request() -> None:
+    r = interleaved(1, 4, gap_s=6.0)
+    assert not np.any(StreamDetector(cutoff=0).classify(r))
+    r["t"] = np.arange(4) * 4.9
+    assert np.count_nonzero(StreamDetector(cutoff=0).classify(r)) == 3
+
+
+def test_a_stream_past_the_cutoff_is_bypassed_from_the_request_that_reaches_it() -> None:
+    r = interleaved(1, 10, size=MiB)
+    kinds = StreamDetector(cutoff=4 * MiB).classify(r)
+    assert kinds.tolist() == [0, 1, 1, 2, 2, 2, 2, 2, 2, 2]
+
+
+@pytest.mark.parametrize("seed,n_streams", [(1, 3), (2, 70), (3, 200)])
+@pytest.mark.parametrize("cutoff", [0, 200_000, 4 * MiB])
+def test_the_compiled_scan_agrees_with_the_interpreted_one(seed: int, n_streams: int, cutoff: int) -> None:
+    r = mixed(seed, 6000, n_streams)
+    interpreted = StreamDetector(cutoff).classify(r)
+    compiled = StreamDetector(cutoff)
+    compiled._arrays()  # from the first request on
+    switched = StreamDetector(cutoff)  # interpreted for a while, then the state handed over
+    first = switched.classify(r[:2500])
+    switched._arrays()
+    assert np.array_equal(interpreted, compiled.classify(r))
+    assert np.array_equal(interpreted, np.concatenate([first, switched.classify(r[2500:])]))
+    assert set(np.unique(interpreted)) <= {0, 1, 2}
+    if cutoff == 200_000:
+        assert np.any(interpreted == StreamDetector.BYPASSED)
+
+
+def test_long_slices_go_through_the_compiled_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    r = mixed(4, 3000, 20)
+    interpreted = StreamDetector(100_000).classify(r)
+    monkeypatch.setattr(streams, "INTERPRETED_LIMIT", 100)
+    detector = StreamDetector(100_000)
+    assert np.array_equal(detector.classify(r), interpreted)
+    assert detector._recent is None  # the state went to the compiled scan's arrays
+
+
+def test_a_backup_stream_is_counted_apart_from_the_curve() -> None:
+    """A Zipf workload beside a nightly backup of 20 GiB-like streams: the backup's blocks are
+    bypassed, so the curve and the footprint are the hot workload's (issue 13, point 4)."""
+    rng = np.random.default_rng(5)
+    items = rng.zipf(1.2, 300_000)
+    items = items[items < 100_000][:100_000]
+    backup = 4000
+    r = np.zeros(len(items) + backup, REQUEST)
+    r["offset"][: len(items)] = items * 4096
+    r["length"][: len(items)] = 4096
+    r["offset"][len(items):] = (1 << 40) + np.arange(backup) * MiB
+    r["length"][len(items):] = MiB
+    r["t"] = np.arange(len(r)) * 0.001
+    with_cutoff = analyze(trace(r))
+    without = analyze(trace(r.copy()), sequential_cutoff=0)
+    assert with_cutoff.bypassed_requests == backup - 3  # a stream is bypassed once it reaches 4 MiB
+    assert with_cutoff.bypassed_bytes == (backup - 3) * MiB
+    assert without.bypassed_requests == 0
+    # Without the cutoff the backup's 1 GiB of first touches swamp the curve.
+    assert max(with_cutoff.curve_hit_ratio) > 0.85 > 0.2 > max(without.curve_hit_ratio)
+    assert with_cutoff.footprint_blocks < 30_000 < without.footprint_blocks
+    assert with_cutoff.cold_miss_share == pytest.approx(with_cutoff.footprint_blocks / with_cutoff.block_accesses,
+                                                        abs=1e-6)
+    assert not with_cutoff.too_short and without.too_short
+
+
+def test_a_trace_of_first_touches_is_too_short_to_judge() -> None:
+    r = np.zeros(5000, REQUEST)
+    rng = np.random.default_rng(6)
+    r["offset"] = rng.permutation(1_000_000)[:5000].astype(np.uint64) * 4096
+    r["length"] = 4096
+    a = analyze(trace(r))
+    assert a.cold_miss_share == 1.0 and a.too_short
+    assert a.chunk_cold_miss_share > 0.9
