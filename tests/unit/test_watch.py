@@ -257,6 +257,9 @@ def test_prediction_from_a_recommendations_config() -> None:
            "warmup": {"hot_blocks": 1000, "seconds_63": 12.5, "seconds_95": 40.0, "promotion_probability": 0.125}}
     assert prediction_from_config(cfg) == Prediction(0.81, 1 << 20, 12.5, 40.0, 0.125)
     assert prediction_from_config({"backend": "lvmcache", "warmup": None}) is None
+    # hot_blocks counts dm-cache's chunks when the warm-up says so.
+    chunks = {**cfg, "effective_bytes": 1 << 30, "warmup": {**cfg["warmup"], "block_bytes": 65536}}  # type: ignore[dict-item]
+    assert prediction_from_config(chunks) == Prediction(0.81, 1000 * 65536, 12.5, 40.0, 0.125)
 
 
 def test_prometheus_textfile_is_written_atomically(tmp_path: Path) -> None:
