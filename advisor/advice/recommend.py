@@ -435,6 +435,9 @@ def _speedup(ctx: _Context, backend: Backend, mode: Mode, hit: float) -> tuple[f
                 gain, ids = MEASURED_GAIN[(kind, fs, backend, mode)]
                 fs_note = "" if fs == "any" else f" on {fs}"
                 held = _held_share(ctx, backend, hit)
+                if kind == "large-files":  # not a measured factor: streams gain nothing from a cache
+                    return gain, ("sequential streams: the disk streams them at 175 MB/s, cached or not, and bcache "
+                                  "bypasses them"), ids
                 if held >= 1.0:
                     return gain, f"measured in the thesis for {WORKLOADS[kind].label}{fs_note}", ids
                 return (_scaled_gain(gain, held), f"the thesis's {gain:g}x for {WORKLOADS[kind].label}{fs_note}, for "
@@ -722,8 +725,8 @@ def recommend(inp: Inputs) -> Recommendation:
             reasons.append(Reason(f"The best cache possible as things stand, {top.label}, is expected to give "
                                   f"{top.expected_speedup:g}x ({top.speedup_basis}): not worth a cache's risk and "
                                   "complexity.", _speedup(ctx, top.backend, top.mode, top.predicted_hit_ratio or 0)[2]))
-        reasons.append(Reason(f"{best_blocked[0].label} would give about {best_blocked[0].expected_speedup:g}x, "
-                              f"but {why}.", _speedup(ctx, best_blocked[0].backend, best_blocked[0].mode,
+        reasons.append(Reason(f"{best_blocked[0].label} would give about {best_blocked[0].expected_speedup:g}x "
+                              f"({best_blocked[0].speedup_basis}), but {why}.", _speedup(ctx, best_blocked[0].backend, best_blocked[0].mode,
                                                       best_blocked[0].predicted_hit_ratio or 0)[2]))
         if prof.kind == "very-small-files" and fs == "ext4":
             reasons.append(Reason("For creating many small files, moving from ext4 to XFS gave 4 to 7x whatever the "
@@ -824,8 +827,10 @@ def _backend_curves(ctx: _Context) -> dict[str, CurveView]:
 def _size_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
     prof = ctx.prof
     knee = prof.knee()
-    out = [Reason(f"The curve's knee is {cache_size(knee)}: the smallest cache reaching {100 * KNEE_SHARE:.0f}% of the "
-                  f"achievable hit ratio ({prof.achievable:.0%}).", ("L-SIZE-4",))]
+    which = "measured" if prof.source == "trace" else "modelled"
+    out = [Reason(f"The {which} curve's knee is {cache_size(knee)}: the smallest cache reaching {100 * KNEE_SHARE:.0f}% "
+                  f"of the achievable hit ratio ({prof.achievable:.0%}).",
+                  ("L-SIZE-4",) if prof.source == "trace" else ("L-SIZE-1",))]
     if cfg.backend == "lvmcache" and prof.chunked("lvmcache"):
         chunk_knee = prof.knee_of("lvmcache")
         ratio = chunk_knee / knee if knee else 1.0
@@ -848,7 +853,8 @@ def _size_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
         out.append(Reason(f"The knee needs more than the SSD offers; the cache uses what there is "
                           f"({cache_size(cfg.size_bytes)}).", ("T-SIZE-2",)))
     if cfg.predicted_hit_ratio is not None:
-        out.append(Reason(f"Predicted hit ratio at this size: {cfg.predicted_hit_ratio:.0%}.", ("L-SIZE-2",)))
+        basis = ("L-SIZE-4",) if prof.source == "trace" else ("L-SIZE-2",)
+        out.append(Reason(f"Predicted hit ratio at this size: {cfg.predicted_hit_ratio:.0%}.", basis))
     if cfg.warmup is not None:
         w = cfg.warmup
         when = (f", about {duration(w.seconds_63)} and {duration(w.seconds_95)} at the measured read rate"

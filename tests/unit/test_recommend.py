@@ -537,3 +537,46 @@ def test_dm_cache_warm_up_counts_chunks_promotes_eagerly_while_free_and_slowly_o
     assert any("once full" in x.text and "older data" in x.text for x in r.reasons)
     bc = next(o.config for o in r.runner_ups if o.config and o.config.backend == "bcache")
     assert bc.warmup is not None and bc.warmup.block_bytes == 4096 and bc.warmup.reads_63_full == bc.warmup.reads_63
+
+
+def test_every_citation_is_about_what_its_reason_says() -> None:
+    """Each finding has topic words (findings.toml); every reason, warning and runner-up that
+    cites it, across the workload classes, file systems, platforms and traces, mentions one."""
+    from advisor.advice.recommend import RecommendError
+
+    nvme = DeviceFacts("/dev/disk/by-id/nvme-NV1", 512 * 10**9, "nvme", "probe", 0.02)
+    old = Versions(kernel="4.9.0", lvm2="2.02.1", bcache_tools="1.0")
+    platforms: list[dict[str, object]] = [{}, {"fast": (MIRROR,)}, {"slow": EMPTY_HDD}, {"fast": (SSD, nvme)},
+                                          {"accept_writeback_risk": True}, {"versions": old},
+                                          {"data_bytes": 100 * 10**9}, {"reformat_ok": True, "fast": (MIRROR,)}]
+    cases: list[dict[str, object]] = []
+    for workload in (None, "very-small-files", "database", "database-fsync", "mixed-files", "large-files",
+                     "very-large-datasets"):
+        kind: dict[str, object] = {"workload": workload} if workload else {"hot_fraction": 0.1}
+        for i, platform in enumerate(platforms):  # every platform, the file systems alternating
+            cases.append({**kind, **platform, "filesystem": ("ext4", "xfs")[i % 2]})
+            if workload in ("very-small-files", "database", "database-fsync") and i < 4:
+                cases.append({**kind, **platform, "filesystem": ("xfs", "ext4")[i % 2]})
+            if workload is None:
+                cases.append({**kind, **platform, "read_share": 0.3})
+    recs = []
+    for kw in cases:
+        try:
+            recs.append(rec(**kw))
+        except RecommendError:
+            pass
+    for trace in (hot_trace(False), zipf_with_backup(5500)):
+        a = analyze(trace)  # type: ignore[arg-type]
+        recs += [rec(analysis=a, data_bytes=64 * GiB, **p) for p in platforms[:3]]
+    wrong, seen = [], set()
+    for r in recs:
+        texts = [(x.text, x.findings) for x in (*r.reasons, *r.warnings)] + [(o.summary, o.findings) for o in r.runner_ups]
+        for text, ids in texts:
+            for fid in ids:
+                seen.add(fid)
+                topic = finding(fid).topic
+                assert topic, f"{fid} has no topic in findings.toml"
+                if not any(word in text.lower() for word in topic):
+                    wrong.append(f"{fid} ({'/'.join(topic)}) cited for: {text[:120]}")
+    assert not wrong, "\n".join(sorted(set(wrong)))
+    assert len(seen) >= 30, sorted(seen)
