@@ -174,7 +174,11 @@ def config_table(cfg: CacheConfig) -> Table:
     if cfg.warmup is not None:
         w = cfg.warmup
         when = (f" ({duration(w.seconds_63)} / {duration(w.seconds_95)})" if w.seconds_63 is not None else "")
-        t.add_row("Warm-up", f"{w.reads_63:,} reads to 63%, {w.reads_95:,} to 95% of the hot data{when}")
+        full = ""
+        if w.reads_63_full is not None and w.reads_63_full != w.reads_63:
+            full = (f"; from a cache full of older data, {w.reads_63_full:,} reads to 63%"
+                    + (f" ({duration(w.seconds_63_full)})" if w.seconds_63_full is not None else ""))
+        t.add_row("Warm-up", f"{w.reads_63:,} reads to 63%, {w.reads_95:,} to 95% of the hot data{when}{full}")
     return t
 
 

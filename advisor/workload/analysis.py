@@ -45,6 +45,11 @@ MAX_ACCESSES = 200_000_000
 
 def to_blocks(requests: Requests, block_size: int) -> mrc.Blocks:
     """Split each request into the cache blocks it touches, in order."""
+    return blocks_per_request(requests, block_size)[0]
+
+
+def blocks_per_request(requests: Requests, block_size: int) -> tuple[mrc.Blocks, npt.NDArray[np.int64] | None]:
+    """to_blocks, and how many blocks each request touches (None: one each)."""
     first: mrc.Blocks = (requests["offset"] // np.uint64(block_size)).view(np.int64)  # offsets < 2^60
     # The usual trace has every request within one block: then the first blocks are the blocks.
     # Checked a slice at a time, so the check costs no second array of the trace's length.
@@ -54,7 +59,7 @@ def to_blocks(requests: Requests, block_size: int) -> mrc.Blocks:
         if not np.array_equal(last.view(np.int64), first[at:at + FEED_CHUNK]):
             break
     else:
-        return first
+        return first, None
     del first
     offset = requests["offset"].astype(np.int64)
     first = offset // block_size
@@ -68,7 +73,7 @@ def to_blocks(requests: Requests, block_size: int) -> mrc.Blocks:
                          f"more than the {MAX_ACCESSES:,} analysed at once; give a larger --block-size")
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     blocks: mrc.Blocks = np.repeat(first, counts) + (np.arange(int(counts.sum()), dtype=np.int64) - starts)
-    return blocks
+    return blocks, counts
 
 
 @dataclass(frozen=True)
@@ -269,7 +274,7 @@ def _analyze(trace: Trace, block_size: int, mode: Literal["auto", "exact", "shar
     cached = trace.requests if bypass is None else trace.requests[~bypass]
     del bypass
     chunks = to_blocks(cached, CHUNK) if block_size < CHUNK else None
-    blocks = to_blocks(cached, block_size)
+    blocks, per_request = blocks_per_request(cached, block_size)
     del cached
     if release:
         trace.requests = trace.requests[:0].copy()  # a fresh array: a slice would keep the whole alive
@@ -282,7 +287,7 @@ def _analyze(trace: Trace, block_size: int, mode: Literal["auto", "exact", "shar
         ids, dense, counts = mrc.relabel(blocks)
         summary.feed_blocks(len(blocks), ids, counts)
         del blocks
-        curve = mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids)))
+        curve = mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids)), per_request)
         del dense
     chunk = _chunk_curve(chunks, "shards" if shards else "exact") if chunks is not None else None
     return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk)

@@ -147,18 +147,24 @@ class Curve:
 STEADY_SLICES = 100  # the trace is cut in this many slices to place each size's fill time
 
 
-def steady_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+def steady_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64],
+                          new_blocks: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float64]:
     """The hit ratio each cache size settles at: an LRU cache of s blocks is full from the
     s-th first touch on, and only the accesses after that count. First touches before it are
     its warm-up; those after it are misses it keeps having (a heavy-tailed workload keeps
     touching new blocks, so they are not left out). Sizes the trace never fills take the value
     of the largest size it fills (the trace cannot say more: it is too short for them); if it
     fills none, the curve of hits over accesses that were not first touches. Fill times are
-    rounded up to the next of STEADY_SLICES slices of the trace. Never falls with size."""
+    rounded up to the next of STEADY_SLICES slices of the trace. Never falls with size.
+    ``new_blocks``: how many blocks each access touches for the first time, when an access is
+    a request of several blocks (default: one for each access whose distance is -1)."""
     n = len(distances)
     if n == 0:
         return np.zeros(len(sizes))
-    cold_at = np.flatnonzero(distances < 0)
+    if new_blocks is None:
+        cold_at = np.flatnonzero(distances < 0)  # the i-th first touch is at cold_at[i]
+    else:  # the access during which the i-th distinct block is first touched
+        cold_at = np.repeat(np.arange(n), new_blocks)
     edges = np.linspace(0, n, STEADY_SLICES + 1).astype(np.int64)
     hist = np.zeros((STEADY_SLICES, len(sizes) + 1), np.int64)
     for k in range(STEADY_SLICES):
@@ -175,7 +181,7 @@ def steady_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[n
                 out[j] = after[first, j] / (n - edges[first])
     filled = ~np.isnan(out)
     if not filled.any():
-        reused = n - len(cold_at)
+        reused = n - int(np.count_nonzero(distances < 0))
         return hits_by_slice.sum(axis=0) / reused if reused else np.zeros(len(sizes))
     last = int(np.flatnonzero(filled)[-1])
     out[last + 1:] = out[last]  # sizes the trace does not fill (a smaller size fills first)
@@ -196,11 +202,24 @@ def exact_curve(blocks: Blocks, sizes: npt.NDArray[np.int64]) -> Curve:
                  steady=steady_from_distances(d, sizes))
 
 
-def exact_curve_dense(dense: npt.NDArray[np.int64], distinct: int, sizes: npt.NDArray[np.int64]) -> Curve:
-    """exact_curve of accesses relabelled to 0 .. distinct-1."""
+def exact_curve_dense(dense: npt.NDArray[np.int64], distinct: int, sizes: npt.NDArray[np.int64],
+                      per_request: npt.NDArray[np.int64] | None = None) -> Curve:
+    """exact_curve of accesses relabelled to 0 .. distinct-1. With ``per_request`` (how many
+    consecutive accesses each request made), the curve counts requests, as bcache does: a
+    request hits only when every block of it does (its distance is its blocks' largest)."""
     d = dense_stack_distances(dense, distinct)
-    return Curve("exact", sizes, _curve_from_distances(d, sizes, float(len(dense))), len(dense),
-                 steady=steady_from_distances(d, sizes))
+    if per_request is None:
+        return Curve("exact", sizes, _curve_from_distances(d, sizes, float(len(dense))), len(dense),
+                     steady=steady_from_distances(d, sizes))
+    starts = np.cumsum(per_request) - per_request
+    cold = d < 0
+    new = np.add.reduceat(cold.astype(np.int64), starts)
+    d[cold] = np.iinfo(np.int64).max
+    rd = np.maximum.reduceat(d, starts)
+    del d, cold
+    rd[rd == np.iinfo(np.int64).max] = -1
+    return Curve("exact", sizes, _curve_from_distances(rd, sizes, float(len(rd))), len(rd),
+                 steady=steady_from_distances(rd, sizes, new))
 
 
 def shards_rate(accesses: int) -> float:

@@ -226,6 +226,7 @@ class Scenario:
     alone: bool = False  # it asserts timings: no other guest may run beside it
     prepare: Callable[[Lab], dict[str, Any]] | None = None  # on the images, before the boot
     paired: bool = False  # runs with one vCPU beside another paired scenario (docs/lab.md)
+    env: tuple[tuple[str, str], ...] = ()  # more environment for the guest script
 
     @property
     def cpus(self) -> int:
@@ -261,7 +262,7 @@ class LabPool:
             lab = Lab(list(scenario.disks), workdir=self.workdirs[scenario.name], cpus=scenario.cpus)
             lab.create_images()
             prepared = scenario.prepare(lab) if scenario.prepare else {}
-            run = lab.run(scenario.script, timeout=scenario.timeout)
+            run = lab.run(scenario.script, env=dict(scenario.env), timeout=scenario.timeout)
             run.prepared = prepared
             future.set_result(run)
         except BaseException as exc:  # noqa: BLE001 - the module's fixture re-raises it
