@@ -255,23 +255,27 @@ def scale_recommendations(out: Path, rows: list[Row]) -> list[str]:
 
     lines = ["", "What the recommendation says at each data size (a 1 GiB SSD, at most 256 MiB for the cache, "
              "the trace of that run):", "",
-             "| data | verdict | cache | knee fits | predicted hit ratio | hot data (90% of I/O) | warnings |",
-             "|---:|---|---:|---|---:|---:|---|"]
+             "| data | from | verdict | cache | knee fits | predicted hit ratio | observed | hot data (90% of I/O) | "
+             "warnings |",
+             "|---:|---|---|---:|---|---:|---:|---:|---|"]
     for r in rows:
         mb = int(r.run.rsplit("-s", 1)[1])
         analysis = analyze(load_run(out, r.run))
         slow = DeviceFacts("/dev/labvg/data", 3600 * MiB, "hdd", "probe", 6.7, is_lv=True, vg="labvg", has_data=True,
                            fs_type="ext4")
         fast = DeviceFacts("/dev/lab/ssd", GiB, "ssd", "probe", 0.5)
-        rec = recommend(Inputs(slow=slow, fast=(fast,), analysis=analysis, data_bytes=mb * MiB,
-                               cache_budget_bytes=SCALE_CACHE_MB * MiB))
-        cfg = rec.config
-        warn = "; ".join(f"{w.findings[0]}" for w in rec.warnings if w.findings) or "-"
-        hot = rec.curve.hot_bytes // MiB if rec.curve else 0
-        fits = "-" if cfg is None else ("no (bounded)" if cfg.bounded_by_ssd else "yes")
-        lines.append(f"| {mb} MiB | {rec.verdict} | {f'{cfg.size_bytes // MiB} MiB' if cfg else '-'} | {fits} | "
-                     f"{f'{cfg.predicted_hit_ratio:.3f}' if cfg and cfg.predicted_hit_ratio is not None else '-'} | "
-                     f"{hot} MiB | {warn} |")
+        common = {"slow": slow, "fast": (fast,), "data_bytes": mb * MiB, "cache_budget_bytes": SCALE_CACHE_MB * MiB}
+        # From the run's trace, and from the model alone (the hot 10% of L-SIZE-1, no trace).
+        for source, inputs in (("trace", Inputs(analysis=analysis, **common)),  # type: ignore[arg-type]
+                               ("model, hot 10%", Inputs(hot_fraction=0.1, **common))):  # type: ignore[arg-type]
+            rec = recommend(inputs)
+            cfg = rec.config
+            warn = ", ".join(w.findings[0] for w in rec.warnings if w.findings) or "-"
+            hot = rec.curve.hot_bytes // MiB if rec.curve else 0
+            fits = "-" if cfg is None else ("no (bounded)" if cfg.bounded_by_ssd else "yes")
+            hit = f"{cfg.predicted_hit_ratio:.3f}" if cfg and cfg.predicted_hit_ratio is not None else "-"
+            lines.append(f"| {mb} MiB | {source} | {rec.verdict} | {f'{cfg.size_bytes // MiB} MiB' if cfg else '-'} | "
+                         f"{fits} | {hit} | {r.observed:.3f} | {hot} MiB | {warn} |")
     return lines
 
 
