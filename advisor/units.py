@@ -10,6 +10,9 @@ import math
 import re
 
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
+# bcache's default sequential_cutoff: streams longer than this bypass the cache (the analysis,
+# the recommendation and the bcache recipe all start from it).
+BCACHE_SEQUENTIAL_CUTOFF = 4 * MiB
 SIZE_SUFFIX = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
 DURATION_SUFFIX = {"": 1, "s": 1, "m": 60, "h": 3600}
 MAX_DURATION = 31 * 86400

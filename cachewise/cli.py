@@ -649,20 +649,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         plan = replace(plan, prediction=prediction_from_config(_recommended_config(args.recommendation)))
     if args.format == "ansible":
+        if args.output is not None:
+            how = core.save_plan(plan, args.output, "ansible")
+            print(f"Playbook written to {args.output}. {how}", file=sys.stderr)
+            return 0
         from recipes.ansible import AnsibleError, render
 
         try:
-            book = render(plan)
+            sys.stdout.write(render(plan))
         except AnsibleError as exc:
             return _error(f"{exc}. {NOTHING}")
-        if args.output is not None:
-            args.output.write_text(book)
-            print(f"Playbook written to {args.output}: ansible-playbook -i HOSTS {args.output}", file=sys.stderr)
-        else:
-            sys.stdout.write(book)
         return 0
     if args.output is not None:
-        args.output.write_text(plan.dumps())
+        core.save_plan(plan, args.output)
     if args.json or args.format == "json":
         sys.stdout.write(plan.dumps())
         return 0
@@ -944,5 +943,5 @@ def cmd_tui(args: argparse.Namespace) -> int:
     core = _core(args)
     target = getattr(args, "watch", None)  # absent when `tui` was not named (the default command)
     watch = core.watch_target(target) if target else None
-    CachewiseApp(core, watch_hotplug=core.live, watch=watch).run()
+    CachewiseApp(core, watch_hotplug=core.live, watch=watch, start=True).run()
     return 0

@@ -21,6 +21,7 @@ from advisor.disks.collect import RawSystem, collect, devnum_of, refresh
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import build_inventory, find_device
 from advisor.runner import CommandError, CommandRunner
+from advisor.units import BCACHE_SEQUENTIAL_CUTOFF as SEQUENTIAL_CUTOFF
 
 if TYPE_CHECKING:
     from advisor.advice.recommend import Inputs, Recommendation
@@ -300,7 +301,7 @@ class Core:
     # -- workload --
 
     def analyze(self, path: Path, block_size: int = 4096, mode: str = "auto", fmt: str = "auto",
-                layout: CsvLayout | None = None, sequential_cutoff: int = 4 << 20) -> tuple[Analysis, dict[str, Any]]:
+                layout: CsvLayout | None = None, sequential_cutoff: int = SEQUENTIAL_CUTOFF) -> tuple[Analysis, dict[str, Any]]:
         """Analyse a trace file: (analysis, the trace's own metadata). TraceError when the file
         cannot be read as a trace; Refused for a bad block size."""
         from advisor.workload.analysis import analyze_path
@@ -431,11 +432,14 @@ class Core:
         except RecipeError as exc:
             raise Refused(str(exc)) from None
 
-    def removal_plan(self, inv: Inventory, path: str, release: list[str] | None = None) -> Plan:
+    def removal_plan(self, inv: Inventory, path: str, release: list[str] | None = None,
+                     free_ssd: bool = False) -> Plan:
         """The plan that removes the cache ``path`` is part of (the cached LV or bcache device, or
         its backing device), whatever its kind; a RecipeError saying why for a device that is no
-        cache cachewise can remove."""
+        cache cachewise can remove. ``free_ssd``: also give the SSD back, blank (an LVM cache's
+        PVs that hold nothing else are released; a bcache cache device is wiped)."""
         from recipes.common import RecipeError
+        from recipes.lvmcache import cache_pvs
 
         dev = find_device(inv, path)
         if dev is None:
@@ -452,8 +456,10 @@ class Core:
             if release:
                 raise RecipeError(f"a bcache cache device is released with --wipe-cache of bcache-detach, not "
                                   f"--release-ssd. {NOTHING}")
-            return self.plan(inv, "bcache-detach", path=dev.devnode)
+            return self.plan(inv, "bcache-detach", path=dev.devnode, wipe_cache=free_ssd)
         assert lvm is not None
+        if free_ssd and not release:
+            release = [d.display_path for d in cache_pvs(inv, f"{lvm.vg}/{lvm.lv}")] or None
         return self.plan(inv, caching.remove, lv_name=f"{lvm.vg}/{lvm.lv}", release=release or None)
 
     def _with_fs_block_size(self, inv: Inventory, lv_name: str) -> Inventory:
@@ -497,10 +503,32 @@ class Core:
             return replace(plan, prediction=prediction)
         if cfg.backend == "bcache":
             plan = self.plan(inv, "bcache-create", backing_path=slow, cache_path=fast[0], mode=cfg.mode,
-                             sequential_cutoff=cfg.sequential_cutoff_bytes or 4 << 20,
+                             sequential_cutoff=cfg.sequential_cutoff_bytes or SEQUENTIAL_CUTOFF,
                              writeback_percent=cfg.writeback_percent or 0)
             return replace(plan, prediction=prediction)
         raise Refused(f"cachewise has no recipe for {cfg.label}. {NOTHING}")
+
+    def save_plan(self, plan: Plan, path: Path, fmt: str = "json") -> str:
+        """Write the plan to a new file, as JSON (for `cachewise apply`) or as an Ansible
+        playbook; the sentence that says how to run it. Refused, with nothing written, when the
+        file cannot be a new one or the plan has no playbook form."""
+        check_output(path, "no plan was saved")
+        if fmt == "ansible":
+            from recipes.ansible import AnsibleError, render
+
+            try:
+                text = render(plan)
+            except AnsibleError as exc:
+                raise Refused(f"{exc}. {NOTHING}") from None
+            how = f"Run it with: ansible-playbook -i HOSTS {path}"
+        else:
+            text, how = plan.dumps(), f"Run it with: sudo cachewise apply {path}"
+        try:
+            with path.open("x") as out:
+                out.write(text)
+        except OSError as exc:
+            raise Refused(f"cannot write {path}: {exc.strerror}; no plan was saved. Choose another place.") from None
+        return how
 
     # -- apply --
 

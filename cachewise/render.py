@@ -78,10 +78,11 @@ def probe_table(results: list[ProbeResult]) -> Table:
 
 
 def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int = 60, height: int = 13,
-               mark: int | None = None) -> str:
+               mark: int | None = None, mark_label: str = "recommended", observed: float | None = None) -> str:
     """The hit-ratio curve as text, ``width`` columns of plot after a 6-column axis: cache size
     (log scale) across, hit ratio up, ticks at round percentages. ``mark`` (a size in blocks)
-    draws a column of ``│`` at the chosen cache size and names that size under the axis."""
+    draws a column of ``│`` at the chosen cache size and names that size under the axis
+    (``mark_label``); ``observed`` (a hit ratio the kernel reports) puts a ``●`` on that column."""
     if not sizes:
         return "(no curve)"
     width = max(16, width)
@@ -100,6 +101,8 @@ def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int 
         y = min(height - 1, int(hit * (height - 1) + 0.5))
         for yy in range(y + 1):
             grid[height - 1 - yy][x] = "█" if yy == y else (grid[height - 1 - yy][x] if grid[height - 1 - yy][x] != " " else "·")
+    if mx is not None and observed is not None:
+        grid[height - 1 - min(height - 1, max(0, int(observed * (height - 1) + 0.5)))][mx] = "●"
     # Ticks at quarters when the rows divide into quarters, else at the top, middle and bottom.
     steps = height - 1
     every = steps // 4 if steps % 4 == 0 else (steps // 2 if steps % 2 == 0 else steps)
@@ -110,7 +113,8 @@ def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int 
     left, right = human_size(sizes[0] * block_size), human_size(sizes[-1] * block_size)
     lines.append("      " + left + " " * max(1, width - len(left) - len(right)) + right)
     if mx is not None and mark is not None:
-        tag = f"↑ recommended: {human_size(mark * block_size)}"
+        seen = f", observed {observed:.0%} ●" if observed is not None else ""
+        tag = f"↑ {mark_label}: {human_size(mark * block_size)}{seen}"
         tag = tag if len(tag) <= width else f"↑ {human_size(mark * block_size)}"
         lines.append("      " + " " * min(mx, max(0, width - len(tag))) + tag)
     legends = ("cache size (log scale) → LRU hit ratio", "size (log) → hit ratio", "size → hits")
@@ -118,7 +122,7 @@ def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int 
     return "\n".join(lines)
 
 
-def analysis_report(a: Analysis, width: int = 60) -> Group:
+def analysis_report(a: Analysis, width: int = 60, curve: bool = True) -> Group:
     summary = Table.grid(padding=(0, 2))
     summary.add_column(style="bold")
     summary.add_column()
@@ -142,6 +146,8 @@ def analysis_report(a: Analysis, width: int = 60) -> Group:
     summary.add_row("Zipf fit", f"alpha ≈ {a.zipf_alpha:.2f}" if a.zipf_alpha is not None else "too few repeated blocks to fit")
     for example in a.bad_examples:
         summary.add_row("Malformed", Text(example, style="yellow"))
+    if not curve:
+        return Group(summary)
     return Group(summary, Text(""), Text(curve_plot(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size, width=width)))
 
 

@@ -20,7 +20,7 @@ from advisor.plan.checks import (
     SysfsExists,
 )
 from advisor.plan.model import Plan, Step
-from advisor.units import human_size
+from advisor.units import BCACHE_SEQUENTIAL_CUTOFF, human_size
 from recipes.common import NOTHING, RecipeError, bind
 
 B = "{backing}/bcache"
@@ -57,7 +57,7 @@ def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | N
 
 
 def bcache_create(inv: Inventory, backing_path: str, cache_path: str, *, mode: str = "writethrough",
-                  sequential_cutoff: int = 4 << 20, writeback_percent: int = 10, wipe: bool = False) -> Plan:
+                  sequential_cutoff: int = BCACHE_SEQUENTIAL_CUTOFF, writeback_percent: int = 10, wipe: bool = False) -> Plan:
     from advisor.disks.discovery import find_device
 
     if mode not in ("writethrough", "writeback"):

@@ -304,6 +304,24 @@ REMOVERS = {
 }
 
 
+def cache_pvs(inv: Inventory, lv_name: str) -> list[Device]:
+    """The PVs that hold nothing but the cache of ``lv_name`` (its pool's or cache volume's
+    sub-LVs): the SSD(s) a removal can give back. A PV that also holds the origin or any other
+    LV is not among them."""
+    lv = find_lv(inv, lv_name)
+    assert lv.lvm is not None
+    vg, prefix = lv.lvm.vg, f"{lv.lvm.lv}_"
+
+    def cache_part(name: str) -> bool:
+        d = inv.by_name(name)
+        if d is None or d.lvm is None or d.lvm.role != "lv" or d.lvm.vg != vg or not d.lvm.lv:
+            return False
+        return d.lvm.lv.startswith(prefix) and not d.lvm.lv.endswith(("_corig", "_wcorig"))
+
+    return [d for d in inv.devices if d.lvm is not None and d.lvm.role == "pv" and d.lvm.vg == vg
+            and d.holders and all(cache_part(h) for h in d.holders)]
+
+
 def remove_cache(inv: Inventory, lv_name: str, segtype: str, *, keep: bool = False,
                  release: str | Sequence[str] | None = None) -> Plan:
     """The plan that flushes and removes an LVM cache of ``segtype`` (cache or writecache) from

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -13,6 +12,7 @@ from textual.widgets import Footer, Header, Input, Static
 
 from advisor.workload.analysis import Analysis
 from cachewise.render import analysis_report
+from screens.widgets import Curve, CurveChart
 
 
 class OpenTrace(ModalScreen[Path | None]):
@@ -53,9 +53,7 @@ class AnalysisScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Header()
         with VerticalScroll(id="analysis"):
-            yield Static(analysis_report(self.analysis), id="analysis-report")
+            yield Static(analysis_report(self.analysis, curve=False), id="analysis-report")
+            a = self.analysis
+            yield CurveChart(Curve(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size), height=13, id="analysis-curve")
         yield Footer()
-
-    def on_resize(self, event: events.Resize) -> None:
-        """The curve uses the width there is (the axis labels take 6 columns, the scrollbar 2)."""
-        self.query_one("#analysis-report", Static).update(analysis_report(self.analysis, width=event.size.width - 10))

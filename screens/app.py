@@ -30,15 +30,20 @@ class CachewiseApp(App[None]):
     BINDINGS = [Binding("question_mark,f1", "help", "Help")]
 
     def __init__(self, core: Core, watch_hotplug: bool = True, probe_seconds: float = DEFAULT_SECONDS,
-                 watch: CacheRef | None = None) -> None:
+                 watch: CacheRef | None = None, start: bool = False) -> None:
         super().__init__()
         self.core = core
+        self.start = start  # open on the start screen (the guided flows), over the Disks screen
         self.watch_hotplug = watch_hotplug
         self.probe_seconds = probe_seconds
         self.warmup_ref = watch  # `cachewise tui --watch`: open on this cache's Warm-up screen
 
     def on_mount(self) -> None:
         self.push_screen(DisksScreen(watch_hotplug=self.watch_hotplug))
+        if self.start and self.warmup_ref is None:
+            from screens.flow import StartScreen
+
+            self.push_screen(StartScreen())
         if self.warmup_ref is not None:
             from screens.warmup import WarmupScreen
 
@@ -58,7 +63,9 @@ class CachewiseApp(App[None]):
             self.push_screen(HelpScreen(self.screen))
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """The command palette (Ctrl+P) offers every action of the screen, then Textual's own."""
+        """The command palette (Ctrl+P) offers every action of the screen, the guided flows, then
+        Textual's own."""
+        from screens.flow import START_CHOICES
         from screens.help import key_label
 
         for key, active in screen.active_bindings.items():
@@ -66,7 +73,22 @@ class CachewiseApp(App[None]):
             if binding.description and active.enabled and binding.action != "help":
                 yield SystemCommand(binding.description, f"key {key_label(key)}",
                                     partial(self.run_action, binding.action, active.node))
+        for kind, label, about in START_CHOICES:
+            if kind != "disks":
+                yield SystemCommand(f"Guided: {label}", about, partial(self.start_flow, kind))
         yield from super().get_system_commands(screen)
+
+    async def start_flow(self, kind: str) -> None:
+        """Begin a guided flow from wherever the user is: back to the start screen, then its first step."""
+        from screens.flow import StartScreen
+
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, StartScreen):
+            await self.pop_screen()
+        if not isinstance(self.screen, StartScreen):
+            await self.push_screen(StartScreen())
+        start = self.screen
+        assert isinstance(start, StartScreen)
+        start.begin(kind)
 
     def warn_from_thread(self, warning: str | None) -> None:
         """Show a warning the core returned (a history write that failed), from a thread worker."""

@@ -6,7 +6,7 @@ interrupted. The order (checks before the confirmation) is the core's: Core.appl
 from __future__ import annotations
 
 import threading
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from rich.text import Text
 from textual import on, work
@@ -23,6 +23,10 @@ from cachewise.core import MAKES_CACHE, Refused
 from cachewise.render import event_line, plan_preview
 from screens.base import CoreScreen
 
+if TYPE_CHECKING:
+    from screens.flow import Flow
+    from screens.widgets import Curve
+
 
 class ApplyScreen(CoreScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("w", "warmup", "Warm-up")]
@@ -32,9 +36,12 @@ class ApplyScreen(CoreScreen):
             "interrupted, cachewise offers to resume or roll it back at the next start. After a cache is made, "
             "w follows its warm-up.")
 
-    def __init__(self, plan: Plan, journal: Journal | None = None, rollback: bool = False) -> None:
+    def __init__(self, plan: Plan, journal: Journal | None = None, rollback: bool = False,
+                 flow: Flow | None = None, curve: Curve | None = None) -> None:
         super().__init__()
         self.plan = plan
+        self.flow = flow  # a guided flow's step: the step bar, and on to the Warm-up screen after
+        self.curve = curve  # the recommendation's curve, for the Warm-up screen
         self.journal = journal
         self.rollback = rollback
         self.verb = "roll back" if rollback else ("resume" if journal is not None else "apply")
@@ -48,14 +55,23 @@ class ApplyScreen(CoreScreen):
 
     def compose(self) -> ComposeResult:
         yield Header()
+        if self.flow is not None:
+            from screens.flow import StepBar
+
+            yield StepBar(self.flow, self.flow.steps[-2] if self.flow.kind == "add" else self.flow.steps[-1])
         with VerticalScroll(id="apply"):
             yield Static(plan_preview(self.plan), id="plan-preview")
-            yield Static(f"{self._so_far()} To {self.verb} this plan, type [b]{self.target}[/] and press Enter.",
+            yield RichLog(id="apply-log", wrap=True, markup=False)
+        # The confirmation stays in view at the bottom while the preview (what it destroys and
+        # the commands first) and then the run's log scroll above it.
+        with Vertical(id="confirm-bar"):
+            # The name on a line of its own: copied or read whole, never broken by the wrap.
+            yield Static(f"{self._so_far()} To {self.verb} this plan, type the device's name and press Enter:\n"
+                         f"  [b]{self.target}[/]",
                          id="confirm-hint")
             # An empty box until typed: a placeholder showing the name looked already filled in.
             yield Input(placeholder="type the device name", id="confirm-name")
             yield Static(Text("Checking the system against the plan…", style="dim"), id="apply-status")
-            yield RichLog(id="apply-log", wrap=True, markup=False)
         yield Footer()
 
     def _so_far(self) -> str:
@@ -100,14 +116,14 @@ class ApplyScreen(CoreScreen):
 
     def _ready(self) -> None:
         if not self._confirmed.is_set():
-            self._status(f"The system is as the plan expects. Type {self.target} to {self.verb} it.", "green")
+            self._status("Checked: the system is as the plan expects; type the name above.", "green")
         else:
             self._status("Running…", "bold")
 
     @work(thread=True, exclusive=True, group="apply", exit_on_error=False)
     def _run(self) -> None:
         def report(e: Event) -> None:
-            self.app.call_from_thread(self.query_one("#apply-log", RichLog).write, event_line(e))
+            self.app.call_from_thread(self._log, event_line(e))
 
         try:
             outcome = self.core.apply_checked(self.plan, self._wait_for_name, report, self.journal, self.rollback)
@@ -121,6 +137,11 @@ class ApplyScreen(CoreScreen):
             return
         self.app.call_from_thread(self._finished, outcome, "")
 
+    def _log(self, line: str) -> None:
+        """A line of the run's log, kept in view: once it runs, the log is what there is to watch."""
+        self.query_one("#apply-log", RichLog).write(line)
+        self.query_one("#apply", VerticalScroll).scroll_end(animate=False)
+
     def _finished(self, outcome: str | None, error: str) -> None:
         self.running = False
         self.outcome = outcome or ("stopped" if self.checked else None)
@@ -129,9 +150,18 @@ class ApplyScreen(CoreScreen):
             self._status(error, "red")
         else:
             self.made_cache = not self.rollback and self.plan.kind in MAKES_CACHE
-            self._status(f"{self.plan.title}: {outcome}." + (" Press w to watch it warm up." if self.made_cache else ""),
-                         "bold green")
+            # The question is answered: "Nothing has run yet" and the box would be stale now.
+            self.query_one("#confirm-hint").display = False
+            self.query_one("#confirm-name").display = False
+            if self.flow is not None and self.flow.kind == "remove":
+                after = " Esc goes back to the caches left."
+            else:
+                after = " Press w to watch it warm up." if self.made_cache else ""
+            self._status(f"{self.plan.title}: {outcome}.{after}", "bold green")
             self.refresh_bindings()
+            self.query_one("#apply", VerticalScroll).scroll_end(animate=False)
+            if self.made_cache and self.flow is not None:
+                self.action_warmup()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return action != "warmup" or self.made_cache
@@ -140,7 +170,7 @@ class ApplyScreen(CoreScreen):
     async def action_warmup(self) -> None:
         from screens.warmup import open_warmup
 
-        await open_warmup(self.app, self.target)
+        await open_warmup(self.app, self.target, flow=self.flow, curve=self.curve)
 
 
 class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):

@@ -21,10 +21,17 @@ from textual.worker import Worker, WorkerState
 
 from advisor.disks.collect import ScanInterrupted
 from advisor.disks.devices import Device, Inventory
-from advisor.disks.probe import ProbeProgress, ProbeResult
+from advisor.disks.probe import ProbeResult
 from advisor.units import human_size
 from screens.base import CoreScreen
-from screens.probing import ConfirmProbe, ProbeFinished, ProbePanel, ProbeUpdate, measured_text
+from screens.probing import (
+    ConfirmProbe,
+    ProbeFinished,
+    ProbePanel,
+    ProbeUpdate,
+    measured_text,
+    probe_each,
+)
 
 if TYPE_CHECKING:
     from advisor.workload.analysis import Analysis
@@ -126,6 +133,7 @@ class DisksScreen(CoreScreen):
         Binding("q", "app.quit", "Quit"),
         Binding("w", "warmup", "Warm-up"),
         Binding("u", "uncache", "Uncache", show=False),  # after Quit: at 80 columns the footer has no room left
+        Binding("g", "guide", "Guided flows", show=False),
     ]
 
     HELP = ("Every disk, partition, LV, md and bcache device on this machine, with its role and state; "
@@ -133,6 +141,7 @@ class DisksScreen(CoreScreen):
             "highlight the slow disk or LV, and press c. p measures the marked disks with a short read-only "
             "fio probe; t opens a trace of the workload; w follows a cache that exists; h shows loop, zram and "
             "empty devices too; u removes the highlighted cache (flushing it first, after a preview you confirm). "
+            "g opens the start screen with the guided flows (add a cache, remove one, plan only). "
             "Nothing on this screen changes a disk without that confirmation.")
 
     def __init__(self, watch_hotplug: bool = True) -> None:
@@ -186,6 +195,11 @@ class DisksScreen(CoreScreen):
     def on_unmount(self) -> None:
         if self._watcher is not None:
             self._watcher.stop()  # type: ignore[attr-defined]
+
+    def action_guide(self) -> None:
+        from screens.flow import StartScreen
+
+        self.app.push_screen(StartScreen())
 
     def action_rescan(self) -> None:
         self.scan()
@@ -307,18 +321,7 @@ class DisksScreen(CoreScreen):
 
     @work(thread=True, group="probe", description="probe disks with fio", exit_on_error=False)
     def _probe_devices(self, devices: list[Device]) -> None:
-        def progress(p: ProbeProgress) -> None:
-            self.post_message(ProbeUpdate(p))
-
-        # One device at a time: each is measured alone.
-        for dev in devices:
-            try:
-                result, warning = self.core.probe(dev, self.cw_app.probe_seconds, progress)
-            except Exception as exc:  # noqa: BLE001 - every failure is shown, none is fatal
-                self.post_message(ProbeFinished(dev.name, None, str(exc)))
-                continue
-            self.cw_app.warn_from_thread(warning)
-            self.post_message(ProbeFinished(dev.name, result, None))
+        probe_each(self, devices)
 
     @on(ProbeUpdate)
     def _probe_update(self, message: ProbeUpdate) -> None:
@@ -456,7 +459,8 @@ class DisksScreen(CoreScreen):
             extra = f"; {hidden} hidden (h: show them)"
         notes = "  ".join(inv.notes)
         self.query_one("#status", Static).update(
-            f"{shown} device{'s' if shown != 1 else ''}{extra}; scanned in {self._scan_seconds:.1f} s. {notes}"
+            f"{shown} device{'s' if shown != 1 else ''}{extra}; scanned in {self._scan_seconds:.1f} s. "
+            f"g: guided flows, ?: help. {notes}"
         )
 
     def _fill(self) -> None:

@@ -11,8 +11,10 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from advisor.disks.devices import Device
 from advisor.disks.probe import ProbeProgress, ProbeResult
 from advisor.units import rate
+from screens.base import CoreScreen
 
 
 class ProbeUpdate(Message):
@@ -39,6 +41,24 @@ def measured_text(result: ProbeResult | None) -> Text:
         return Text("")
     c = result.classification
     return Text(c.device_class + ("!" if c.disagreements else ""), style="yellow" if c.disagreements else "green")
+
+
+def probe_each(screen: CoreScreen, devices: list[Device]) -> None:
+    """Probe the devices one at a time (each is measured alone), from a thread worker of
+    ``screen``: progress and each result (or the failure, as a sentence) are posted to it."""
+
+    def progress(p: ProbeProgress) -> None:
+        screen.post_message(ProbeUpdate(p))
+
+    app = screen.app
+    for dev in devices:
+        try:
+            result, warning = screen.core.probe(dev, app.probe_seconds, progress)  # type: ignore[attr-defined]
+        except Exception as exc:  # noqa: BLE001 - every failure is shown, none is fatal
+            screen.post_message(ProbeFinished(dev.name, None, str(exc)))
+            continue
+        app.warn_from_thread(warning)  # type: ignore[attr-defined]
+        screen.post_message(ProbeFinished(dev.name, result, None))
 
 
 class ProbePanel(Static):

@@ -4,10 +4,10 @@ Why panel where each reason shows the findings it rests on and their sources."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -16,11 +16,16 @@ from textual.widgets.option_list import Option
 
 from advisor.advice.findings import finding
 from advisor.advice.recommend import Inputs, Reason, Recommendation, RecommendError
+from advisor.advice.recommend import Option as Choice
 from advisor.advice.workloads import WORKLOADS
 from advisor.disks.devices import Inventory
 from cachewise.core import Refused
-from cachewise.render import VERDICT_STYLE, config_table, curve_plot
+from cachewise.render import VERDICT_STYLE, config_table
 from screens.base import CoreScreen
+from screens.widgets import Curve, CurveChart
+
+if TYPE_CHECKING:
+    from screens.flow import Flow
 
 
 class Tick(Checkbox):
@@ -37,21 +42,34 @@ ASK_WORKLOAD = ("Choose the workload on the left, or open a trace of it with t o
                 "cachewise would be guessing. Nothing was changed.")
 
 
+def rec_curve(rec: Recommendation | None) -> Curve | None:
+    """The recommendation's curve (by bytes) with the hot data its cache holds marked."""
+    if rec is None or rec.curve is None:
+        return None
+    return Curve(rec.curve.sizes_bytes, rec.curve.hit_ratio, 1, rec.config.effective_bytes if rec.config else None)
+
+
 class RecommendScreen(CoreScreen):
     """Pick the workload and the platform facts on the left; the recommendation follows."""
 
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("a", "plan", "Plan and apply")]
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("a", "plan", "Plan it"),
+                Binding("o", "other", "Other choice")]
     HELP = ("The recommendation for the slow device with the fast one(s): backend, cache size, mode and "
             "tunables, the predicted hit ratio and warm-up, and why, each reason with its published source "
-            "(select it in the Why list). Change the workload, the file system or the checkboxes on the left "
-            "and it is made again. a previews the plan that applies it; nothing changes before you confirm.")
+            "(highlight it in the Why list). The alternatives (○) are real choices: o steps through them (and back "
+            "to the recommendation), or Enter on one in the Why list makes it the cache to plan. Change the workload, the file "
+            "system or the checkboxes on the left and it is made again. a previews the plan (or, in Plan only, "
+            "saves it); nothing changes before you confirm.")
 
-    def __init__(self, inputs: Inputs, inventory: Inventory | None = None) -> None:
+    def __init__(self, inputs: Inputs, inventory: Inventory | None = None, flow: Flow | None = None) -> None:
         super().__init__()
         self.base = inputs
         self.inventory = inventory
+        self.flow = flow
         self.recommendation: Recommendation | None = None
+        self.choice: Choice | None = None  # a runner-up chosen instead of the recommendation
         self._reasons: list[tuple[str, Reason]] = []
+        self._options: dict[int, Choice] = {}
         self._generation = 0
 
     def compose(self) -> ComposeResult:
@@ -62,6 +80,10 @@ class RecommendScreen(CoreScreen):
         initial = MEASURED if self.base.analysis is not None else (self.base.workload or Select.NULL)
         fs = self.base.filesystem or (self.base.slow.fs_type if self.base.slow.fs_type in ("ext4", "xfs") else "other")
         yield Header()
+        if self.flow is not None:
+            from screens.flow import StepBar
+
+            yield StepBar(self.flow, "Recommendation")
         with Horizontal(id="recommend"):
             # Scrolls: at 80x24 the checkboxes are below the fold, and focus must bring them into view.
             with VerticalScroll(id="recommend-form"):
@@ -77,8 +99,9 @@ class RecommendScreen(CoreScreen):
                 yield Tick("Reformat allowed (bcache)", self.base.reformat_ok, id="reformat")
             with VerticalScroll(id="recommend-result"):
                 yield Static("Working out a recommendation…", id="rec-summary")
+                yield Static("", id="rec-choice")
                 yield Static("", id="rec-config")
-                yield Static("", id="rec-curve")
+                yield CurveChart(id="rec-curve")
                 yield Static("[b]Why[/] (select a reason to see its sources)", id="why-title")
                 yield OptionList(id="why")
                 yield Static("", id="why-source")
@@ -120,31 +143,23 @@ class RecommendScreen(CoreScreen):
         if generation == self._generation:  # a newer choice supersedes this one
             self.app.call_from_thread(self._show, rec)
 
-    def _curve(self) -> None:
-        """The curve across the width the result pane has now (again on every resize)."""
-        rec = self.recommendation
-        if rec is None or rec.curve is None:
-            return
-        pane = self.query_one("#rec-curve", Static)
-        width = (pane.content_size.width or 62) - 7  # the axis labels take 6 columns, the bar 1
-        mark = rec.config.effective_bytes if rec.config else None
-        pane.update(curve_plot(rec.curve.sizes_bytes, rec.curve.hit_ratio, 1, width=width, height=9, mark=mark))
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.call_after_refresh(self._curve)
-
     def _show_error(self, message: str) -> None:
-        self.recommendation = None
+        self.recommendation = self.choice = None
         self.query_one("#rec-summary", Static).update(Text(message, style="red"))
+        self.query_one("#rec-choice", Static).update("")
+        self.query_one("#rec-config", Static).update("")
+        self.query_one("#rec-curve", CurveChart).show(None)
 
     def _show(self, rec: Recommendation) -> None:
         self.recommendation = rec
+        self.choice = None
         self.query_one("#rec-summary", Static).update(Text(rec.summary, style=VERDICT_STYLE[rec.verdict]))
-        self.query_one("#rec-config", Static).update(config_table(rec.config) if rec.config else "")
-        self._curve()
+        self._show_choice()
         self._reasons = ([("why", r) for r in rec.reasons] + [("warning", r) for r in rec.warnings]
                          + [("option", Reason(f"{o.summary}; {o.tradeoff}" if o.tradeoff else o.summary, o.findings))
                             for o in rec.runner_ups])
+        first = len(rec.reasons) + len(rec.warnings)
+        self._options = {first + i: o for i, o in enumerate(rec.runner_ups)}
         why = self.query_one("#why", OptionList)
         why.clear_options()
         for kind, r in self._reasons:
@@ -154,11 +169,59 @@ class RecommendScreen(CoreScreen):
                                        style=style)))
         why.highlighted = 0 if self._reasons else None
 
+    @property
+    def chosen(self) -> Recommendation | None:
+        """The recommendation, or the runner-up the user chose instead, as the cache to plan."""
+        rec, choice = self.recommendation, self.choice
+        if rec is None or choice is None:
+            return rec
+        return replace(rec, verdict=choice.verdict, summary=choice.summary, config=choice.config)
+
+    def _show_choice(self) -> None:
+        rec, choice = self.recommendation, self.choice
+        if rec is None:
+            return
+        shown = self.chosen
+        assert shown is not None
+        self.query_one("#rec-choice", Static).update(
+            Text.assemble(("Your choice instead: ", "bold cyan"), choice.summary,
+                          (f" ({choice.tradeoff})" if choice.tradeoff else "", "yellow"),
+                          ("  Enter on it again returns to the recommendation.", "dim"))
+            if choice is not None else "")
+        self.query_one("#rec-config", Static).update(config_table(shown.config) if shown.config else "")
+        curve = rec_curve(shown)
+        if curve is not None and choice is not None:
+            curve = replace(curve, mark_label="your choice")
+        self.query_one("#rec-curve", CurveChart).show(curve)
+
+    @on(OptionList.OptionSelected, "#why")
+    def _option_chosen(self, event: OptionList.OptionSelected) -> None:
+        """Enter on an alternative makes it the choice; on the chosen one, back to the recommendation."""
+        option = self._options.get(event.option_index)
+        if option is None:
+            return
+        self.choice = None if option is self.choice else option
+        self._show_choice()
+
+    def action_other(self) -> None:
+        """The next alternative that sets up a cache, then the recommendation again."""
+        rec = self.recommendation
+        if rec is None:
+            return
+        caches = [o for o in rec.runner_ups if o.config is not None]
+        if not caches:
+            self.notify("There is no other cache to choose here.", severity="warning")
+            return
+        at = caches.index(self.choice) + 1 if self.choice in caches else 0
+        self.choice = caches[at] if at < len(caches) else None
+        self._show_choice()
+
     def action_plan(self) -> None:
-        """Turn the recommended cache into a plan, preview it, and apply it on confirmation."""
+        """Turn the chosen cache into a plan and preview it: to apply on confirmation, or (Plan
+        only) to save."""
         from screens.apply import ApplyScreen
 
-        rec, inv = self.recommendation, self.inventory
+        rec, inv = self.chosen, self.inventory
         if rec is None or inv is None:
             self.notify("There is no recommendation to set up yet.", severity="warning")
             return
@@ -167,7 +230,12 @@ class RecommendScreen(CoreScreen):
         except Refused as exc:
             self.notify(str(exc), severity="error")
             return
-        self.app.push_screen(ApplyScreen(plan))
+        if self.flow is not None and self.flow.kind == "plan":
+            from screens.flow import SavePlan
+
+            self.app.push_screen(SavePlan(self.flow, plan))
+            return
+        self.app.push_screen(ApplyScreen(plan, flow=self.flow, curve=rec_curve(rec)))
 
     @on(OptionList.OptionHighlighted, "#why")
     def _reason_highlighted(self, event: OptionList.OptionHighlighted) -> None:

@@ -10,12 +10,13 @@ import asyncio
 import bisect
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, VerticalScroll
@@ -30,6 +31,10 @@ from advisor.watch.sampler import CacheRef
 from cachewise.core import Refused
 from cachewise.render import stall_text
 from screens.base import CoreScreen
+from screens.widgets import Curve, CurveChart
+
+if TYPE_CHECKING:
+    from screens.flow import Flow
 
 HISTORY_SECONDS = 6 * 3600.0  # the recorded past the charts start with
 STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800)  # seconds per chart column, the smallest that fits
@@ -194,17 +199,27 @@ class WarmupScreen(CoreScreen):
     WarmupScreen #stall { height: auto; max-height: 8; border: round $warning; padding: 0 1; }
     WarmupScreen #charts { grid-size: 2 2; height: 1fr; min-height: 6; }
     WarmupScreen Chart { border: round $primary; height: 1fr; }
+    WarmupScreen #warmup-curve { height: auto; border: round $primary; padding: 0 1; }
+    WarmupScreen.short #warmup-curve { display: none; }
     """
+    SHORT = 34  # rows below which the curve gives its room to the live charts
 
-    def __init__(self, ref: CacheRef, interval: float = 1.0, record: bool = True) -> None:
+    def __init__(self, ref: CacheRef, interval: float = 1.0, record: bool = True, flow: Flow | None = None,
+                 curve: Curve | None = None) -> None:
         super().__init__()
         self.ref, self.interval, self.record = ref, interval, record
+        self.flow = flow  # the last step of Add an SSD cache
+        self.curve = curve  # the prediction's curve, with the cache's size marked
         self.figures: list[Figures] = []
         self.gone = False
         self._warned = False
 
     def compose(self) -> ComposeResult:
         yield Header()
+        if self.flow is not None:
+            from screens.flow import StepBar
+
+            yield StepBar(self.flow, "Warm-up")
         yield Static(glance(self.ref, None), id="glance")
         note = Static("", id="warmup-note")
         note.display = False
@@ -213,10 +228,17 @@ class WarmupScreen(CoreScreen):
             stall.border_title = "Flush stalled"
             stall.display = False
             yield Static("", id="stall-text")
+        if self.curve is not None:
+            chart = CurveChart(replace(self.curve, mark_label="this cache"), height=7, id="warmup-curve")
+            chart.border_title = "Predicted hit ratio by cache size; ● is what the kernel reports now"
+            yield chart
         with Grid(id="charts"):
             for series in CHARTS:
                 yield Chart(series, self.figures, self.interval)
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.height < self.SHORT, "short")
 
     def on_mount(self) -> None:
         r = self.ref
@@ -263,6 +285,8 @@ class WarmupScreen(CoreScreen):
             self.query_one("#stall-text", Static).update(Text(stall_text(latest), style="yellow"))
         for chart in self.query(Chart):
             chart.refresh()
+        for curve in self.query(CurveChart):
+            curve.show(curve.curve, latest.hit_ratio if latest.hit_ratio is not None else latest.hit_ratio_total)
 
     def _note(self, text: str) -> None:
         note = self.query_one("#warmup-note", Static)
@@ -275,14 +299,27 @@ class WarmupScreen(CoreScreen):
                        "open the screen again to retry.")
 
 
-async def open_warmup(app: App[None], target: str) -> bool:
+async def open_warmup(app: App[None], target: str, flow: Flow | None = None, curve: Curve | None = None) -> bool:
     """Find the cache ``target`` names (in a thread: the core runs dmsetup) and open its Warm-up
-    screen; a refusal is shown as a notification."""
+    screen; a refusal is shown as a notification. At the end of a guided flow the flow's steps
+    are closed first, so Esc on the Warm-up screen goes back to the start."""
     core = app.core  # type: ignore[attr-defined]
     try:
         ref = await asyncio.to_thread(core.watch_target, target)
     except Refused as exc:
         app.notify(str(exc), severity="error", timeout=15)
         return False
-    await app.push_screen(WarmupScreen(ref))
+    screen = WarmupScreen(ref, flow=flow, curve=curve)
+    if flow is None:
+        await app.push_screen(screen)
+        return True
+
+    async def land() -> None:  # after this worker's screen has closed
+        from screens.flow import StartScreen
+
+        while len(app.screen_stack) > 2 and not isinstance(app.screen, StartScreen):
+            await app.pop_screen()
+        await app.push_screen(screen)
+
+    app.call_later(land)
     return True

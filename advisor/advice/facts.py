@@ -72,7 +72,8 @@ def device_facts(inv: Inventory, dev: Device, probe_of: ProbeLookup, endurance: 
     vg = dev.lvm.vg if dev.lvm is not None else None
     common = dict(path=dev.display_path, size_bytes=dev.size_bytes, logical_sector_size=dev.logical_sector_size or 512,
                   identity=dev.identity, vg=vg, is_lv=dev.lvm is not None and dev.lvm.role == "lv",
-                  has_data=dev.signature is not None,
+                  # Disks' has-data too (an LV without a file system signature may hold raw data)
+                  has_data=dev.signature is not None or dev.state != "free",
                   fs_type=dev.fs_type, endurance=endurance, redundancy=redundancy(dev),
                   cached=existing_cache(dev))
     if probes:

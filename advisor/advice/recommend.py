@@ -31,7 +31,7 @@ from advisor.advice.findings import finding
 from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
 from advisor.advice.workloads import WORKLOADS, WorkloadType
 from advisor.readers.smart import Endurance
-from advisor.units import KiB, MiB, cache_size, duration
+from advisor.units import BCACHE_SEQUENTIAL_CUTOFF, KiB, MiB, cache_size, duration
 from advisor.workload import mrc
 from advisor.workload.analysis import Analysis
 
@@ -62,7 +62,6 @@ SPACE_OVERHEAD: dict[Backend, float] = {"lvmcache": 3.5, "lvmcache-writecache": 
 PROMOTION: dict[Backend, tuple[float, float]] = {"lvmcache": (0.37, 0.065), "bcache": (1.0, 1.0)}
 DM_CACHE_CHUNK = 64 * KiB  # the unit dm-cache promotes, when the trace gave no chunk size
 # bcache defaults (T-SEQ-1) and its superblock/journal/bucket headroom on the cache device.
-BCACHE_SEQUENTIAL_CUTOFF = 4 * MiB
 BCACHE_WRITEBACK_PERCENT = 10
 BCACHE_RESERVE = 0.02
 # Latencies when a device was not probed (T-DEV-1), in ms.
@@ -465,7 +464,7 @@ def _speedup(ctx: _Context, backend: Backend, mode: Mode, hit: float) -> tuple[f
 def _held_share(ctx: _Context, backend: Backend, hit: float) -> float:
     """How much of the thesis's setting a cache reproduces: its predicted hit ratio against
     the hit ratio at its curve's knee (the thesis's caches held their hot data), at most 1."""
-    sizes, hits = ctx.prof.curve_of(backend)
+    _, hits = ctx.prof.curve_of(backend)
     at_knee = ctx.prof.hit_of(backend, ctx.prof.knee_of(backend)) if len(hits) else 0.0
     return min(1.0, hit / at_knee) if at_knee > 0 else 0.0
 
@@ -672,7 +671,7 @@ def recommend(inp: Inputs) -> Recommendation:
         if verdict == "cache":
             runner_ups.append(Option("dont-cache", None, "no cache: HDD performance, nothing to fail or wear",
                                      "gives up the speed-up", ("T-MODE-2",)))
-        return Recommendation(verdict, summary, config, tuple(reasons), tuple(warnings), tuple(runner_ups[:4]),
+        return Recommendation(verdict, summary, config, tuple(reasons), tuple(warnings), tuple(runner_ups),
                               curve, summary_inputs, backend_curves=_backend_curves(ctx))
 
     # 1. The slow device is not slow, or the fast one is not fast.

@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
 from advisor.workload.traces import Requests
 
 RECENT = 64  # bcache's RECENT_IO
 EXPIRE_S = 5.0  # bcache forgets a stream 5 s after its last request
-SEQUENTIAL_CUTOFF = 4 << 20  # bcache's default sequential_cutoff
+SEQUENTIAL_CUTOFF = BCACHE_SEQUENTIAL_CUTOFF
 INTERPRETED_LIMIT = 200_000  # requests; shorter slices are scanned in Python (0.1 s), not compiled
 
 

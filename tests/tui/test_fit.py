@@ -65,8 +65,7 @@ async def test_screens_fit(size: tuple[int, int]) -> None:
         await pilot.pause()
         await assert_fits(app, pilot)
         # The curve uses the width: its size axis runs from the left label to the right edge.
-        report = app.screen.query_one("#analysis-report", Static).content
-        curve = report.renderables[-1].plain  # type: ignore[union-attr]
+        curve = str(app.screen.query_one("#analysis-curve", Static).content)
         axis = next(line for line in curve.splitlines() if line.startswith("      4.0 KiB"))
         assert size[0] - 12 <= len(axis) <= size[0], axis
         app.pop_screen()

@@ -66,8 +66,12 @@ def detail_line(screen: str) -> str:
     return match.group(1)
 
 
-def test_disks_screen_on_this_machine_within_two_seconds_and_q_exits(tmux_app: type[Tmux]) -> None:
+def test_start_screen_then_disks_on_this_machine_within_two_seconds_and_q_exits(tmux_app: type[Tmux]) -> None:
     app = tmux_app()
+    seconds = app.wait_for("What would you like to do?", timeout=10)
+    print(f"start screen after {seconds:.2f} s")
+    assert "Add an SSD cache" in app.screen() and "Remove a cache" in app.screen()
+    app.keys("Escape")  # Browse the disks: scanned meanwhile, underneath
     seconds = app.wait_for("scanned in", timeout=10)
     print(f"Disks screen with devices after {seconds:.2f} s")
     assert seconds <= 2.0
@@ -89,6 +93,8 @@ def detail_once(app: Tmux, ok: Callable[[str], bool], timeout: float = 3.0) -> s
 
 def test_arrows_move_selection_and_update_detail(tmux_app: type[Tmux]) -> None:
     app = tmux_app("tui", "--from-raw", str(LAB_SCAN / "raw-udev.json"))
+    app.wait_for("What would you like to do?")
+    app.keys("Escape")
     app.wait_for("scanned in")
     first = detail_line(app.screen())
     app.keys("Down")

@@ -153,7 +153,7 @@ def load_run(out: Path, run: str) -> Trace:
 def predict(trace: Trace, backend: str, cache_bytes: int, full: bool) -> tuple[float, float | None, float | None, int]:
     """(predicted steady hit ratio, seconds to 63% of it by simulation, by the recommendation's
     warm-up model, requests in the trace)."""
-    requests = trace.requests.copy()
+    requests = trace.requests  # analyze() reads them and keeps them
     analysis = analyze(trace)
     slow = DeviceFacts("/dev/lab/hdd", 2 << 30, "hdd", "probe", 6.7)
     fast = DeviceFacts("/dev/lab/ssd", 1 << 30, "ssd", "probe", 0.5)
