@@ -482,7 +482,7 @@ class WorkloadStep(FlowScreen):
             choices.add_option(Option(Text.assemble(("Use the measured workload: ", "bold"), a.source), id=MEASURED))
         slow = self.flow.slow
         if self.flow.kind == "add" and not self.core.replay:  # a snapshot's devices are not here to trace
-            choices.add_option(Option(f"Trace {slow.name if slow else 'the slow device'} now for a while (root)",
+            choices.add_option(Option(f"Trace {name_of(slow) if slow else 'the slow device'} now for a while (root)",
                                       id=TRACE))
         choices.add_option(Option("Open a trace recorded before…", id=OPEN))
         for key, wc in WORKLOADS.items():
@@ -573,13 +573,9 @@ class WorkloadStep(FlowScreen):
             events = getattr(p, "events", 0)
             self.app.call_from_thread(self._status, f"Tracing {slow.devnode}: {now - started:.0f} of {seconds:g} s, "
                                       f"{events:,} requests so far…", "cyan")
-            if now - last_preview[0] >= 10 and events:
+            if now - last_preview[0] >= self.PREVIEW_SECONDS and events:
                 last_preview[0] = now
-                try:
-                    partial, _meta = self.core.analyze(out)
-                except (TraceError, Refused):
-                    return  # too little yet
-                self.app.call_from_thread(self._show_curve, partial)
+                self.app.call_from_thread(self._preview, out)  # in its own thread: the capture goes on
 
         try:
             self.core.trace(slow.devnode, out, seconds, on_progress=progress)
@@ -589,6 +585,18 @@ class WorkloadStep(FlowScreen):
             return
         self.app.warn_from_thread(self.core.record_analysis(analysis, out, meta))  # type: ignore[attr-defined]
         self.app.call_from_thread(self._analysed, analysis)
+
+    PREVIEW_SECONDS = 10.0  # the live curve is drawn again from the trace so far this often
+
+    @work(thread=True, group="trace-preview", exclusive=True, description="the curve so far", exit_on_error=False)
+    def _preview(self, path: Path) -> None:
+        from advisor.workload.traces import TraceError
+
+        try:
+            partial, _meta = self.core.analyze(path)
+        except (TraceError, Refused):
+            return  # too little yet
+        self.app.call_from_thread(self._show_curve, partial)
 
     @work(group="recommend-inputs", exclusive=True, description="gather the facts", exit_on_error=False)
     async def recommend(self) -> None:

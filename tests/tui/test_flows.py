@@ -88,6 +88,20 @@ async def highlight(pilot: Pilot[None], want: str) -> None:
     raise AssertionError(f"{want} is not in the list")
 
 
+async def to_measure(app: CachewiseApp, pilot: Pilot[None], slow: str, fast: str) -> None:
+    """Start screen, Add, the slow device, the highlighted SSD (Enter without marking): the Measure step."""
+    await settle(app, pilot)
+    await pilot.press("enter")
+    await settle(app, pilot)
+    await highlight(pilot, slow)
+    await pilot.press("enter")
+    await pilot.pause()
+    await highlight(pilot, fast)
+    await pilot.press("enter")
+    await settle(app, pilot)
+    assert isinstance(app.screen, MeasureStep)
+
+
 async def add_flow_to_recommendation(app: CachewiseApp, pilot: Pilot[None], size: tuple[int, int]) -> None:
     """Start screen, Add, the LV, the NVMe SSD, the probe, the database workload: each step fits."""
     await settle(app, pilot)
@@ -315,16 +329,7 @@ async def test_a_saved_snapshot_is_measured_by_nobody_and_its_plan_is_refused_wi
 
     app = CachewiseApp(Core.for_snapshot(RawSystem.load(RAW), tmp_path), watch_hotplug=False, start=True)
     async with app.run_test(size=(120, 36)) as pilot:
-        await settle(app, pilot)
-        await pilot.press("enter")
-        await settle(app, pilot)
-        await highlight(pilot, "sda (")
-        await pilot.press("enter")
-        await pilot.pause()
-        await highlight(pilot, "nvme0n1 (")
-        await pilot.press("enter")
-        await settle(app, pilot)
-        assert isinstance(app.screen, MeasureStep)
+        await to_measure(app, pilot, "sda (", "nvme0n1 (")
         assert "saved snapshot" in str(app.screen.query_one("#measure-list", Static).content)
         app.screen.query_one("#measure-go").focus()
         await pilot.press("enter")
@@ -346,3 +351,50 @@ async def test_a_saved_snapshot_is_measured_by_nobody_and_its_plan_is_refused_wi
         await until(pilot, lambda: isinstance(app.screen, ApplyScreen)
                     and "saved snapshot" in str(app.screen.query_one("#apply-status", Static).content))
         assert "Nothing was changed" in str(app.screen.query_one("#apply-status", Static).content)
+
+
+async def test_tracing_from_the_workload_step_shows_progress_the_curve_so_far_and_the_measured_choice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trace step's wiring, with the capture replaced by a copy of a fio iolog (the capture
+    itself runs against the kernel in tests/lab/test_trace_lab.py)."""
+    from tests.tui.test_fit import TRACE
+
+    app = make_app(tmp_path)
+    core = app.core
+    traced: list[tuple[str, float]] = []
+
+    def fake_trace(device: str, output: Path, seconds: float, on_progress: object = None, **_: object) -> dict:
+        traced.append((device, seconds))
+        output.write_bytes(TRACE.read_bytes())
+        for t in (1.0, 2.0):
+            on_progress(type("P", (), {"events": int(1000 * t), "elapsed": t})())  # type: ignore[operator]
+        return {}
+
+    monkeypatch.setattr(core, "trace", fake_trace)
+    monkeypatch.setattr(WorkloadStep, "PREVIEW_SECONDS", 0.0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await to_measure(app, pilot, "/dev/labvg/data", "nvme0n1 (")
+        app.screen.query_one("#measure-go").focus()
+        await pilot.press("enter")
+        await settle(app, pilot)
+        step = app.screen
+        assert isinstance(step, WorkloadStep)
+        assert "Trace /dev/labvg/data" in str(step.query_one("#workload-highlighted", Static).content)
+        await pilot.press("enter")  # Trace…: how long?
+        await pilot.pause()
+        app.screen.query_one("#trace-seconds", Input).value = "2"  # out of bounds: refused
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "Between 5 and 86400" in str(app.screen.query_one("#trace-window-error", Static).content)
+        app.screen.query_one("#trace-seconds", Input).value = "30"
+        await pilot.press("enter")
+        await until(pilot, lambda: step.flow.analysis is not None)
+        await settle(app, pilot)
+        assert traced == [("/dev/dm-1", 30.0)]
+        assert "Measured: 4,000 requests" in str(step.query_one("#workload-status", Static).content)
+        assert step.query_one("#workload-curve", CurveChart).curve is not None
+        assert list((tmp_path / "traces").glob("dm-1-*.trace"))
+        assert "Use the measured workload" in str(step.query_one("#workload-highlighted", Static).content)
+        await pilot.press("enter")
+        await settle(app, pilot)
+        assert isinstance(app.screen, RecommendScreen) and app.screen.base.analysis is not None

@@ -27,7 +27,8 @@ save() {  # save NAME: the screen as it is now
 wait_for() {  # wait_for TEXT SECONDS NAME: until the screen shows TEXT; saved as NAME either way
   local i
   for i in $(seq "$2"); do
-    if screen | grep -qF -- "$1"; then save "$3"; return 0; fi
+    # Lines joined: a sentence the screen wrapped is still found.
+    if screen | tr '\n' ' ' | tr -s ' ' | grep -qF -- "$1"; then save "$3"; return 0; fi
     sleep 1
   done
   save "$3-timeout"
