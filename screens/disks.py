@@ -174,7 +174,7 @@ class DisksScreen(CoreScreen):
             yield DataTable(id="devices", cursor_type="row", zebra_stripes=True)
             with VerticalScroll(id="detail-pane"):
                 yield Static("Scanning block devices…", id="detail")
-        yield ProbePanel(id="probes")
+        yield ProbePanel(fade_after=self.PROBE_RESULTS_SECONDS, id="probes")
         yield Static("", id="status")
         yield Footer()
 
@@ -187,6 +187,8 @@ class DisksScreen(CoreScreen):
         if self.watch_hotplug:
             self.watch_devices()
 
+    PROBE_RESULTS_SECONDS = 30.0  # the probe panel closes itself this long after the last probe; the
+    # Measured column and the detail pane keep the results
     NARROW = 130  # columns below which the detail pane goes under the table, so no column is cut
 
     def on_resize(self, event: events.Resize) -> None:

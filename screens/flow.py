@@ -18,6 +18,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Footer, Header, Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
@@ -654,15 +655,49 @@ class PickCached(DeviceStep):
     def intro(self) -> str:
         return "Which cache goes? Dirty data is flushed to the slow device first, with a countdown (Enter)."
 
+    def __init__(self, flow: Flow) -> None:
+        super().__init__(flow)
+        self.dirty: dict[str, str] = {}  # cache name (VG/LV, bcacheN) -> its dirty data, as the kernel says now
+
     def columns(self) -> tuple[str, ...]:
-        return ("Device", "Size", "Cache", "State")
+        return ("Device", "Size", "Cache", "State", "Dirty")
+
+    @staticmethod
+    def cache_name(dev: Device) -> str:
+        return f"{dev.lvm.vg}/{dev.lvm.lv}" if dev.lvm is not None and dev.lvm.lv else dev.name
 
     def row(self, dev: Device) -> tuple[object, ...]:
         c = dev.caching
         assert c is not None
-        dirty = f"; dirty {dev.bcache.dirty_data}" if dev.bcache is not None and dev.bcache.dirty_data else ""
+        dirty = self.dirty.get(self.cache_name(dev))
+        if dirty is None:  # not read (yet): what discovery saw (bcache's dirty_data), else a wait
+            dirty = dev.bcache.dirty_data if dev.bcache is not None and dev.bcache.dirty_data else (
+                "not reported" if self.dirty else "reading…")
         return (dev.display_path if dev.lvm is not None and dev.lvm.lv else dev.name, human_size(dev.size_bytes),
-                c.kind, Text(c.state + dirty, style="bold red" if c.degraded else ""))
+                c.kind, Text(c.state, style="bold red" if c.degraded else ""), dirty)
+
+    def fill(self) -> None:
+        super().fill()
+        if self.devices and not self.core.replay:  # a snapshot's caches are not here to read
+            self._read_dirty()
+
+    @work(thread=True, group="dirty", exclusive=True, description="read each cache's dirty data",
+          exit_on_error=False)
+    def _read_dirty(self) -> None:
+        found = {}
+        for ref, sample in self.core.status():
+            if sample is None:
+                found[ref.name] = "unreadable"
+            elif sample.dirty_bytes is not None:
+                found[ref.name] = human_size(sample.dirty_bytes) if sample.dirty_bytes else "none"
+        self.app.call_from_thread(self._dirty_read, found)
+
+    def _dirty_read(self, found: dict[str, str]) -> None:
+        self.dirty = found
+        table = self.query_one("#pick", DataTable)
+        last = len(self.columns()) - 1
+        for i, dev in enumerate(self.devices):
+            table.update_cell_at(Coordinate(i, last), self.row(dev)[-1])
 
     def candidates(self) -> list[Device]:
         return [d for d in self.flow.inventory.devices if d.caching is not None and d.caching.remove is not None

@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Button, Static
 
 from advisor.disks.devices import Device
@@ -64,11 +65,20 @@ def probe_each(screen: CoreScreen, devices: list[Device]) -> None:
 class ProbePanel(Static):
     """One line per device being probed: phase, elapsed time, running IOPS; then the verdicts."""
 
-    def __init__(self, **kwargs: object) -> None:
+    def __init__(self, fade_after: float | None = None, **kwargs: object) -> None:
         super().__init__("", **kwargs)  # type: ignore[arg-type]
         self.lines: dict[str, Text] = {}
+        self.running: set[str] = set()
+        # The results also stay where the devices are listed: the panel closes itself this long
+        # after the last probe ended (a results panel nobody could close was in the way).
+        self.fade_after = fade_after
+        self._fade: Timer | None = None
 
     def progress(self, p: ProbeProgress) -> None:
+        self.running.add(p.device)
+        if self._fade is not None:
+            self._fade.stop()
+            self._fade = None
         # fio's last job and its report can run past the budget: say so, not "5.6/4.5 s".
         clock = f"{p.elapsed:4.1f}/{p.total:g} s" if p.elapsed <= p.total else f"{p.total:g} s, finishing"
         self.lines[p.device] = Text.assemble(
@@ -85,6 +95,17 @@ class ProbePanel(Static):
         else:
             line = Text.assemble((f"{device}: ", "bold"), (error or "probe failed", "red"))
         self.lines[device] = line
+        self.running.discard(device)
+        self._refresh()
+        if not self.running and self.fade_after is not None:
+            self._fade = self.set_timer(self.fade_after, self.close)
+
+    def close(self) -> None:
+        """Clear the finished results and hide the panel (a new probe opens it again)."""
+        if self.running:
+            return
+        self.lines.clear()
+        self._fade = None
         self._refresh()
 
     def _refresh(self) -> None:

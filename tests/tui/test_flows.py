@@ -39,7 +39,7 @@ from tests.tui.test_apply_screen import FakeExecutor
 from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
 from tests.tui.test_fit import assert_fits
 from tests.tui.test_probe_screen import FakeProber
-from tests.tui.test_warmup_screen import LV, ScriptedSampler, sample
+from tests.tui.test_warmup_screen import BCACHE, LV, ScriptedSampler, sample
 
 SLOW_LV = "dm-1"  # labvg/data on the HDD
 
@@ -203,7 +203,9 @@ async def test_add_flow_from_the_start_screen_to_the_warm_up_screen(size: tuple[
 
 
 async def test_back_goes_one_step_and_cached_or_busy_devices_are_refused(tmp_path: Path) -> None:
-    app = make_app(tmp_path)
+    sampler = ScriptedSampler(LV)
+    sampler.feed.put([sample(0, 10, 10, 90)])  # for the Remove list's dirty column at the end
+    app = make_app(tmp_path, sampler=sampler)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(app, pilot)
         await pilot.press("enter")
@@ -236,9 +238,11 @@ async def test_back_goes_one_step_and_cached_or_busy_devices_are_refused(tmp_pat
         assert isinstance(app.screen, PickCached)
 
 
-async def test_remove_flow_previews_the_flush_and_detach_and_runs_it(tmp_path: Path) -> None:
-    executor = FakeExecutor()
-    app = make_app(tmp_path, executor)
+async def test_remove_flow_shows_dirty_data_previews_the_flush_and_detach_and_runs_it(tmp_path: Path) -> None:
+    executor, sampler = FakeExecutor(), ScriptedSampler(BCACHE)
+    for _ in range(2):  # the list is read twice: when it opens, and again after the removal
+        sampler.feed.put([replace(sample(0, 10, 10, 90, dirty_mib=3), target="bcache0", kind="bcache")])
+    app = make_app(tmp_path, executor, sampler)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(app, pilot)
         await pilot.press("down", "enter")
@@ -249,6 +253,9 @@ async def test_remove_flow_previews_the_flush_and_detach_and_runs_it(tmp_path: P
         await assert_fits(app, pilot)
         table = pick.query_one("#pick", DataTable)
         assert table.row_count == len(pick.devices) >= 1
+        await until(pilot, lambda: pick.dirty)  # the kernel's dirty data, read in a worker
+        row = table.get_row_at(next(i for i, d in enumerate(pick.devices) if d.name == "bcache0"))
+        assert row[-1] == "3.0 MiB", row
         await highlight(pilot, "bcache0 (")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ApplyScreen))

@@ -6,6 +6,7 @@ import json
 import threading
 from collections.abc import Callable
 
+import pytest
 from textual.widgets import DataTable
 
 from advisor.disks.devices import Device, Inventory
@@ -125,3 +126,22 @@ def test_probe_clock_never_reads_past_its_budget() -> None:
     assert "2.0/4.5 s" in panel.lines["sdb"].plain
     panel.progress(ProbeProgress("sdb", "seq", "sequential reads", 5.6, 4.5, 120.0))
     assert "4.5 s, finishing" in panel.lines["sdb"].plain and "5.6" not in panel.lines["sdb"].plain
+
+
+async def test_the_results_panel_closes_itself_and_the_results_stay_in_the_table(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(DisksScreen, "PROBE_RESULTS_SECONDS", 0.3)
+    inv = lab_inventory()
+    hdd = device(inv, "HDD0001")
+    app = CachewiseApp(Core(FakeDiscovery(inv), prober=FakeProber(), live=False), watch_hotplug=False)
+    async with app.run_test(size=(180, 50)) as pilot:
+        await app.workers.wait_for_complete()
+        await select(pilot, app, hdd.name)
+        await pilot.press("p")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        panel = app.screen.query_one(ProbePanel)
+        assert panel.display and hdd.name in panel.lines
+        await pilot.pause(0.6)
+        assert not panel.display and not panel.lines
+        assert "hdd" in row_of(app, hdd.name)
