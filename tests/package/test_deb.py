@@ -57,10 +57,12 @@ def test_installs_works_and_purges_clean_in_a_fresh_chroot(deb: Path, tmp_path: 
                              "import numpy as np; from advisor.workload.mrc import _compiled; "
                              "print(_compiled()(np.array([0, 1, 0, 2, 1, 0], dtype=np.int64), 3).tolist())")
         assert compiled.stdout.strip() == "[-1, -1, 1, -1, 2, 2]", compiled
-        # The bundled Textual: the TUI starts on a terminal (script gives it one) and quits on q.
-        tui = in_chroot(root, "sh", "-c", "(sleep 12; printf q) | TERM=xterm-256color COLUMNS=100 LINES=30 "
-                        "timeout 60 script -qec cachewise /dev/null")
+        # The bundled Textual: the TUI starts on a terminal (script gives it one) on the start
+        # screen, Esc shows the Disks screen, and q quits.
+        tui = in_chroot(root, "sh", "-c", "(sleep 12; printf '\\033'; sleep 4; printf q) | TERM=xterm-256color "
+                        "COLUMNS=100 LINES=30 timeout 60 script -qec cachewise /dev/null")
         drawn = re.sub(r"\x1b\[[0-9;?<>=$]*[A-Za-z]", "", tui.stdout)
+        assert "What would you like to do?" in drawn, drawn[-2000:]
         assert "scanned in" in drawn and "hidden" in drawn and tui.returncode == 0, drawn[-2000:]
         # A user without root: the byte-compiled private libraries load read-only.
         user = in_chroot(root, "cachewise", "scan", "--json", "--no-record", user="nobody:nogroup")

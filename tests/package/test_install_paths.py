@@ -90,8 +90,11 @@ def test_readme_install_and_run_command_starts_the_app_in_a_clean_clone(tmp_path
             time.sleep(0.5)
 
     try:
-        screen = wait("scanned in", 600)  # the Disks screen's status line, once the first scan is in
-        assert "scanned in" in screen and "cachewise" in screen, screen
+        screen = wait("What would you like to do?", 600)  # the start screen, once installed
+        assert "Add an SSD cache" in screen and "cachewise" in screen, screen
+        subprocess.run(["tmux", "send-keys", "-t", session, "Escape"], check=True)  # to the Disks screen
+        screen = wait("scanned in", 60)  # its status line, once the first scan is in
+        assert "scanned in" in screen, screen
         time.sleep(2)
         subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
         screen = wait("README-EXIT=", 30)
