@@ -28,6 +28,7 @@ from advisor.disks.probe import ProbeResult
 from advisor.units import human_size
 from cachewise.core import Refused
 from screens.base import CoreScreen
+from screens.disks import probe_key
 from screens.probing import ProbeFinished, ProbePanel, ProbeUpdate, measured_text, probe_each
 from screens.widgets import Curve, CurveChart
 
@@ -80,11 +81,6 @@ class Flow:
     @property
     def steps(self) -> tuple[str, ...]:
         return FLOWS[self.kind][1]
-
-
-def probe_key(dev: Device) -> str:
-    """Probe results follow the device's identity: kernel names change between boots."""
-    return dev.identity or dev.name
 
 
 class StepBar(Static):

@@ -78,6 +78,17 @@ async def until(pilot: Pilot[None], done: object) -> None:
     raise AssertionError("the screen did not get there")
 
 
+async def at_top(pilot: Pilot[None], preview: ApplyScreen) -> None:
+    """The preview as it opens: the focus back in the name box, the plan scrolled to its top
+    (what it destroys first), settled before a picture is taken."""
+    preview.query_one("#confirm-name", Input).focus()
+    await pilot.pause()
+    scroller = preview.query_one("#apply")
+    scroller.scroll_home(animate=False)
+    await until(pilot, lambda: scroller.scroll_y == 0)
+    await pilot.pause()
+
+
 async def highlight(pilot: Pilot[None], want: str) -> None:
     """Press Down until the step's 'Highlighted:' line names ``want``, as a user watching it would."""
     for _ in range(30):
@@ -169,11 +180,9 @@ async def test_add_flow_from_the_start_screen_to_the_warm_up_screen(size: tuple[
         assert isinstance(preview, ApplyScreen) and step_of(app) == "Preview and apply"
         assert preview.plan.kind == "lvmcache-attach" and preview.query_one("#confirm-name", Input).value == ""
         await assert_fits(app, pilot)
+        await at_top(pilot, preview)  # assert_fits moved the focus, and the preview, around
         if size == (200, 55):
-            preview.query_one("#apply").scroll_home(animate=False)
-            await pilot.pause()
             screenshots.save(app, "flow-add-preview")
-        preview.query_one("#confirm-name", Input).focus()  # assert_fits moved the focus around
         await pilot.press(*preview.target)
         await pilot.press("enter")
         for _ in range(200):  # the apply, then the landing on the Warm-up screen
@@ -263,10 +272,8 @@ async def test_remove_flow_shows_dirty_data_previews_the_flush_and_detach_and_ru
         assert isinstance(preview, ApplyScreen) and step_of(app) == "Preview, flush and detach"
         assert preview.plan.kind == "bcache-detach"
         await assert_fits(app, pilot)
-        preview.query_one("#apply").scroll_home(animate=False)  # as it opens: what it destroys first
-        await pilot.pause()
+        await at_top(pilot, preview)
         screenshots.save(app, "flow-remove-preview")
-        preview.query_one("#confirm-name", Input).focus()
         await pilot.press(*preview.target, "enter")
         await until(pilot, lambda: preview.outcome is not None)
         assert executor.applied and executor.applied[0][0].kind == "bcache-detach"
