@@ -233,9 +233,18 @@ class History:
                 "INSERT INTO probes (taken_at, identity, serial, wwn, size_bytes, device, device_class, confidence,"
                 " complete, fio_version, result_json, fio_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    datetime.now(UTC).isoformat(timespec="seconds"), result.identity, serial, wwn, result.size_bytes,
-                    result.device, result.classification.device_class, result.classification.confidence,
-                    int(result.complete), result.fio_version, json.dumps(result.to_json()), json.dumps(result.fio_json),
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                    result.identity,
+                    serial,
+                    wwn,
+                    result.size_bytes,
+                    result.device,
+                    result.classification.device_class,
+                    result.classification.confidence,
+                    int(result.complete),
+                    result.fio_version,
+                    json.dumps(result.to_json()),
+                    json.dumps(result.fio_json),
                 ),
             )
             return int(cur.lastrowid or 0)
@@ -254,8 +263,15 @@ class History:
             cur = db.execute(
                 "INSERT INTO analyses (taken_at, trace_path, trace_sha256, trace_format, trace_meta_json, block_size,"
                 " result_json) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (datetime.now(UTC).isoformat(timespec="seconds"), analysis.source, trace_sha256,
-                 analysis.source_format, json.dumps(trace_meta), analysis.block_size, json.dumps(analysis.to_json())),
+                (
+                    datetime.now(UTC).isoformat(timespec="seconds"),
+                    analysis.source,
+                    trace_sha256,
+                    analysis.source_format,
+                    json.dumps(trace_meta),
+                    analysis.block_size,
+                    json.dumps(analysis.to_json()),
+                ),
             )
             return int(cur.lastrowid or 0)
 

@@ -33,8 +33,11 @@ def parse_size(text: str, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
         raise UnitError(f"not a size: {text!r} (use 4k, 256m, 40g or a number of bytes)")
     value = int(match[1]) << SIZE_SUFFIX[match[2]]
     if value < minimum:
-        raise UnitError(f"{text.strip()} is too small (at least {human_size(minimum)})" if minimum > 1
-                        else f"a size of {text.strip()} is zero")
+        raise UnitError(
+            f"{text.strip()} is too small (at least {human_size(minimum)})"
+            if minimum > 1
+            else f"a size of {text.strip()} is zero"
+        )
     if value > maximum:
         raise UnitError(f"{text.strip()} is too large (at most {human_size(maximum)})")
     return value

@@ -6,8 +6,8 @@ same text, measured in one run.
 The trace: a fio iolog version 3 (timestamps, 70% reads), 10 million 4 KiB requests drawn from
 a bounded Zipf(1.2) over 2.5 million blocks (seeded), about 400 MB of text. Measured:
 - `cachewise analyze FILE --json` as a user runs it (a new process: Python start-up, reading the
-  text, the exact LRU curves at 4 KiB and at dm-cache's 64 KiB chunks, the hot-data ratio), wall time and peak memory (the child's
-  ru_maxrss), once with numba's cache empty (the first run on a machine compiles the loops) and
+  text, the exact LRU curves at 4 KiB and at dm-cache's 64 KiB chunks, the hot-data ratio), wall time and
+  peak memory (the child's ru_maxrss), once with numba's cache empty (the first run on a machine compiles the loops) and
   once warm;
 - libCacheSim (PyPI `libcachesim`) parsing the same text with its CSV reader (space-delimited,
   the offset as the object id) and simulating one LRU cache, at the curve's size nearest a
@@ -48,8 +48,12 @@ def write_iolog(path: Path, n: int = N_REQUESTS, seed: int = 5) -> None:
     with path.open("w") as fh:
         fh.write("fio version 3 iolog\n0 /dev/sdb add\n0 /dev/sdb open\n")
         for at in range(0, n, 1_000_000):
-            part = zip(times[at:at + 1_000_000].tolist(), writes[at:at + 1_000_000].tolist(),
-                       blocks[at:at + 1_000_000].tolist(), strict=True)
+            part = zip(
+                times[at : at + 1_000_000].tolist(),
+                writes[at : at + 1_000_000].tolist(),
+                blocks[at : at + 1_000_000].tolist(),
+                strict=True,
+            )
             fh.write("".join(f"{t} /dev/sdb {'write' if w else 'read'} {b * 4096} 4096\n" for t, w, b in part))
         fh.write(f"{int(times[-1])} /dev/sdb close\n")
 
@@ -73,8 +77,14 @@ def timed_child(argv: list[str], env: dict[str, str]) -> tuple[float, float, str
 def libcachesim_hit_ratio(path: Path, size: int) -> tuple[float, float]:
     import libcachesim as lcs
 
-    params = lcs.ReaderInitParam(delimiter=" ", has_header=True, has_header_set=True, obj_id_is_num=True,
-                                 obj_id_is_num_set=True, ignore_obj_size=True)
+    params = lcs.ReaderInitParam(
+        delimiter=" ",
+        has_header=True,
+        has_header_set=True,
+        obj_id_is_num=True,
+        obj_id_is_num_set=True,
+        ignore_obj_size=True,
+    )
     params.time_field, params.obj_id_field, params.obj_size_field = 1, 4, 5
     reader = lcs.TraceReader(str(path), lcs.TraceType.CSV_TRACE, params)
     start = time.perf_counter()
@@ -88,8 +98,10 @@ def main() -> int:
         path = Path(tmp) / "zipf.iolog"
         start = time.perf_counter()
         write_iolog(path)
-        print(f"trace: {N_REQUESTS:,} lines, {path.stat().st_size / 1e6:.0f} MB, written in "
-              f"{time.perf_counter() - start:.1f} s")
+        print(
+            f"trace: {N_REQUESTS:,} lines, {path.stat().st_size / 1e6:.0f} MB, written in "
+            f"{time.perf_counter() - start:.1f} s"
+        )
         env = {**os.environ, "NUMBA_CACHE_DIR": str(Path(tmp) / "numba-cache")}
         analyze = [sys.executable, "-m", "cachewise", "analyze", str(path), "--json"]
         cold_s, cold_mib, _ = timed_child(analyze, env)
@@ -98,15 +110,32 @@ def main() -> int:
         sizes, hits = result["curve_sizes_blocks"], result["curve_hit_ratio"]
         pick = min(range(len(sizes)), key=lambda i: abs(sizes[i] - result["footprint_blocks"] / 10))
         lcs_hit, lcs_s = libcachesim_hit_ratio(path, sizes[pick])
-        recommend = [sys.executable, "-m", "cachewise", "recommend", "--slow", "/dev/labvg/data", "--fast",
-                     "/dev/nvme0n1", "--trace", str(path), "--from-raw", str(SNAPSHOT), "--json"]
+        recommend = [
+            sys.executable,
+            "-m",
+            "cachewise",
+            "recommend",
+            "--slow",
+            "/dev/labvg/data",
+            "--fast",
+            "/dev/nvme0n1",
+            "--trace",
+            str(path),
+            "--from-raw",
+            str(SNAPSHOT),
+            "--json",
+        ]
         rec_s, rec_mib, _ = timed_child(recommend, env)
     print(f"cachewise analyze, numba cache empty: {cold_s:5.1f} s, {cold_mib:4.0f} MiB peak")
     print(f"cachewise analyze, warm:              {warm_s:5.1f} s, {warm_mib:4.0f} MiB peak  (target 7 s, 600 MB)")
-    print(f"libCacheSim, same text, one LRU size: {lcs_s:5.1f} s  -> cachewise's whole curve takes "
-          f"{warm_s / lcs_s:.2f}x libCacheSim's one size")
-    print(f"hit ratio at {sizes[pick]:,} blocks: cachewise {hits[pick]:.6f}, libCacheSim {lcs_hit:.6f} "
-          f"(difference {abs(hits[pick] - lcs_hit):.2e})")
+    print(
+        f"libCacheSim, same text, one LRU size: {lcs_s:5.1f} s  -> cachewise's whole curve takes "
+        f"{warm_s / lcs_s:.2f}x libCacheSim's one size"
+    )
+    print(
+        f"hit ratio at {sizes[pick]:,} blocks: cachewise {hits[pick]:.6f}, libCacheSim {lcs_hit:.6f} "
+        f"(difference {abs(hits[pick] - lcs_hit):.2e})"
+    )
     print(f"cachewise recommend --trace:          {rec_s:5.1f} s, {rec_mib:4.0f} MiB peak  (target 10 s)")
     ok = warm_s <= 7 and warm_mib <= 600 and rec_s <= 10 and abs(hits[pick] - lcs_hit) < 1e-4
     print("targets met" if ok else "TARGETS MISSED")

@@ -79,9 +79,11 @@ def stream_100m() -> None:
     start = time.perf_counter()
     curve = sampler.curve(mrc.default_sizes(int(seen.sum())))
     spent += time.perf_counter() - start
-    print(f"SHARDS, 100,000,000 requests fed in chunks of 10 million: {spent:.2f} s (target 20 s), "
-          f"{curve.samples} samples at rate {curve.rate:.4f}, {len(curve.sizes)} sizes, "
-          f"peak memory of that process {peak_mib():,.0f} MiB (trace generation included)")
+    print(
+        f"SHARDS, 100,000,000 requests fed in chunks of 10 million: {spent:.2f} s (target 20 s), "
+        f"{curve.samples} samples at rate {curve.rate:.4f}, {len(curve.sizes)} sizes, "
+        f"peak memory of that process {peak_mib():,.0f} MiB (trace generation included)"
+    )
 
 
 def main() -> None:
@@ -116,19 +118,30 @@ def main() -> None:
             exact_err.append(abs(ours - theirs[i]))
             shards_err.append(abs(sampled - theirs[i]))
         print(f"{size:13,d} {peer} {ours:10.6f} {sampled:10.6f}")
-    print(f"exact:  whole curve ({len(sizes)} sizes) in {exact_s:.2f} s (target 15 s), "
-          f"peak memory {exact_peak:,.0f} MiB (target 1024, trace generation included)")
-    print(f"SHARDS: whole curve in {shards_s:.2f} s (target 2 s), {shards.samples} samples at rate {shards.rate:.3f}; "
-          f"against exact at all {len(sizes)} sizes: mean absolute error "
-          f"{np.abs(shards.hit_ratio - curve.hit_ratio).mean():.4f}")
+    print(
+        f"exact:  whole curve ({len(sizes)} sizes) in {exact_s:.2f} s (target 15 s), "
+        f"peak memory {exact_peak:,.0f} MiB (target 1024, trace generation included)"
+    )
+    print(
+        f"SHARDS: whole curve in {shards_s:.2f} s (target 2 s), {shards.samples} samples at rate {shards.rate:.3f}; "
+        f"against exact at all {len(sizes)} sizes: mean absolute error "
+        f"{np.abs(shards.hit_ratio - curve.hit_ratio).mean():.4f}"
+    )
     if theirs:
         per_size = lcs_s / len(sample_sizes)
         whole = per_size * len(sizes)
-        print(f"libCacheSim LRU: {per_size:.2f} s per size ({N_REQUESTS / per_size / 1e6:.1f} M requests/s); "
-              f"the whole curve would take {whole:.1f} s")
-        print(f"speed ratio, libCacheSim whole curve / cachewise: exact {whole / exact_s:.1f}x, SHARDS {whole / shards_s:.1f}x")
-        print(f"mean absolute error against libCacheSim: exact {np.mean(exact_err):.2e} (target 1e-6), "
-              f"SHARDS {np.mean(shards_err):.4f} (target 0.005)")
+        print(
+            f"libCacheSim LRU: {per_size:.2f} s per size ({N_REQUESTS / per_size / 1e6:.1f} M requests/s); "
+            f"the whole curve would take {whole:.1f} s"
+        )
+        print(
+            f"speed ratio, libCacheSim whole curve / cachewise: exact {whole / exact_s:.1f}x, "
+            f"SHARDS {whole / shards_s:.1f}x"
+        )
+        print(
+            f"mean absolute error against libCacheSim: exact {np.mean(exact_err):.2e} (target 1e-6), "
+            f"SHARDS {np.mean(shards_err):.4f} (target 0.005)"
+        )
     subprocess.run([sys.executable, "-m", "bench.bench_mrc", "--stream-100m"], check=True)
 
 

@@ -73,10 +73,14 @@ def main() -> None:
         seconds = args.minutes * 60
         share = at_1hz(seconds, watch.step)
         watch.flush()
-        floor = at_1hz(min(seconds, 60), lambda: subprocess.run(["dmsetup", "status"], capture_output=True, check=False))
+        floor = at_1hz(
+            min(seconds, 60), lambda: subprocess.run(["dmsetup", "status"], capture_output=True, check=False)
+        )
         print(f"sampler at 1 Hz, one lvmcache, recorded in the history, over {seconds:.0f} s:")
-        print(f"  {share * 100:.3f}% of one core (target < 1%); peer, a bare `dmsetup status` a second: "
-              f"{floor * 100:.3f}% (ratio {share / floor if floor else float('nan'):.1f}x)")
+        print(
+            f"  {share * 100:.3f}% of one core (target < 1%); peer, a bare `dmsetup status` a second: "
+            f"{floor * 100:.3f}% (ratio {share / floor if floor else float('nan'):.1f}x)"
+        )
 
         sysfs, table, status = many(Path(tmp) / "twenty", 20)
         runner = ReplayingRunner(table, status)

@@ -74,6 +74,7 @@ def _bash_kind(action: argparse.Action) -> str:
 
 # ---------------------------------------------------------------- bash
 
+
 def bash(parser: argparse.ArgumentParser) -> str:
     root = tree(parser)
     prog = parser.prog
@@ -88,7 +89,7 @@ def bash(parser: argparse.ArgumentParser) -> str:
             what = _bash_kind(action)
             if what:
                 pattern = "|".join(f'"{key} {o}"' for o in action.option_strings)
-                values.append(f"    {pattern}) echo \"{what}\" ;;")
+                values.append(f'    {pattern}) echo "{what}" ;;')
         if node.positionals and not node.children:
             positional.append(f'    "{key}") echo "{_bash_kind(node.positionals[0])}" ;;')
     return f"""# bash completion for {prog}; generated from its argparse definitions by `{prog} completion bash`
@@ -169,6 +170,7 @@ complete -F {fn} {prog}
 
 # ---------------------------------------------------------------- zsh
 
+
 def _zq(text: str) -> str:
     """Single-quoted for zsh."""
     return "'" + text.replace("'", "'\\''") + "'"
@@ -197,7 +199,13 @@ def _zoption(action: argparse.Action) -> str:
     spec = f"[{_zhelp(action.help)}]{value}"
     if len(names) == 1:
         return _zq(f"{exclusive}{repeat}{names[0]}{takes}{spec}")
-    return _zq(exclusive + repeat) + "{" + ",".join(f"{n}{takes if n.startswith('--') else ''}" for n in names) + "}" + _zq(spec)
+    return (
+        _zq(exclusive + repeat)
+        + "{"
+        + ",".join(f"{n}{takes if n.startswith('--') else ''}" for n in names)
+        + "}"
+        + _zq(spec)
+    )
 
 
 def _zname(path: tuple[str, ...]) -> str:
@@ -227,8 +235,14 @@ def _zfunction(node: Node) -> str:
             optional = action.nargs in ("?", "*")
             prefix = "*" if many else ""
             specs.append(_zq(prefix + (":" if optional and not many else "") + _zaction(action)))
-    head = [f"{name}() {{", "  local context state state_descr line ret=1", "  typeset -A opt_args",
-            "  _arguments -C -s \\", *(f"    {s} \\" for s in specs), "    && ret=0"]
+    head = [
+        f"{name}() {{",
+        "  local context state state_descr line ret=1",
+        "  typeset -A opt_args",
+        "  _arguments -C -s \\",
+        *(f"    {s} \\" for s in specs),
+        "    && ret=0",
+    ]
     return "\n".join([*head, *body, "  return ret", "}"])
 
 

@@ -54,6 +54,7 @@ class Refused(Exception):
 
 # --- backends: what the core is constructed with, so tests can hand it fakes ---------------
 
+
 class DiscoveryBackend(Protocol):
     def scan(
         self, quick: bool = False, should_stop: Callable[[], bool] | None = None, changed: set[str] | None = None
@@ -180,6 +181,7 @@ def load_snapshot(path: Path) -> RawSystem:
 
 # --- the core -------------------------------------------------------------------------------
 
+
 @dataclass
 class Core:
     """The use cases, over the backends. ``live``: the inventory is this machine's, so its tools
@@ -214,8 +216,9 @@ class Core:
 
     # -- discovery and history --
 
-    def scan(self, quick: bool = False, should_stop: Callable[[], bool] | None = None,
-             changed: set[str] | None = None) -> Inventory:
+    def scan(
+        self, quick: bool = False, should_stop: Callable[[], bool] | None = None, changed: set[str] | None = None
+    ) -> Inventory:
         return self.discovery.scan(quick=quick, should_stop=should_stop, changed=changed)
 
     def record(self, write: Callable[[History], object]) -> str | None:
@@ -233,8 +236,10 @@ class Core:
         except HistoryError as exc:
             return str(exc)
         except (sqlite3.Error, OSError) as exc:  # read-only, full, locked by another program
-            return (f"the history database in {self.state_dir} could not be written ({exc}); nothing was recorded. "
-                    "Choose a writable place with --state-dir.")
+            return (
+                f"the history database in {self.state_dir} could not be written ({exc}); nothing was recorded. "
+                "Choose a writable place with --state-dir."
+            )
         return None
 
     @property
@@ -287,9 +292,13 @@ class Core:
             raise Refused("two of the paths name the same device; nothing was probed.")
         return targets, inv
 
-    def probe(self, dev: Device, seconds: float | None = None,
-              on_progress: Callable[[ProbeProgress], None] | None = None,
-              record: bool = True) -> tuple[ProbeResult, str | None]:
+    def probe(
+        self,
+        dev: Device,
+        seconds: float | None = None,
+        on_progress: Callable[[ProbeProgress], None] | None = None,
+        record: bool = True,
+    ) -> tuple[ProbeResult, str | None]:
         """Probe one device (for ``seconds``, default the probe's own budget) and record the
         result: (result, history warning)."""
         from advisor.disks.probe import DEFAULT_SECONDS
@@ -300,8 +309,15 @@ class Core:
 
     # -- workload --
 
-    def analyze(self, path: Path, block_size: int = 4096, mode: str = "auto", fmt: str = "auto",
-                layout: CsvLayout | None = None, sequential_cutoff: int = SEQUENTIAL_CUTOFF) -> tuple[Analysis, dict[str, Any]]:
+    def analyze(
+        self,
+        path: Path,
+        block_size: int = 4096,
+        mode: str = "auto",
+        fmt: str = "auto",
+        layout: CsvLayout | None = None,
+        sequential_cutoff: int = SEQUENTIAL_CUTOFF,
+    ) -> tuple[Analysis, dict[str, Any]]:
         """Analyse a trace file: (analysis, the trace's own metadata). TraceError when the file
         cannot be read as a trace; Refused for a bad block size."""
         from advisor.workload.analysis import analyze_path
@@ -317,9 +333,15 @@ class Core:
 
         return self.record(lambda h: h.record_analysis(analysis, file_sha256(path), meta))
 
-    def trace(self, device: str, output: Path, seconds: float, tracer: str = "auto",
-              on_progress: Callable[[Any], None] | None = None,
-              on_blktrace: Callable[[str], None] | None = None) -> dict[str, Any]:
+    def trace(
+        self,
+        device: str,
+        output: Path,
+        seconds: float,
+        tracer: str = "auto",
+        on_progress: Callable[[Any], None] | None = None,
+        on_blktrace: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
         """Record ``device``'s block I/O to ``output`` for ``seconds`` through tracefs (or
         blktrace): the summary (schema cachewise.trace/1). Refused before anything is traced,
         or when the capture fails (an empty output is removed)."""
@@ -358,16 +380,31 @@ class Core:
         except BaseException:  # interrupted before the capture began: no empty file left behind
             _remove_if_empty(output)
             raise
-        return {"schema": "cachewise.trace/1", "path": str(output), "device": plan.devnode,
-                "event": plan.event if tracer == "tracefs" else "blktrace", "events": result.events,
-                "seconds": result.seconds, "lost": result.lost, "bad_lines": result.bad_lines,
-                "stopped_by": result.stopped_by}
+        return {
+            "schema": "cachewise.trace/1",
+            "path": str(output),
+            "device": plan.devnode,
+            "event": plan.event if tracer == "tracefs" else "blktrace",
+            "events": result.events,
+            "seconds": result.seconds,
+            "lost": result.lost,
+            "bad_lines": result.bad_lines,
+            "stopped_by": result.stopped_by,
+        }
 
     # -- recommend --
 
-    def recommend_inputs(self, inv: Inventory, slow: str, fast: list[str], *, analysis: Analysis | None = None,
-                         kernel: str | None = None, known_probes: Mapping[str, ProbeResult] | None = None,
-                         **declared: Any) -> tuple[Inputs, list[str]]:
+    def recommend_inputs(
+        self,
+        inv: Inventory,
+        slow: str,
+        fast: list[str],
+        *,
+        analysis: Analysis | None = None,
+        kernel: str | None = None,
+        known_probes: Mapping[str, ProbeResult] | None = None,
+        **declared: Any,
+    ) -> tuple[Inputs, list[str]]:
         """The recommendation's inputs for a slow device and its fast one(s), named by path or
         kernel name: each device's facts with its newest probe (``known_probes`` first, then the
         history), SSD wear and tool versions when the inventory is this machine's, and the
@@ -396,8 +433,10 @@ class Core:
             return result.to_json() if result is not None else None
 
         slow_facts = facts.device_facts(inv, devices[0], probe_of)
-        fast_facts = tuple(facts.device_facts(inv, d, probe_of, facts.endurance(self.runner, d.devnode) if self.live
-                                              else None) for d in devices[1:])
+        fast_facts = tuple(
+            facts.device_facts(inv, d, probe_of, facts.endurance(self.runner, d.devnode) if self.live else None)
+            for d in devices[1:]
+        )
         versions = facts.versions(self.runner) if self.live else Versions()
         if kernel:
             versions = replace(versions, kernel=kernel)
@@ -417,10 +456,14 @@ class Core:
         from recipes.common import RecipeError
 
         builders: dict[str, Callable[..., Plan]] = {
-            "lvmcache-attach": lvmcache.lvmcache_attach, "lvmcache-uncache": lvmcache.lvmcache_uncache,
-            "lvmcache-new": lvmcache.lvmcache_new, "lvmcache-mode": lvmcache.lvmcache_mode,
-            "bcache-create": bcache.bcache_create, "bcache-detach": bcache.bcache_detach,
-            "writecache-attach": writecache.writecache_attach, "writecache-detach": writecache.writecache_detach,
+            "lvmcache-attach": lvmcache.lvmcache_attach,
+            "lvmcache-uncache": lvmcache.lvmcache_uncache,
+            "lvmcache-new": lvmcache.lvmcache_new,
+            "lvmcache-mode": lvmcache.lvmcache_mode,
+            "bcache-create": bcache.bcache_create,
+            "bcache-detach": bcache.bcache_detach,
+            "writecache-attach": writecache.writecache_attach,
+            "writecache-detach": writecache.writecache_detach,
             "remove": self.removal_plan,
         }
         if recipe not in builders:
@@ -432,8 +475,7 @@ class Core:
         except RecipeError as exc:
             raise Refused(str(exc)) from None
 
-    def removal_plan(self, inv: Inventory, path: str, release: list[str] | None = None,
-                     free_ssd: bool = False) -> Plan:
+    def removal_plan(self, inv: Inventory, path: str, release: list[str] | None = None, free_ssd: bool = False) -> Plan:
         """The plan that removes the cache ``path`` is part of (the cached LV or bcache device, or
         its backing device), whatever its kind; a RecipeError saying why for a device that is no
         cache cachewise can remove. ``free_ssd``: also give the SSD back, blank (an LVM cache's
@@ -449,13 +491,17 @@ class Core:
             raise RecipeError(f"{dev.display_path} is part of no cache. {NOTHING}")
         if caching.remove is None:
             state = f"; {caching.state}" if caching.state else ""
-            raise RecipeError(f"{dev.display_path} is a {caching.part} ({caching.kind}{state}), not a cache cachewise "
-                              f"can remove: {caching.can}. {NOTHING}")
+            raise RecipeError(
+                f"{dev.display_path} is a {caching.part} ({caching.kind}{state}), not a cache cachewise "
+                f"can remove: {caching.can}. {NOTHING}"
+            )
         lvm = dev.lvm
         if caching.remove == "bcache-detach":
             if release:
-                raise RecipeError(f"a bcache cache device is released with --wipe-cache of bcache-detach, not "
-                                  f"--release-ssd. {NOTHING}")
+                raise RecipeError(
+                    f"a bcache cache device is released with --wipe-cache of bcache-detach, not "
+                    f"--release-ssd. {NOTHING}"
+                )
             return self.plan(inv, "bcache-detach", path=dev.devnode, wipe_cache=free_ssd)
         assert lvm is not None
         if free_ssd and not release:
@@ -502,9 +548,15 @@ class Core:
             plan = self.plan(inv, "writecache-attach", lv_name=slow, ssd_path=ssds, spec=spec)
             return replace(plan, prediction=prediction)
         if cfg.backend == "bcache":
-            plan = self.plan(inv, "bcache-create", backing_path=slow, cache_path=fast[0], mode=cfg.mode,
-                             sequential_cutoff=cfg.sequential_cutoff_bytes or SEQUENTIAL_CUTOFF,
-                             writeback_percent=cfg.writeback_percent or 0)
+            plan = self.plan(
+                inv,
+                "bcache-create",
+                backing_path=slow,
+                cache_path=fast[0],
+                mode=cfg.mode,
+                sequential_cutoff=cfg.sequential_cutoff_bytes or SEQUENTIAL_CUTOFF,
+                writeback_percent=cfg.writeback_percent or 0,
+            )
             return replace(plan, prediction=prediction)
         raise Refused(f"cachewise has no recipe for {cfg.label}. {NOTHING}")
 
@@ -571,10 +623,14 @@ class Core:
         from advisor.runner import CommandError
 
         if self.executor is None:
-            where = ("this shows a saved snapshot of a machine, not this one" if self.replay
-                     else "this session has no state directory for the apply journal")
-            raise Refused(f"{where}: plans are applied on the machine itself with `sudo cachewise apply PLAN`. "
-                          f"{NOTHING}")
+            where = (
+                "this shows a saved snapshot of a machine, not this one"
+                if self.replay
+                else "this session has no state directory for the apply journal"
+            )
+            raise Refused(
+                f"{where}: plans are applied on the machine itself with `sudo cachewise apply PLAN`. {NOTHING}"
+            )
         try:
             problems = self.executor.preflight(plan, resuming)
         except (CommandError, ReportError) as exc:
@@ -582,8 +638,14 @@ class Core:
         if problems:
             raise Refused(refusal(problems), problems)
 
-    def apply_checked(self, plan: Plan, confirm: Callable[[Plan], bool], report: Callable[[Event], None],
-                      journal: Journal | None = None, rollback: bool = False) -> str:
+    def apply_checked(
+        self,
+        plan: Plan,
+        confirm: Callable[[Plan], bool],
+        report: Callable[[Event], None],
+        journal: Journal | None = None,
+        rollback: bool = False,
+    ) -> str:
         """Preflight, then the user's confirmation, then the journaled run (or the roll back of
         ``journal``). Returns the outcome; Refused before anything ran, ApplyError (saying where
         the system stands) when a step failed."""
@@ -660,8 +722,13 @@ class Core:
     def watch(self, refs: list[CacheRef], record: bool = True, stall_seconds: float | None = None) -> Watch:
         """A watch of these caches: call ``step()`` once per interval. A flush with no progress
         for ``stall_seconds`` (default advisor.watch.figures.STALL_SECONDS) is a stall."""
-        return Watch(self, refs, {ref.name: self.prediction(ref) for ref in refs}, record and self.state_dir is not None,
-                     stall_seconds)
+        return Watch(
+            self,
+            refs,
+            {ref.name: self.prediction(ref) for ref in refs},
+            record and self.state_dir is not None,
+            stall_seconds,
+        )
 
     def recorded_samples(self, ref: CacheRef, since: float) -> list[Sample]:
         """Samples of this cache recorded since ``since`` (a restarted Warm-up screen's past)."""
@@ -681,10 +748,21 @@ class Core:
 
     # -- replay --
 
-    def replay_trace(self, trace: Path, target: str, *, speed: float = 1.0, duration: float | None = None,
-                     fmt: str = "auto", layout: CsvLayout | None = None, label: str | None = None,
-                     allow_writes: bool = False, disposable: str | None = None, allow_file: bool = False,
-                     on_progress: Callable[[float, float | None], None] | None = None) -> ReplayResult:
+    def replay_trace(
+        self,
+        trace: Path,
+        target: str,
+        *,
+        speed: float = 1.0,
+        duration: float | None = None,
+        fmt: str = "auto",
+        layout: CsvLayout | None = None,
+        label: str | None = None,
+        allow_writes: bool = False,
+        disposable: str | None = None,
+        allow_file: bool = False,
+        on_progress: Callable[[float, float | None], None] | None = None,
+    ) -> ReplayResult:
         """Replay a trace onto ``target`` with fio and return what it measured: read-only unless
         writes are allowed and the target is named disposable and holds nothing. Refused before
         anything runs (or when fio fails); TraceError when the trace cannot be read. (Not named
@@ -703,16 +781,30 @@ class Core:
             check_speed(speed)
             found = check_target(target, allow_file)
             if found.block and not is_root():
-                raise Refused(f"replaying onto {target} needs root (fio reads the device directly); nothing was "
-                              "replayed. Run `sudo cachewise replay ...`.")
+                raise Refused(
+                    f"replaying onto {target} needs root (fio reads the device directly); nothing was "
+                    "replayed. Run `sudo cachewise replay ...`."
+                )
             device = None
             if allow_writes:
                 check_disposable(found, disposable)  # before the scan, which takes a while
                 device = find_device(self.scan(), target) if found.block else None
             label = label or f"{os.path.basename(found.real)} {time.strftime('%H:%M')}"
-            return replay(trace, target, self.runner, label=label, fmt=fmt, layout=layout,  # type: ignore[arg-type]
-                          speed=speed, duration=duration, allow_writes=allow_writes, disposable=disposable,
-                          device=device, allow_file=allow_file, on_progress=on_progress)
+            return replay(
+                trace,
+                target,
+                self.runner,
+                label=label,
+                fmt=fmt,  # type: ignore[arg-type]
+                layout=layout,
+                speed=speed,
+                duration=duration,
+                allow_writes=allow_writes,
+                disposable=disposable,
+                device=device,
+                allow_file=allow_file,
+                on_progress=on_progress,
+            )
         except ReplayError as exc:
             raise Refused(str(exc)) from None
 
@@ -737,13 +829,20 @@ class Watch:
     BATCH_SECONDS = 10.0
     THIN_SECONDS = 3600.0
 
-    def __init__(self, core: Core, refs: list[CacheRef], predictions: Mapping[str, Prediction | None],
-                 record: bool, stall_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        core: Core,
+        refs: list[CacheRef],
+        predictions: Mapping[str, Prediction | None],
+        record: bool,
+        stall_seconds: float | None = None,
+    ) -> None:
         from advisor.watch.figures import STALL_SECONDS, Tracker
 
         self.core, self.refs, self.record = core, refs, record
         self.trackers: dict[str, Tracker] = {
-            r.name: Tracker(predictions.get(r.name), stall_seconds=stall_seconds or STALL_SECONDS) for r in refs}
+            r.name: Tracker(predictions.get(r.name), stall_seconds=stall_seconds or STALL_SECONDS) for r in refs
+        }
         self.pending: list[Sample] = []
         self.last_write = self.last_thin = -self.THIN_SECONDS  # the first batch thins
         self.warning: str | None = None
@@ -787,8 +886,13 @@ def _remove_if_empty(path: Path) -> None:
         path.unlink()
 
 
-def spec_from_config(cfg: Mapping[str, Any], size: int | None = None, chunk: int | None = None,
-                     metadata: int | None = None, mode: str | None = None) -> CacheSpec:
+def spec_from_config(
+    cfg: Mapping[str, Any],
+    size: int | None = None,
+    chunk: int | None = None,
+    metadata: int | None = None,
+    mode: str | None = None,
+) -> CacheSpec:
     """An lvmcache spec from a recommendation's config (``recommend --json``'s "config", or the
     TUI's recommendation); explicit values win."""
     from recipes.lvmcache import CacheSpec
@@ -796,9 +900,13 @@ def spec_from_config(cfg: Mapping[str, Any], size: int | None = None, chunk: int
     if cfg.get("backend") != "lvmcache":
         raise Refused(f"the recommendation is not an lvmcache ({cfg.get('backend') or 'no cache'}). {NOTHING}")
     try:
-        return CacheSpec(size_bytes=size or int(cfg["size_bytes"]), mode=mode or str(cfg["mode"]),
-                         chunk_bytes=chunk or cfg.get("chunk_size_bytes"),
-                         metadata_bytes=metadata or cfg.get("metadata_size_bytes"), policy=cfg.get("policy") or "smq")
+        return CacheSpec(
+            size_bytes=size or int(cfg["size_bytes"]),
+            mode=mode or str(cfg["mode"]),
+            chunk_bytes=chunk or cfg.get("chunk_size_bytes"),
+            metadata_bytes=metadata or cfg.get("metadata_size_bytes"),
+            policy=cfg.get("policy") or "smq",
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise Refused(f"the recommendation's configuration is incomplete ({exc}). {NOTHING}") from None
 
@@ -820,8 +928,9 @@ def prediction_from_config(cfg: Mapping[str, Any]) -> Prediction | None:
     hit = number(cfg.get("predicted_hit_ratio"))
     if hit is None and hot_bytes is None:
         return None
-    return Prediction(hit, hot_bytes, number(w.get("seconds_63")), number(w.get("seconds_95")),
-                      number(w.get("promotion_probability")))
+    return Prediction(
+        hit, hot_bytes, number(w.get("seconds_63")), number(w.get("seconds_95")), number(w.get("promotion_probability"))
+    )
 
 
 def is_root() -> bool:

@@ -19,11 +19,15 @@ SECTION = "8"
 
 # What argparse cannot say: where cachewise keeps things, what it reads from the environment.
 FILES = [
-    ("/var/lib/cachewise/history.sqlite3",
-     "The history database when run as root: scans, probes, analyses, watch samples "
-     "(a normal user's is $XDG_STATE_HOME/cachewise/history.sqlite3)."),
-    ("/var/lib/cachewise/journal/",
-     "One journal per applied plan; an interrupted plan is resumed, rolled back or abandoned from it."),
+    (
+        "/var/lib/cachewise/history.sqlite3",
+        "The history database when run as root: scans, probes, analyses, watch samples "
+        "(a normal user's is $XDG_STATE_HOME/cachewise/history.sqlite3).",
+    ),
+    (
+        "/var/lib/cachewise/journal/",
+        "One journal per applied plan; an interrupted plan is resumed, rolled back or abandoned from it.",
+    ),
 ]
 ENVIRONMENT = [
     ("CACHEWISE_STATE_DIR", "Where the history database and the journals live (as --state-dir)."),
@@ -95,8 +99,7 @@ def render(parser: argparse.ArgumentParser, *, date: datetime.date | None = None
     # SOURCE_DATE_EPOCH (reproducible builds) fixes the date a package build writes.
     if date is None:
         epoch = os.environ.get("SOURCE_DATE_EPOCH")
-        date = (datetime.datetime.fromtimestamp(int(epoch), datetime.UTC).date() if epoch
-                else datetime.date.today())
+        date = datetime.datetime.fromtimestamp(int(epoch), datetime.UTC).date() if epoch else datetime.date.today()
     prog = parser.prog
     lines = [
         f'.TH {prog.upper()} {SECTION} "{date.isoformat()}" "{prog} {__version__}" "System Administration"',
@@ -109,24 +112,34 @@ def render(parser: argparse.ArgumentParser, *, date: datetime.date | None = None
         ".SH DESCRIPTION",
         escape(parser.description or ""),
         ".PP",
-        escape("Every command that changes disks works from a plan: `cachewise plan` prints the exact commands "
-               "and what they destroy without running anything; `cachewise apply` runs a saved plan after checking "
-               "the devices are still the ones it was made for, asks for the device's name to be typed, and "
-               "journals every step so an interrupted run can be resumed or rolled back. scan, probe (read-only "
-               "fio), trace, analyze, recommend, status, watch and history change nothing."),
+        escape(
+            "Every command that changes disks works from a plan: `cachewise plan` prints the exact commands "
+            "and what they destroy without running anything; `cachewise apply` runs a saved plan after checking "
+            "the devices are still the ones it was made for, asks for the device's name to be typed, and "
+            "journals every step so an interrupted run can be resumed or rolled back. scan, probe (read-only "
+            "fio), trace, analyze, recommend, status, watch and history change nothing."
+        ),
         ".SH OPTIONS",
         *_options(parser, top=True),
         ".SH COMMANDS",
     ]
     for name, summary, sub in subcommands(parser):
-        lines += [".SS " + escape(f"{prog} {name}"), escape(summary[:1].upper() + summary[1:] + "."),
-                  ".PP", f".B {escape(_usage(sub))}"]
+        lines += [
+            ".SS " + escape(f"{prog} {name}"),
+            escape(summary[:1].upper() + summary[1:] + "."),
+            ".PP",
+            f".B {escape(_usage(sub))}",
+        ]
         if sub.description:
             lines += [".PP", escape(sub.description)]
         lines += list(_options(sub))
         for rname, rsummary, rsub in subcommands(sub):
-            lines += [".PP", f"\\fB{escape(f'{prog} {name} {rname}')}\\fR: {escape(rsummary)}.",
-                      ".PP", f".B {escape(_usage(rsub))}"]
+            lines += [
+                ".PP",
+                f"\\fB{escape(f'{prog} {name} {rname}')}\\fR: {escape(rsummary)}.",
+                ".PP",
+                f".B {escape(_usage(rsub))}",
+            ]
             if rsub.description:
                 lines += [".PP", escape(rsub.description)]
             lines += [".RS", *_options(rsub), ".RE"]

@@ -48,10 +48,13 @@ def devices_table(inv: Inventory, show_all: bool = False) -> Table:
         state = Text(dev.in_use_reason, style=STATE_STYLE[dev.state])
         c = dev.caching
         if c is not None:
-            state.append(f"\n{c.kind}: {c.part}" + (f"; {c.state}" if c.state else ""),
-                         style="bold red" if c.degraded else "cyan")
-        table.add_row(cell, human_size(dev.size_bytes), dev.transport or "", rotational_word(dev), dev.role or dev.kind,
-                      state)
+            state.append(
+                f"\n{c.kind}: {c.part}" + (f"; {c.state}" if c.state else ""),
+                style="bold red" if c.degraded else "cyan",
+            )
+        table.add_row(
+            cell, human_size(dev.size_bytes), dev.transport or "", rotational_word(dev), dev.role or dev.kind, state
+        )
     return table
 
 
@@ -71,14 +74,27 @@ def probe_table(results: list[ProbeResult]) -> Table:
         measured = Text(f"{c.device_class} ({c.confidence})", style="yellow" if c.disagreements else "green")
         lat = f"{qd1.lat_p50_ms:.2f} / {qd1.lat_p99_ms:.2f} ms" if qd1 and qd1.lat_p50_ms and qd1.lat_p99_ms else "-"
         table.add_row(
-            r.device, kernel, measured, lat,
-            f"{qd32.iops:,.0f}" if qd32 else "-", f"{seq.mbps:,.0f}" if seq else "-", c.reason,
+            r.device,
+            kernel,
+            measured,
+            lat,
+            f"{qd32.iops:,.0f}" if qd32 else "-",
+            f"{seq.mbps:,.0f}" if seq else "-",
+            c.reason,
         )
     return table
 
 
-def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int = 60, height: int = 13,
-               mark: int | None = None, mark_label: str = "recommended", observed: float | None = None) -> str:
+def curve_plot(
+    sizes: list[int],
+    hits: list[float],
+    block_size: int,
+    width: int = 60,
+    height: int = 13,
+    mark: int | None = None,
+    mark_label: str = "recommended",
+    observed: float | None = None,
+) -> str:
     """The hit-ratio curve as text, ``width`` columns of plot after a 6-column axis: cache size
     (log scale) across, hit ratio up, ticks at round percentages. ``mark`` (a size in blocks)
     draws a column of ``│`` at the chosen cache size and names that size under the axis
@@ -100,7 +116,9 @@ def curve_plot(sizes: list[int], hits: list[float], block_size: int, width: int 
         x = column(size)
         y = min(height - 1, int(hit * (height - 1) + 0.5))
         for yy in range(y + 1):
-            grid[height - 1 - yy][x] = "█" if yy == y else (grid[height - 1 - yy][x] if grid[height - 1 - yy][x] != " " else "·")
+            grid[height - 1 - yy][x] = (
+                "█" if yy == y else (grid[height - 1 - yy][x] if grid[height - 1 - yy][x] != " " else "·")
+            )
     if mx is not None and observed is not None:
         grid[height - 1 - min(height - 1, max(0, int(observed * (height - 1) + 0.5)))][mx] = "●"
     # Ticks at quarters when the rows divide into quarters, else at the top, middle and bottom.
@@ -130,25 +148,40 @@ def analysis_report(a: Analysis, width: int = 60, curve: bool = True) -> Group:
     summary.add_row("Trace", f"{a.source} ({a.source_format}, {a.lines:,} lines, {a.bad_lines} malformed)")
     # A trace without timestamps (a CSV of offsets, an iolog without times) has an order, no rate.
     span = f"over {a.duration_s:,.1f} s ({rate(a.iops)})" if a.duration_s > 0 else "(the trace has no times: no rate)"
-    summary.add_row("Requests", f"{a.requests:,} {span}; "
-                    f"{a.read_requests / total:.0%} reads, {a.write_requests / total:.0%} writes")
-    summary.add_row("Footprint", f"{human_size(a.footprint_bytes)} ({a.footprint_blocks:,} blocks of {human_size(a.block_size)})")
+    summary.add_row(
+        "Requests", f"{a.requests:,} {span}; {a.read_requests / total:.0%} reads, {a.write_requests / total:.0%} writes"
+    )
+    summary.add_row(
+        "Footprint", f"{human_size(a.footprint_bytes)} ({a.footprint_blocks:,} blocks of {human_size(a.block_size)})"
+    )
     summary.add_row("Sequential", f"{a.sequential_share:.0%} of requests continue one of the last 64 streams")
     if a.bypassed_requests:
-        summary.add_row("Bypassed", f"{a.bypassed_requests:,} requests ({human_size(a.bypassed_bytes)}) in streams past "
-                        f"{human_size(a.sequential_cutoff)}: a cache lets them through; not in the curve")
-    summary.add_row("First touches", f"{a.cold_miss_share:.1%} of the curve's accesses (misses a warm cache has paid)"
-                    + ("; the trace is too short to judge: record a longer window" if a.too_short else ""))
+        summary.add_row(
+            "Bypassed",
+            f"{a.bypassed_requests:,} requests ({human_size(a.bypassed_bytes)}) in streams past "
+            f"{human_size(a.sequential_cutoff)}: a cache lets them through; not in the curve",
+        )
+    summary.add_row(
+        "First touches",
+        f"{a.cold_miss_share:.1%} of the curve's accesses (misses a warm cache has paid)"
+        + ("; the trace is too short to judge: record a longer window" if a.too_short else ""),
+    )
     summary.add_row("Sizes", ", ".join(f"{k}: {v:,}" for k, v in a.size_histogram.items()))
-    hot = ", ".join(f"{s:.0%} of I/O → {f:.1%} of the data ({human_size(n * a.block_size)})"
-                    for s, f, n in zip(a.hot_shares, a.hot_footprint_fraction, a.hot_blocks, strict=True))
+    hot = ", ".join(
+        f"{s:.0%} of I/O → {f:.1%} of the data ({human_size(n * a.block_size)})"
+        for s, f, n in zip(a.hot_shares, a.hot_footprint_fraction, a.hot_blocks, strict=True)
+    )
     summary.add_row("Hot data", hot)
-    summary.add_row("Zipf fit", f"alpha ≈ {a.zipf_alpha:.2f}" if a.zipf_alpha is not None else "too few repeated blocks to fit")
+    summary.add_row(
+        "Zipf fit", f"alpha ≈ {a.zipf_alpha:.2f}" if a.zipf_alpha is not None else "too few repeated blocks to fit"
+    )
     for example in a.bad_examples:
         summary.add_row("Malformed", Text(example, style="yellow"))
     if not curve:
         return Group(summary)
-    return Group(summary, Text(""), Text(curve_plot(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size, width=width)))
+    return Group(
+        summary, Text(""), Text(curve_plot(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size, width=width))
+    )
 
 
 VERDICT_STYLE = {"cache": "bold green", "move-to-ssd": "bold cyan", "dont-cache": "bold yellow"}
@@ -160,12 +193,17 @@ def config_table(cfg: CacheConfig) -> Table:
     t.add_column(style="bold")
     t.add_column()
     t.add_row("Backend", cfg.label)
-    t.add_row("Cache size", f"{human_size(cfg.size_bytes)} (holds about {human_size(cfg.effective_bytes)} of hot data; "
-              f"{human_size(cfg.fast_space_bytes)} of SSD in all)")
+    t.add_row(
+        "Cache size",
+        f"{human_size(cfg.size_bytes)} (holds about {human_size(cfg.effective_bytes)} of hot data; "
+        f"{human_size(cfg.fast_space_bytes)} of SSD in all)",
+    )
     if cfg.chunk_size_bytes:
         t.add_row("Chunk", human_size(cfg.chunk_size_bytes))
     if cfg.metadata_size_bytes:
-        t.add_row("Metadata", f"{human_size(cfg.metadata_size_bytes)} (+ {human_size(cfg.spare_metadata_bytes or 0)} spare)")
+        t.add_row(
+            "Metadata", f"{human_size(cfg.metadata_size_bytes)} (+ {human_size(cfg.spare_metadata_bytes or 0)} spare)"
+        )
     if cfg.policy:
         t.add_row("Policy", cfg.policy)
     if cfg.sequential_cutoff_bytes is not None:
@@ -179,11 +217,12 @@ def config_table(cfg: CacheConfig) -> Table:
     t.add_row("Expected speed-up", f"about {cfg.expected_speedup:g}x ({cfg.speedup_basis})")
     if cfg.warmup is not None:
         w = cfg.warmup
-        when = (f" ({duration(w.seconds_63)} / {duration(w.seconds_95)})" if w.seconds_63 is not None else "")
+        when = f" ({duration(w.seconds_63)} / {duration(w.seconds_95)})" if w.seconds_63 is not None else ""
         full = ""
         if w.reads_63_full is not None and w.reads_63_full != w.reads_63:
-            full = (f"; from a cache full of older data, {w.reads_63_full:,} reads to 63%"
-                    + (f" ({duration(w.seconds_63_full)})" if w.seconds_63_full is not None else ""))
+            full = f"; from a cache full of older data, {w.reads_63_full:,} reads to 63%" + (
+                f" ({duration(w.seconds_63_full)})" if w.seconds_63_full is not None else ""
+            )
         t.add_row("Warm-up", f"{w.reads_63:,} reads to 63%, {w.reads_95:,} to 95% of the hot data{when}{full}")
     return t
 
@@ -269,8 +308,12 @@ def event_line(e: Event) -> str:
         if speed and f.eta_seconds is not None:
             return line + f"; {speed}, about {duration(f.eta_seconds)} left"
         return line
-    return {"skip": f"= {e.step.description} (already done)", "run": f"$ {e.message}",
-            "ok": f"  ok: {e.step.description}", "undo": f"$ {e.message}"}.get(e.kind, e.message)
+    return {
+        "skip": f"= {e.step.description} (already done)",
+        "run": f"$ {e.message}",
+        "ok": f"  ok: {e.step.description}",
+        "undo": f"$ {e.message}",
+    }.get(e.kind, e.message)
 
 
 def _percent(value: float | None) -> str:
@@ -287,8 +330,17 @@ def status_table(rows: list[tuple[CacheRef, Sample | None]]) -> Table:
             table.add_row(ref.name, ref.kind, "–", "unreadable", "", "", "", ref.origin or "", ref.cache or "")
             continue
         fill = s.used_bytes / s.capacity_bytes if s.used_bytes is not None and s.capacity_bytes else None
-        table.add_row(ref.name, s.kind, s.mode or "–", s.state, _percent(fill), _percent(s.hit_ratio),
-                      "–" if s.dirty_bytes is None else human_size(s.dirty_bytes), ref.origin or "–", ref.cache or "–")
+        table.add_row(
+            ref.name,
+            s.kind,
+            s.mode or "–",
+            s.state,
+            _percent(fill),
+            _percent(s.hit_ratio),
+            "–" if s.dirty_bytes is None else human_size(s.dirty_bytes),
+            ref.origin or "–",
+            ref.cache or "–",
+        )
     if not rows:
         table.caption = "No dm-cache, dm-writecache or bcache device on this machine."
     return table
@@ -306,8 +358,11 @@ def watch_line(f: Figures) -> str:
     if f.predicted_hit_ratio is not None:
         hit += f" predicted {_percent(f.predicted_hit_ratio)}"
     parts.append(hit)
-    io = [f"{name} {rate(v)}" for name, v in (("asked", f.iops), ("cache", f.cache_iops), ("origin", f.origin_iops))
-          if v is not None]
+    io = [
+        f"{name} {rate(v)}"
+        for name, v in (("asked", f.iops), ("cache", f.cache_iops), ("origin", f.origin_iops))
+        if v is not None
+    ]
     if io:
         parts.append(", ".join(io))
     if f.dirty_bytes:
@@ -328,8 +383,10 @@ def watch_line(f: Figures) -> str:
 def stall_text(f: Figures) -> str:
     assert f.stall is not None
     causes = "\n".join(f"  - {c}" for c in f.stall.causes)
-    return (f"{f.target}: {human_size(f.dirty_bytes or 0)} dirty and no progress for {duration(f.stall.seconds)}. "
-            f"Likely causes:\n{causes}")
+    return (
+        f"{f.target}: {human_size(f.dirty_bytes or 0)} dirty and no progress for {duration(f.stall.seconds)}. "
+        f"Likely causes:\n{causes}"
+    )
 
 
 def replay_table(results: list[ReplayResult]) -> Table:
@@ -343,13 +400,20 @@ def replay_table(results: list[ReplayResult]) -> Table:
         table.add_column("last / first", justify="right", style="bold")
     m = [r.measured for r in results]
     rows: list[tuple[str, list[str], list[float | None]]] = [
-        ("Requests", [f"{x.requests:,}" + ("" if r.complete else f" of {r.planned:,}") for r, x in zip(results, m, strict=True)], []),
+        (
+            "Requests",
+            [f"{x.requests:,}" + ("" if r.complete else f" of {r.planned:,}") for r, x in zip(results, m, strict=True)],
+            [],
+        ),
         ("Read IOPS", [f"{x.read_iops:,.0f}" for x in m], [x.read_iops for x in m]),
     ]
     if any(x.write_iops for x in m):
         rows.append(("Write IOPS", [f"{x.write_iops:,.0f}" for x in m], [x.write_iops for x in m]))
-    for name, values in (("p50", [x.read_p50_us for x in m]), ("p90", [x.read_p90_us for x in m]),
-                         ("p99", [x.read_p99_us for x in m])):
+    for name, values in (
+        ("p50", [x.read_p50_us for x in m]),
+        ("p90", [x.read_p90_us for x in m]),
+        ("p99", [x.read_p99_us for x in m]),
+    ):
         rows.append((f"Read latency {name}", [_ms(v) for v in values], values))
     rows.append(("Dropped writes", [f"{r.dropped_writes:,}" for r in results], []))
     for name, cells, values in rows:

@@ -35,6 +35,7 @@ fi
 
 echo "== ruff"
 ruff check advisor recipes screens cachewise tests bench
+ruff format --check advisor recipes screens cachewise bench
 echo "== mypy"
 mypy advisor recipes cachewise screens
 echo "== import contract (advisor/ and recipes/ never import the UI)"

@@ -29,8 +29,13 @@ class AnsibleError(ValueError):
 
 def _probe(name: str, argv: list[str] | tuple[str, ...], register: str, when: str | None = None) -> Task:
     """A read-only check: a raw command whose result is registered and never fails the play."""
-    task: Task = {"name": name, "ansible.builtin.raw": shlex.join(argv) + " 2>/dev/null", "register": register,
-                  "changed_when": False, "failed_when": False}
+    task: Task = {
+        "name": name,
+        "ansible.builtin.raw": shlex.join(argv) + " 2>/dev/null",
+        "register": register,
+        "changed_when": False,
+        "failed_when": False,
+    }
     if when:
         task["when"] = when
     return task
@@ -39,27 +44,37 @@ def _probe(name: str, argv: list[str] | tuple[str, ...], register: str, when: st
 def _asserted(check: Check, register: str, when: str, names: tuple[str, str], fail_msg: str) -> list[Task]:
     """A check as two tasks: its read-only command, then an assert on the result."""
     form = check.ansible(register)
-    return [_probe(names[0], form.argv, register, when),
-            {"name": names[1], "ansible.builtin.assert": {"that": [form.condition], "fail_msg": fail_msg}, "when": when}]
+    return [
+        _probe(names[0], form.argv, register, when),
+        {"name": names[1], "ansible.builtin.assert": {"that": [form.condition], "fail_msg": fail_msg}, "when": when},
+    ]
 
 
 def playbook(plan: Plan) -> list[dict[str, Any]]:
     if any(s.write is not None or s.wait is not None for s in plan.steps):
-        raise AnsibleError(f"{plan.kind} plans write to sysfs, which the playbook form does not cover yet; "
-                           "run `cachewise apply` on each host instead")
+        raise AnsibleError(
+            f"{plan.kind} plans write to sysfs, which the playbook form does not cover yet; "
+            "run `cachewise apply` on each host instead"
+        )
     tasks: list[Task] = []
     roles = {c.role for s in plan.steps for c in (*s.pre, *s.post) if c.role}
     for d in plan.devices:  # sysfs checks name a device by role: its kernel name on this host
         if d.role in roles:
-            tasks.append(_probe(f"find the kernel name of {d.path}", ["lsblk", "-dno", "KNAME", d.path],
-                                kname_var(d.role)))
+            tasks.append(
+                _probe(f"find the kernel name of {d.path}", ["lsblk", "-dno", "KNAME", d.path], kname_var(d.role))
+            )
     for i, d in enumerate(plan.devices):
         reg = f"cw_size_{i}"
         tasks.append(_probe(f"preflight: {d.path} is still there", ["lsblk", "-bdno", "SIZE", d.path], reg))
-        tasks.append({"name": f"preflight: {d.path} has the size it was planned with ({d.size_bytes} bytes)",
-                      "ansible.builtin.assert": {
-                          "that": [f"({reg}.stdout | trim | int) == {d.size_bytes}"],
-                          "fail_msg": f"{d.path} is missing or changed since planning; nothing was changed. Make a new plan."}})
+        tasks.append(
+            {
+                "name": f"preflight: {d.path} has the size it was planned with ({d.size_bytes} bytes)",
+                "ansible.builtin.assert": {
+                    "that": [f"({reg}.stdout | trim | int) == {d.size_bytes}"],
+                    "fail_msg": f"{d.path} is missing or changed since planning; nothing was changed. Make a new plan.",
+                },
+            }
+        )
     # done_i: step i, or any later step, is in effect. Checked from the last step back, so a
     # host where the plan is complete answers with the last step's checks alone.
     for i in reversed(range(len(plan.steps))):
@@ -68,31 +83,56 @@ def playbook(plan: Plan) -> list[dict[str, Any]]:
         parts = []
         for j, check in enumerate(step.post):
             form = check.ansible(f"cw_post_{i}_{j}")
-            tasks.append(_probe(f"check: {check.describe()}", form.argv, f"cw_post_{i}_{j}",
-                                f"not ({later_done} | bool)" if later_done else None))
+            tasks.append(
+                _probe(
+                    f"check: {check.describe()}",
+                    form.argv,
+                    f"cw_post_{i}_{j}",
+                    f"not ({later_done} | bool)" if later_done else None,
+                )
+            )
             parts.append(form.condition)
         mine = " and ".join(parts) if parts else "false"
         # `or` stops at a later step in effect, before reading checks that were skipped.
         expr = f"({later_done} | bool) or ({mine})" if later_done else mine
-        tasks.append({"name": f"step {i + 1} already in effect?",
-                      "ansible.builtin.set_fact": {f"cw_done_{i}": f"{{{{ {expr} }}}}"}})
+        tasks.append(
+            {
+                "name": f"step {i + 1} already in effect?",
+                "ansible.builtin.set_fact": {f"cw_done_{i}": f"{{{{ {expr} }}}}"},
+            }
+        )
     for i, step in enumerate(plan.steps):
         for j, check in enumerate(step.pre):
-            tasks += _asserted(check, f"cw_pre_{i}_{j}", f"not (cw_done_{i} | bool)",
-                               (f"before step {i + 1}: {check.describe()}?", f"before step {i + 1}: precondition"),
-                               f"expected that {check.describe()}; step {i + 1} and later did not run.")
-        tasks.append({"name": f"step {i + 1}: {step.description}", "ansible.builtin.command": {"argv": list(step.argv)},
-                      "when": f"not (cw_done_{i} | bool)"})
+            tasks += _asserted(
+                check,
+                f"cw_pre_{i}_{j}",
+                f"not (cw_done_{i} | bool)",
+                (f"before step {i + 1}: {check.describe()}?", f"before step {i + 1}: precondition"),
+                f"expected that {check.describe()}; step {i + 1} and later did not run.",
+            )
+        tasks.append(
+            {
+                "name": f"step {i + 1}: {step.description}",
+                "ansible.builtin.command": {"argv": list(step.argv)},
+                "when": f"not (cw_done_{i} | bool)",
+            }
+        )
         for j, check in enumerate(step.post):
-            tasks += _asserted(check, f"cw_verify_{i}_{j}", f"not (cw_done_{i} | bool)",
-                               (f"verify step {i + 1}: {check.describe()}", f"verify step {i + 1} took effect"),
-                               f"step {i + 1} ({step.description}) did not take effect; later steps did not run.")
+            tasks += _asserted(
+                check,
+                f"cw_verify_{i}_{j}",
+                f"not (cw_done_{i} | bool)",
+                (f"verify step {i + 1}: {check.describe()}", f"verify step {i + 1} took effect"),
+                f"step {i + 1} ({step.description}) did not take effect; later steps did not run.",
+            )
     return [{"name": plan.title, "hosts": "all", "become": True, "gather_facts": False, "tasks": tasks}]
 
 
 def render(plan: Plan) -> str:
-    header = (f"# cachewise plan {plan.kind}, made {plan.created} on {plan.host}\n"
-              "# ansible-playbook -i HOSTS this.yml   (devices are named by stable paths; check them per host)\n")
+    header = (
+        f"# cachewise plan {plan.kind}, made {plan.created} on {plan.host}\n"
+        "# ansible-playbook -i HOSTS this.yml   (devices are named by stable paths; check them per host)\n"
+    )
     import yaml  # only the playbook form needs it
 
     body: str = yaml.safe_dump(playbook(plan), sort_keys=False, allow_unicode=True, width=1000)

@@ -52,15 +52,25 @@ def block_size_for(origin: Device) -> tuple[int, str]:
     fs_block = origin.fs_block_size
     if origin.fs_type and fs_block:
         if fs_block < 4096:
-            return 512, f"its {origin.fs_type} uses {fs_block}-byte {'sectors' if origin.fs_type == 'xfs' else 'blocks'}"
+            return (
+                512,
+                f"its {origin.fs_type} uses {fs_block}-byte {'sectors' if origin.fs_type == 'xfs' else 'blocks'}",
+            )
         return 4096, f"its {origin.fs_type} uses {fs_block}-byte {'sectors' if origin.fs_type == 'xfs' else 'blocks'}"
     if origin.fs_type:
         return 512, f"the block size of its {origin.fs_type} is unknown, and 512 mounts whatever it is"
     return 4096, "it holds no file system yet (make it after attaching)"
 
 
-def writecache_attach(inv: Inventory, lv_name: str, ssd_path: str | Sequence[str], spec: WritecacheSpec, *,
-                      wipe: bool = False, allow_partition: bool = False) -> Plan:
+def writecache_attach(
+    inv: Inventory,
+    lv_name: str,
+    ssd_path: str | Sequence[str],
+    spec: WritecacheSpec,
+    *,
+    wipe: bool = False,
+    allow_partition: bool = False,
+) -> Plan:
     """Attach a dm-writecache on ``ssd_path`` (one SSD, or two mirrored) to the LV ``lv_name``."""
     origin, vg, lv = uncached_lv(inv, lv_name)
     chosen, why = block_size_for(origin)
@@ -68,15 +78,21 @@ def writecache_attach(inv: Inventory, lv_name: str, ssd_path: str | Sequence[str
     if block not in BLOCK_SIZES:
         raise RecipeError(f"writecache block size {block} is not 512 or 4096. {NOTHING}")
     if block > chosen and origin.fs_type:
-        raise RecipeError(f"a {block}-byte writecache block would stop {vg}/{lv} from mounting: {why} "
-                          f"(lvmcache(7)). Use --block-size 512. {NOTHING}")
-    for name, value, top in (("high_watermark", spec.high_watermark, 100), ("low_watermark", spec.low_watermark, 100),
-                             ("writeback_jobs", spec.writeback_jobs, 1 << 20)):
+        raise RecipeError(
+            f"a {block}-byte writecache block would stop {vg}/{lv} from mounting: {why} "
+            f"(lvmcache(7)). Use --block-size 512. {NOTHING}"
+        )
+    for name, value, top in (
+        ("high_watermark", spec.high_watermark, 100),
+        ("low_watermark", spec.low_watermark, 100),
+        ("writeback_jobs", spec.writeback_jobs, 1 << 20),
+    ):
         if value is not None and not 0 <= value <= top:
             raise RecipeError(f"{name} {value} is not between 0 and {top}. {NOTHING}")
     if spec.high_watermark is not None and spec.low_watermark is not None and spec.low_watermark > spec.high_watermark:
-        raise RecipeError(f"low_watermark ({spec.low_watermark}) is above high_watermark ({spec.high_watermark}). "
-                          f"{NOTHING}")
+        raise RecipeError(
+            f"low_watermark ({spec.low_watermark}) is above high_watermark ({spec.high_watermark}). {NOTHING}"
+        )
     fast = fast_side(inv, ssd_path, origin, vg, wipe=wipe, allow_partition=allow_partition)
     size = -(-spec.size_bytes // LVM_EXTENT) * LVM_EXTENT
     if size <= 0:
@@ -84,40 +100,75 @@ def writecache_attach(inv: Inventory, lv_name: str, ssd_path: str | Sequence[str
     need = size + fast.header_bytes() + (RAID_META if fast.mirrored else 0)
     if need > fast.size_bytes:
         which = "each SSD" if fast.mirrored else fast.paths[0]
-        raise RecipeError(f"{which} ({human_size(fast.size_bytes)}) is too small for a {human_size(size)} writecache "
-                          f"({human_size(need)} with LVM's own space); choose a smaller --size. {NOTHING}")
+        raise RecipeError(
+            f"{which} ({human_size(fast.size_bytes)}) is too small for a {human_size(size)} writecache "
+            f"({human_size(need)} with LVM's own space); choose a smaller --size. {NOTHING}"
+        )
 
     vglv, cvol = f"{vg}/{lv}", f"{lv}_wcache"
     settings = spec.settings(block)
     steps = fast.join_steps(vg)
     steps.append(fast.lvcreate("lvcreate-cachevol", "cache volume", vg, cvol, size))
-    steps.append(Step("deactivate", f"deactivate {vg}/{cvol} (lvm2 attaches only an inactive cache volume)",
-                      ("lvchange", "--yes", "-an", f"{vg}/{cvol}"),
-                      pre=(NotSegtype(lv=vglv, segtype="writecache"),), seconds=1.0))
-    steps.append(Step("attach", f"attach it to {vglv} as a writecache ({settings}; in place, the data stays where "
-                      "it is)",
-                      ("lvconvert", "--yes", "--type", "writecache", "--cachevol", f"{vg}/{cvol}", "--cachesettings",
-                       settings, vglv),
-                      pre=(NotSegtype(lv=vglv, segtype="writecache"),),
-                      post=(Segtype(lv=vglv, segtype="writecache"),),
-                      undo=(("lvconvert", "--yes", "--splitcache", vglv),), seconds=3.0))
+    steps.append(
+        Step(
+            "deactivate",
+            f"deactivate {vg}/{cvol} (lvm2 attaches only an inactive cache volume)",
+            ("lvchange", "--yes", "-an", f"{vg}/{cvol}"),
+            pre=(NotSegtype(lv=vglv, segtype="writecache"),),
+            seconds=1.0,
+        )
+    )
+    steps.append(
+        Step(
+            "attach",
+            f"attach it to {vglv} as a writecache ({settings}; in place, the data stays where it is)",
+            (
+                "lvconvert",
+                "--yes",
+                "--type",
+                "writecache",
+                "--cachevol",
+                f"{vg}/{cvol}",
+                "--cachesettings",
+                settings,
+                vglv,
+            ),
+            pre=(NotSegtype(lv=vglv, segtype="writecache"),),
+            post=(Segtype(lv=vglv, segtype="writecache"),),
+            undo=(("lvconvert", "--yes", "--splitcache", vglv),),
+            seconds=3.0,
+        )
+    )
     release = " ".join(f"--release-ssd {p}" for p in fast.paths)
-    notes = [f"dm-writecache caches writes only; reads of data not recently written still go to {vglv}'s disk.",
-             f"Block size {block}: {why}.",
-             f"Undo with `cachewise plan writecache-detach --lv {vglv} {release}` (flushes dirty blocks first)."]
+    notes = [
+        f"dm-writecache caches writes only; reads of data not recently written still go to {vglv}'s disk.",
+        f"Block size {block}: {why}.",
+        f"Undo with `cachewise plan writecache-detach --lv {vglv} {release}` (flushes dirty blocks first).",
+    ]
     if fast.mirrored:
         notes.append("The cache volume is LVM raid1 on both SSDs: either can fail without losing written blocks.")
     else:
-        notes.append("Every write waits on this SSD until written back: an SSD failure loses those blocks "
-                     "(T-MODE-1). Two SSDs (--ssd twice) mirror it.")
-    return fast.attach_plan("writecache-attach", f"{human_size(size)}{{mirror}} dm-writecache", origin, steps,
-                            (f"{vglv}: writecache LV, {human_size(origin.size_bytes)}",
-                             f"{vg}/{cvol}: cache volume {human_size(size)}, block {block}"),
-                            {"cache_bytes": size, "ssd_bytes_used": need, "ssd_bytes": fast.size_bytes}, notes)
+        notes.append(
+            "Every write waits on this SSD until written back: an SSD failure loses those blocks "
+            "(T-MODE-1). Two SSDs (--ssd twice) mirror it."
+        )
+    return fast.attach_plan(
+        "writecache-attach",
+        f"{human_size(size)}{{mirror}} dm-writecache",
+        origin,
+        steps,
+        (
+            f"{vglv}: writecache LV, {human_size(origin.size_bytes)}",
+            f"{vg}/{cvol}: cache volume {human_size(size)}, block {block}",
+        ),
+        {"cache_bytes": size, "ssd_bytes_used": need, "ssd_bytes": fast.size_bytes},
+        notes,
+    )
 
 
-def writecache_detach(inv: Inventory, lv_name: str, *, keep_cachevol: bool = False,
-                      release: str | Sequence[str] | None = None) -> Plan:
+def writecache_detach(
+    inv: Inventory, lv_name: str, *, keep_cachevol: bool = False, release: str | Sequence[str] | None = None
+) -> Plan:
     """Flush and remove the writecache of an LV (lvconvert --uncache; --splitcache keeps the
     cache volume), then release the SSD(s) named."""
     return remove_cache(inv, lv_name, "writecache", keep=keep_cachevol, release=release)

@@ -41,10 +41,12 @@ class AnalysisScreen(Screen[None]):
     """One analysis: summary, hot-data ratio and the LRU hit-ratio curve."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
-    HELP = ("One trace's analysis: how much data it touched (the footprint), the read/write mix, the sequential "
-            "share, request sizes, and the miss-ratio curve: the hit ratio an LRU cache of each size would have "
-            "had. The hot-data ratio says how much of the data served 80/90/95% of the I/O. Back on the Disks "
-            "screen, c recommends a cache with this analysis as the workload.")
+    HELP = (
+        "One trace's analysis: how much data it touched (the footprint), the read/write mix, the sequential "
+        "share, request sizes, and the miss-ratio curve: the hit ratio an LRU cache of each size would have "
+        "had. The hot-data ratio says how much of the data served 80/90/95% of the I/O. Back on the Disks "
+        "screen, c recommends a cache with this analysis as the workload."
+    )
 
     def __init__(self, analysis: Analysis) -> None:
         super().__init__()
@@ -55,5 +57,7 @@ class AnalysisScreen(Screen[None]):
         with VerticalScroll(id="analysis"):
             yield Static(analysis_report(self.analysis, curve=False), id="analysis-report")
             a = self.analysis
-            yield CurveChart(Curve(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size), height=13, id="analysis-curve")
+            yield CurveChart(
+                Curve(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size), height=13, id="analysis-curve"
+            )
         yield Footer()

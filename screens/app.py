@@ -29,8 +29,14 @@ class CachewiseApp(App[None]):
     # Disks screen at the top; Esc goes back; ? and F1 explain the screen.
     BINDINGS = [Binding("question_mark,f1", "help", "Help")]
 
-    def __init__(self, core: Core, watch_hotplug: bool = True, probe_seconds: float = DEFAULT_SECONDS,
-                 watch: CacheRef | None = None, start: bool = False) -> None:
+    def __init__(
+        self,
+        core: Core,
+        watch_hotplug: bool = True,
+        probe_seconds: float = DEFAULT_SECONDS,
+        watch: CacheRef | None = None,
+        start: bool = False,
+    ) -> None:
         super().__init__()
         self.core = core
         self.start = start  # open on the start screen (the guided flows), over the Disks screen
@@ -51,8 +57,12 @@ class CachewiseApp(App[None]):
         pending = self.core.pending()
         damaged = next((j.problem() for j in pending if j.problem()), None)
         if damaged:
-            self.notify(f"{damaged}. Nothing was changed. Look at it, then set it aside with `cachewise apply "
-                        "--abandon JOURNAL`.", severity="error", timeout=30)
+            self.notify(
+                f"{damaged}. Nothing was changed. Look at it, then set it aside with `cachewise apply "
+                "--abandon JOURNAL`.",
+                severity="error",
+                timeout=30,
+            )
         elif pending:
             self.offer_resume(pending[-1])
 
@@ -71,8 +81,9 @@ class CachewiseApp(App[None]):
         for key, active in screen.active_bindings.items():
             binding = active.binding
             if binding.description and active.enabled and binding.action != "help":
-                yield SystemCommand(binding.description, f"key {key_label(key)}",
-                                    partial(self.run_action, binding.action, active.node))
+                yield SystemCommand(
+                    binding.description, f"key {key_label(key)}", partial(self.run_action, binding.action, active.node)
+                )
         for kind, label, about in START_CHOICES:
             if kind != "disks":
                 yield SystemCommand(f"Guided: {label}", about, partial(self.start_flow, kind))

@@ -30,14 +30,22 @@ if TYPE_CHECKING:
 
 class ApplyScreen(CoreScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("w", "warmup", "Warm-up")]
-    HELP = ("The plan, before anything runs: the exact commands, the layout before and after, and what will be "
-            "destroyed. cachewise checks the system against the plan first; type the device's name and press "
-            "Enter to run it, or Esc to leave without changing anything. Each step is journaled: if the run is "
-            "interrupted, cachewise offers to resume or roll it back at the next start. After a cache is made, "
-            "w follows its warm-up.")
+    HELP = (
+        "The plan, before anything runs: the exact commands, the layout before and after, and what will be "
+        "destroyed. cachewise checks the system against the plan first; type the device's name and press "
+        "Enter to run it, or Esc to leave without changing anything. Each step is journaled: if the run is "
+        "interrupted, cachewise offers to resume or roll it back at the next start. After a cache is made, "
+        "w follows its warm-up."
+    )
 
-    def __init__(self, plan: Plan, journal: Journal | None = None, rollback: bool = False,
-                 flow: Flow | None = None, curve: Curve | None = None) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        journal: Journal | None = None,
+        rollback: bool = False,
+        flow: Flow | None = None,
+        curve: Curve | None = None,
+    ) -> None:
         super().__init__()
         self.plan = plan
         self.flow = flow  # a guided flow's step: the step bar, and on to the Warm-up screen after
@@ -66,9 +74,11 @@ class ApplyScreen(CoreScreen):
         # the commands first) and then the run's log scroll above it.
         with Vertical(id="confirm-bar"):
             # The name on a line of its own: copied or read whole, never broken by the wrap.
-            yield Static(f"{self._so_far()} To {self.verb} this plan, type the device's name and press Enter:\n"
-                         f"  [b]{self.target}[/]",
-                         id="confirm-hint")
+            yield Static(
+                f"{self._so_far()} To {self.verb} this plan, type the device's name and press Enter:\n"
+                f"  [b]{self.target}[/]",
+                id="confirm-hint",
+            )
             # An empty box until typed: a placeholder showing the name looked already filled in.
             yield Input(placeholder="type the device name", id="confirm-name")
             yield Static(Text("Checking the system against the plan…", style="dim"), id="apply-status")
@@ -177,11 +187,16 @@ class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):
     """Shown at start when the journal holds a plan that did not finish."""
 
     # Enter, not r: r rescans on the Disks screen underneath (one meaning per key).
-    BINDINGS = [Binding("enter", "choose('resume')", "Resume"), Binding("b", "choose('rollback')", "Roll back"),
-                Binding("escape", "choose('')", "Later")]
-    HELP = ("A plan cachewise was applying did not finish (a crash, a power cut, a killed process). Resume runs "
-            "the steps that did not take effect; roll back undoes the ones that did; Later leaves everything as "
-            "it is (`cachewise apply --resume`, `--rollback` or `--abandon` from a shell).")
+    BINDINGS = [
+        Binding("enter", "choose('resume')", "Resume"),
+        Binding("b", "choose('rollback')", "Roll back"),
+        Binding("escape", "choose('')", "Later"),
+    ]
+    HELP = (
+        "A plan cachewise was applying did not finish (a crash, a power cut, a killed process). Resume runs "
+        "the steps that did not take effect; roll back undoes the ones that did; Later leaves everything as "
+        "it is (`cachewise apply --resume`, `--rollback` or `--abandon` from a shell)."
+    )
 
     def __init__(self, plan: Plan, done_steps: list[str]) -> None:
         super().__init__()
@@ -191,10 +206,12 @@ class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):
     def compose(self) -> ComposeResult:
         done = ", ".join(self.done_steps) or "none"
         with Vertical(id="interrupted"):
-            yield Static(f"[b]An earlier plan did not finish:[/] {self.plan.title}\n"
-                         f"Steps that ran: {done}.\n\n"
-                         "[b]Enter[/] resume it (steps already in effect are skipped), [b]b[/] roll back the steps that "
-                         "took effect, [b]Esc[/] decide later (`cachewise apply --resume` / `--rollback`).")
+            yield Static(
+                f"[b]An earlier plan did not finish:[/] {self.plan.title}\n"
+                f"Steps that ran: {done}.\n\n"
+                "[b]Enter[/] resume it (steps already in effect are skipped), [b]b[/] roll back the steps that "
+                "took effect, [b]Esc[/] decide later (`cachewise apply --resume` / `--rollback`)."
+            )
 
     def action_choose(self, choice: str) -> None:
         self.dismiss(choice or None)  # type: ignore[arg-type]

@@ -69,11 +69,20 @@ def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:
         for line in (*c.disagreements, *probe.notes):
             row("", Text(line, style="yellow"))
     row("Discard", {True: "supported", False: "not supported", None: ""}[dev.discard])
-    row("Signature", " ".join(x for x in (dev.fs_type, dev.fs_uuid) if x) or (f"{dev.partition_table} partition table" if dev.partition_table else ""))
+    row(
+        "Signature",
+        " ".join(x for x in (dev.fs_type, dev.fs_uuid) if x)
+        or (f"{dev.partition_table} partition table" if dev.partition_table else ""),
+    )
     row("Label", dev.fs_label)
     row("Mounted at", ", ".join(dev.mountpoints))
     if dev.lvm is not None:
-        row("LVM", f"PV of VG {dev.lvm.vg}" if dev.lvm.role == "pv" else f"LV {dev.lvm.vg}/{dev.lvm.lv} {dev.lvm.segtype or ''}".strip())
+        row(
+            "LVM",
+            f"PV of VG {dev.lvm.vg}"
+            if dev.lvm.role == "pv"
+            else f"LV {dev.lvm.vg}/{dev.lvm.lv} {dev.lvm.segtype or ''}".strip(),
+        )
     if dev.bcache is not None:
         b = dev.bcache
         parts: list[str] = [b.role]
@@ -96,8 +105,13 @@ def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:
     if dev.caching is not None:
         part = dev.caching
         row("Cache", Text(f"{part.kind}: {part.part}; {part.state}", style="bold red" if part.degraded else ""))
-        row("", Text(part.can[0].upper() + part.can[1:] + ("." if not part.can.endswith(".") else ""),
-                     style="dim" if part.remove else "yellow"))
+        row(
+            "",
+            Text(
+                part.can[0].upper() + part.can[1:] + ("." if not part.can.endswith(".") else ""),
+                style="dim" if part.remove else "yellow",
+            ),
+        )
     for item in dev.unreadable:
         row("Not read", f"{item.fact}: {item.reason}")
     return grid
@@ -136,13 +150,15 @@ class DisksScreen(CoreScreen):
         Binding("g", "guide", "Guided flows", show=False),
     ]
 
-    HELP = ("Every disk, partition, LV, md and bcache device on this machine, with its role and state; "
-            "the panel on the right shows the highlighted one. To add a cache: mark the SSD(s) with Space, "
-            "highlight the slow disk or LV, and press c. p measures the marked disks with a short read-only "
-            "fio probe; t opens a trace of the workload; w follows a cache that exists; h shows loop, zram and "
-            "empty devices too; u removes the highlighted cache (flushing it first, after a preview you confirm). "
-            "g opens the start screen with the guided flows (add a cache, remove one, plan only). "
-            "Nothing on this screen changes a disk without that confirmation.")
+    HELP = (
+        "Every disk, partition, LV, md and bcache device on this machine, with its role and state; "
+        "the panel on the right shows the highlighted one. To add a cache: mark the SSD(s) with Space, "
+        "highlight the slow disk or LV, and press c. p measures the marked disks with a short read-only "
+        "fio probe; t opens a trace of the workload; w follows a cache that exists; h shows loop, zram and "
+        "empty devices too; u removes the highlighted cache (flushing it first, after a preview you confirm). "
+        "g opens the start screen with the guided flows (add a cache, remove one, plan only). "
+        "Nothing on this screen changes a disk without that confirmation."
+    )
 
     def __init__(self, watch_hotplug: bool = True) -> None:
         super().__init__()
@@ -257,7 +273,12 @@ class DisksScreen(CoreScreen):
                     time.sleep(0.05)
                     continue
                 started = time.monotonic()
-                log.info("%s scan starts (generation %d, changed %s)", mode, generation, sorted(changed) if mode == "quick" else "")
+                log.info(
+                    "%s scan starts (generation %d, changed %s)",
+                    mode,
+                    generation,
+                    sorted(changed) if mode == "quick" else "",
+                )
                 if mode == "quick":
                     inv = core.scan(quick=True, changed=changed or None)
                 else:
@@ -313,7 +334,10 @@ class DisksScreen(CoreScreen):
         busy = [d for d in devices if d.state == "in-use"]
         if busy:
             question = "\n".join(f"{d.name} is {d.in_use_reason}." for d in busy)
-            question += f"\n\nThe probe only reads, but it adds about {self.cw_app.probe_seconds:g} s of read load. Probe anyway?"
+            question += (
+                f"\n\nThe probe only reads, but it adds about {self.cw_app.probe_seconds:g} s of read load. "
+                "Probe anyway?"
+            )
             if not await self.app.push_screen_wait(ConfirmProbe(question)):
                 return
         self.marked.clear()
@@ -371,12 +395,14 @@ class DisksScreen(CoreScreen):
         inv, slow_name = self.inventory, self.selected_name
         fast_names = sorted(self.marked - {slow_name}) if slow_name else []
         if inv is None or slow_name is None or not fast_names:
-            self.notify("Mark the SSD(s) with space, then highlight the slow disk or LV and press c.",
-                        severity="warning")
+            self.notify(
+                "Mark the SSD(s) with space, then highlight the slow disk or LV and press c.", severity="warning"
+            )
             return
         try:
-            inputs, warnings = await asyncio.to_thread(self.core.recommend_inputs, inv, slow_name, fast_names,
-                                                       analysis=self.analysis, known_probes=self.probes)
+            inputs, warnings = await asyncio.to_thread(
+                self.core.recommend_inputs, inv, slow_name, fast_names, analysis=self.analysis, known_probes=self.probes
+            )
         except Refused as exc:
             self.notify(str(exc), severity="error")
             return
@@ -480,7 +506,9 @@ class DisksScreen(CoreScreen):
                     human_size(dev.size_bytes),
                     dev.transport or "",
                     {True: "yes", False: "no", None: "?"}[dev.rotational],
-                    Text("probing…", style="cyan") if dev.name in self.probing else measured_text(self.probes.get(probe_key(dev))),
+                    Text("probing…", style="cyan")
+                    if dev.name in self.probing
+                    else measured_text(self.probes.get(probe_key(dev))),
                     dev.role,
                     Text(dev.state, style=STATE_STYLE[dev.state]),
                     key=dev.name,

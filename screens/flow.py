@@ -39,26 +39,40 @@ if TYPE_CHECKING:
 FlowKind = Literal["add", "remove", "plan"]
 
 FLOWS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "add": ("Add an SSD cache", ("Slow device", "Fast device", "Measure", "Workload", "Recommendation",
-                                 "Preview and apply", "Warm-up")),
+    "add": (
+        "Add an SSD cache",
+        ("Slow device", "Fast device", "Measure", "Workload", "Recommendation", "Preview and apply", "Warm-up"),
+    ),
     "remove": ("Remove a cache", ("Cached device", "Preview, flush and detach")),
     "plan": ("Plan only", ("Slow device", "Fast device", "Workload", "Recommendation", "Save the plan")),
 }
 
 START_CHOICES = (
-    ("add", "Add an SSD cache",
-     "Put an SSD in front of a hard disk or an LV: pick the two, measure them and the workload, take the "
-     "recommendation (or one of its alternatives), preview the exact commands, type the device's name to apply, "
-     "and watch the cache warm up. Needs root."),
-    ("remove", "Remove a cache",
-     "Take an lvmcache, dm-writecache or bcache away again: see the dirty data, flush it with a countdown, detach, "
-     "verify, and give the SSD back. Needs root."),
-    ("plan", "Plan only (no root needed)",
-     "The same questions as Add, ending in a plan file (JSON for `cachewise apply`, or an Ansible playbook) and "
-     "the command that applies it. Nothing on this machine is changed."),
-    ("disks", "Browse the disks",
-     "Every disk, partition, LV, md and bcache device with its role and state; probe, trace and recommend from "
-     "there (Esc on this screen goes there too)."),
+    (
+        "add",
+        "Add an SSD cache",
+        "Put an SSD in front of a hard disk or an LV: pick the two, measure them and the workload, take the "
+        "recommendation (or one of its alternatives), preview the exact commands, type the device's name to apply, "
+        "and watch the cache warm up. Needs root.",
+    ),
+    (
+        "remove",
+        "Remove a cache",
+        "Take an lvmcache, dm-writecache or bcache away again: see the dirty data, flush it with a countdown, detach, "
+        "verify, and give the SSD back. Needs root.",
+    ),
+    (
+        "plan",
+        "Plan only (no root needed)",
+        "The same questions as Add, ending in a plan file (JSON for `cachewise apply`, or an Ansible playbook) and "
+        "the command that applies it. Nothing on this machine is changed.",
+    ),
+    (
+        "disks",
+        "Browse the disks",
+        "Every disk, partition, LV, md and bcache device with its role and state; probe, trace and recommend from "
+        "there (Esc on this screen goes there too).",
+    ),
 )
 
 
@@ -129,16 +143,20 @@ class StartScreen(CoreScreen):
     """What cachewise can do, as three guided flows and the Disks screen."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Disks"), Binding("q", "app.quit", "Quit")]
-    HELP = ("Start here. Add an SSD cache leads from choosing the disks to a warm cache, one step at a time; "
-            "Remove a cache flushes and detaches one; Plan only saves a plan without changing anything (no root "
-            "needed). Browse the disks (or Esc) shows every device. Every step has Esc for Back and ? for help; "
-            "nothing changes a disk before you type its name to confirm.")
+    HELP = (
+        "Start here. Add an SSD cache leads from choosing the disks to a warm cache, one step at a time; "
+        "Remove a cache flushes and detaches one; Plan only saves a plan without changing anything (no root "
+        "needed). Browse the disks (or Esc) shows every device. Every step has Esc for Back and ? for help; "
+        "nothing changes a disk before you type its name to confirm."
+    )
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Vertical(id="start"):
-            yield Static(Text.assemble(("What would you like to do?", "bold"),
-                                       "  (↑↓ to choose, Enter to start, q to quit)"), id="start-title")
+            yield Static(
+                Text.assemble(("What would you like to do?", "bold"), "  (↑↓ to choose, Enter to start, q to quit)"),
+                id="start-title",
+            )
             yield OptionList(*(Option(label, id=key) for key, label, _ in START_CHOICES), id="start-choices")
             yield Static("", id="start-about")
         yield Footer()
@@ -202,10 +220,17 @@ class DeviceStep(FlowScreen):
 
     def row(self, dev: Device) -> tuple[object, ...]:
         probe = self.flow.probes.get(probe_key(dev))
-        cls = measured_text(probe) if probe else Text({True: "HDD? (kernel)", False: "SSD? (kernel)",
-                                                        None: "? (kernel)"}[dev.rotational], style="dim")
-        return (dev.display_path if dev.lvm is not None and dev.lvm.lv else dev.name, human_size(dev.size_bytes), cls,
-                dev.caching.part if dev.caching is not None else dev.state)
+        cls = (
+            measured_text(probe)
+            if probe
+            else Text({True: "HDD? (kernel)", False: "SSD? (kernel)", None: "? (kernel)"}[dev.rotational], style="dim")
+        )
+        return (
+            dev.display_path if dev.lvm is not None and dev.lvm.lv else dev.name,
+            human_size(dev.size_bytes),
+            cls,
+            dev.caching.part if dev.caching is not None else dev.state,
+        )
 
     def fill(self) -> None:
         table = self.query_one("#pick", DataTable)
@@ -230,8 +255,10 @@ class DeviceStep(FlowScreen):
     def show_current(self) -> None:
         dev = self.current
         self.query_one("#pick-current", Static).update(
-            Text("Nothing to choose here: " + self.empty(), style="yellow") if dev is None else
-            Text.assemble(("Highlighted: ", "bold"), name_of(dev), f" — {dev.in_use_reason}"))
+            Text("Nothing to choose here: " + self.empty(), style="yellow")
+            if dev is None
+            else Text.assemble(("Highlighted: ", "bold"), name_of(dev), f" — {dev.in_use_reason}")
+        )
 
     def empty(self) -> str:
         return "no device fits this step. Esc goes back."
@@ -252,31 +279,41 @@ class PickSlow(DeviceStep):
     """Step 1: the slow device the cache goes in front of, a disk, partition or LV."""
 
     STEP = "Slow device"
-    HELP = ("Choose the slow device to put a cache in front of: a hard disk, a partition, or an LVM LV (lvmcache "
-            "attaches to an LV in place, with its data; bcache needs a device it may format). ↑↓ move, Enter "
-            "chooses. A device already in a cache, an LVM PV (choose its LV) or a disk with partitions (choose one) "
-            "is refused with the reason.")
+    HELP = (
+        "Choose the slow device to put a cache in front of: a hard disk, a partition, or an LVM LV (lvmcache "
+        "attaches to an LV in place, with its data; bcache needs a device it may format). ↑↓ move, Enter "
+        "chooses. A device already in a cache, an LVM PV (choose its LV) or a disk with partitions (choose one) "
+        "is refused with the reason."
+    )
 
     def intro(self) -> str:
         return "Which device is slow? Choose the hard disk, partition or LV to put the cache in front of (Enter)."
 
     def candidates(self) -> list[Device]:
         # bcache devices are listed too, to be refused with their reason (a cache is there already).
-        return [d for d in self.flow.inventory.devices if (_usable(d) or (d.kind == "bcache" and not d.hidden))
-                and not (d.lvm and d.lvm.role == "pv")
-                and not (d.bcache is not None and d.bcache.role == "cache")]
+        return [
+            d
+            for d in self.flow.inventory.devices
+            if (_usable(d) or (d.kind == "bcache" and not d.hidden))
+            and not (d.lvm and d.lvm.role == "pv")
+            and not (d.bcache is not None and d.bcache.role == "cache")
+        ]
 
     def refusal(self, dev: Device) -> str | None:
         if dev.caching is not None and dev.caching.remove is not None:
-            return (f"{dev.display_path} is already cached ({dev.caching.kind}, {dev.caching.state}). cachewise does "
-                    "not stack a second cache: remove that one first (Remove a cache on the start screen).")
+            return (
+                f"{dev.display_path} is already cached ({dev.caching.kind}, {dev.caching.state}). cachewise does "
+                "not stack a second cache: remove that one first (Remove a cache on the start screen)."
+            )
         if dev.caching is not None and dev.caching.kind not in ("dm-crypt", "md"):
             return f"{dev.display_path} is a {dev.caching.part}: {dev.caching.can}"
         if dev.partitions:
             return f"{dev.name} has partitions ({', '.join(dev.partitions)}): choose the one that holds the data."
         if dev.state == "in-use" and dev.lvm is None:
-            return (f"{dev.display_path} is {dev.in_use_reason}. A cache goes in front of an LV while it is in use "
-                    "(lvmcache), or in front of a device nothing uses (bcache formats it).")
+            return (
+                f"{dev.display_path} is {dev.in_use_reason}. A cache goes in front of an LV while it is in use "
+                "(lvmcache), or in front of a device nothing uses (bcache formats it)."
+            )
         return None
 
     @on(DataTable.RowSelected, "#pick")
@@ -297,9 +334,11 @@ class PickFast(DeviceStep):
 
     STEP = "Fast device"
     BINDINGS = [Binding("space", "toggle_mark", "Mark")]
-    HELP = ("Choose the SSD (or two, for a mirrored cache) that will hold the cache: Space marks, Enter goes on "
-            "with the marked ones (or the highlighted one when none is marked). Whatever is on a device it uses is "
-            "destroyed; the preview says so before anything runs.")
+    HELP = (
+        "Choose the SSD (or two, for a mirrored cache) that will hold the cache: Space marks, Enter goes on "
+        "with the marked ones (or the highlighted one when none is marked). Whatever is on a device it uses is "
+        "destroyed; the preview says so before anything runs."
+    )
 
     def __init__(self, flow: Flow) -> None:
         super().__init__(flow)
@@ -307,8 +346,10 @@ class PickFast(DeviceStep):
 
     def intro(self) -> str:
         slow = self.flow.slow
-        return (f"Which SSD caches {slow.display_path if slow else '?'}? Space marks one or two, Enter goes on "
-                "(with the highlighted one when none is marked).")
+        return (
+            f"Which SSD caches {slow.display_path if slow else '?'}? Space marks one or two, Enter goes on "
+            "(with the highlighted one when none is marked)."
+        )
 
     def columns(self) -> tuple[str, ...]:
         return ("", *super().columns())
@@ -321,9 +362,16 @@ class PickFast(DeviceStep):
 
         slow = self.flow.slow
         under = {d.name for d in underlying_disks(self.flow.inventory, slow)} if slow else set()
-        return [d for d in self.flow.inventory.devices if _usable(d) and d.kind in ("disk", "partition", "md")
-                and d.name not in under and (slow is None or d.name != slow.name) and not d.partitions
-                and d.caching is None]
+        return [
+            d
+            for d in self.flow.inventory.devices
+            if _usable(d)
+            and d.kind in ("disk", "partition", "md")
+            and d.name not in under
+            and (slow is None or d.name != slow.name)
+            and not d.partitions
+            and d.caching is None
+        ]
 
     def empty(self) -> str:
         return "no free SSD, partition or md array besides the slow device. Esc goes back."
@@ -352,8 +400,12 @@ class PickFast(DeviceStep):
             return
         busy = [d for d in fast if d.state == "in-use"]
         if busy:
-            self.notify(f"{busy[0].display_path} is {busy[0].in_use_reason}; a cache needs the whole device. "
-                        "Nothing was changed.", severity="warning", timeout=12)
+            self.notify(
+                f"{busy[0].display_path} is {busy[0].in_use_reason}; a cache needs the whole device. "
+                "Nothing was changed.",
+                severity="warning",
+                timeout=12,
+            )
             return
         self.flow.fast = fast
         nxt = MeasureStep(self.flow) if self.flow.kind == "add" else WorkloadStep(self.flow)
@@ -364,10 +416,12 @@ class MeasureStep(FlowScreen):
     """Step 3: a short read-only fio probe of each chosen device not measured yet."""
 
     STEP = "Measure"
-    HELP = ("cachewise measures each chosen device with a short read-only fio probe (a few seconds each) and "
-            "classifies it by its latency (HDD, SATA SSD, NVMe), not by the kernel's rotational flag, which USB "
-            "bridges and RAID controllers get wrong. Devices measured before are not probed again. Enter goes on "
-            "once the probes are done.")
+    HELP = (
+        "cachewise measures each chosen device with a short read-only fio probe (a few seconds each) and "
+        "classifies it by its latency (HDD, SATA SSD, NVMe), not by the kernel's rotational flag, which USB "
+        "bridges and RAID controllers get wrong. Devices measured before are not probed again. Enter goes on "
+        "once the probes are done."
+    )
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -406,15 +460,19 @@ class MeasureStep(FlowScreen):
             elif dev.name in self.running:
                 text.append("probing…\n", "cyan")
             elif self.core.replay:
-                text.append("not measured: this is a saved snapshot of another machine (the kernel's flag is "
-                            "used)\n", "yellow")
+                text.append(
+                    "not measured: this is a saved snapshot of another machine (the kernel's flag is used)\n", "yellow"
+                )
             else:
                 text.append("not measured (the kernel's flag is used)\n", "yellow")
         self.query_one("#measure-list", Static).update(text)
 
     def _next_hint(self) -> None:
-        hint = (Text("Probing; each device is read for a few seconds…", style="dim") if self.running
-                else Text.assemble(("Enter", "bold"), " goes on to the workload.", style="green"))
+        hint = (
+            Text("Probing; each device is read for a few seconds…", style="dim")
+            if self.running
+            else Text.assemble(("Enter", "bold"), " goes on to the workload.", style="green")
+        )
         self.query_one("#measure-next", Static).update(hint)
 
     @work(thread=True, group="probe", description="probe the chosen devices", exit_on_error=False)
@@ -450,10 +508,12 @@ class WorkloadStep(FlowScreen):
     """Step 4: the workload, traced now, opened from a file, or named by type."""
 
     STEP = "Workload"
-    HELP = ("The cache's size and mode follow the workload. Best: trace the slow device for a while (root; the "
-            "curve fills in as the trace runs), or open a trace recorded before (cachewise trace, fio iolog, "
-            "blkparse text, CSV). Without one, choose the type of workload closest to yours; cachewise then uses "
-            "the published findings for it. Enter chooses.")
+    HELP = (
+        "The cache's size and mode follow the workload. Best: trace the slow device for a while (root; the "
+        "curve fills in as the trace runs), or open a trace recorded before (cachewise trace, fio iolog, "
+        "blkparse text, CSV). Without one, choose the type of workload closest to yours; cachewise then uses "
+        "the published findings for it. Enter chooses."
+    )
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -479,8 +539,9 @@ class WorkloadStep(FlowScreen):
             choices.add_option(Option(Text.assemble(("Use the measured workload: ", "bold"), a.source), id=MEASURED))
         slow = self.flow.slow
         if self.flow.kind == "add" and not self.core.replay:  # a snapshot's devices are not here to trace
-            choices.add_option(Option(f"Trace {name_of(slow) if slow else 'the slow device'} now for a while (root)",
-                                      id=TRACE))
+            choices.add_option(
+                Option(f"Trace {name_of(slow) if slow else 'the slow device'} now for a while (root)", id=TRACE)
+            )
         choices.add_option(Option("Open a trace recorded before…", id=OPEN))
         for key, wc in WORKLOADS.items():
             choices.add_option(Option(f"Type: {wc.label}", id=key))
@@ -490,8 +551,11 @@ class WorkloadStep(FlowScreen):
     @on(OptionList.OptionHighlighted, "#workload-choices")
     def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
         self.query_one("#workload-highlighted", Static).update(
-            Text.assemble(("Highlighted: ", "bold"), event.option.prompt if isinstance(event.option.prompt, Text)
-                          else Text(str(event.option.prompt))))
+            Text.assemble(
+                ("Highlighted: ", "bold"),
+                event.option.prompt if isinstance(event.option.prompt, Text) else Text(str(event.option.prompt)),
+            )
+        )
 
     @on(OptionList.OptionSelected, "#workload-choices")
     def _chosen(self, event: OptionList.OptionSelected) -> None:
@@ -512,14 +576,20 @@ class WorkloadStep(FlowScreen):
         self.flow.analysis, self.flow.workload = analysis, None
         self._show_curve(analysis)
         total = analysis.read_requests + analysis.write_requests
-        self._status(Text.assemble(("Measured: ", "bold"), f"{analysis.requests:,} requests, "
-                                   f"{analysis.read_requests / max(1, total):.0%} reads, footprint "
-                                   f"{human_size(analysis.footprint_bytes)}. Choose 'Use the measured workload'."))
+        self._status(
+            Text.assemble(
+                ("Measured: ", "bold"),
+                f"{analysis.requests:,} requests, "
+                f"{analysis.read_requests / max(1, total):.0%} reads, footprint "
+                f"{human_size(analysis.footprint_bytes)}. Choose 'Use the measured workload'.",
+            )
+        )
         self._options()
 
     def _show_curve(self, analysis: Analysis) -> None:
         self.query_one("#workload-curve", CurveChart).show(
-            Curve(analysis.curve_sizes_blocks, analysis.curve_hit_ratio, analysis.block_size))
+            Curve(analysis.curve_sizes_blocks, analysis.curve_hit_ratio, analysis.block_size)
+        )
 
     @work(group="workload", exclusive=True, description="open a trace", exit_on_error=False)
     async def open_trace(self) -> None:
@@ -557,8 +627,12 @@ class WorkloadStep(FlowScreen):
         if slow is None:
             return
         if state is None:
-            self.app.call_from_thread(self._status, "This session has no state directory to keep a trace in; "
-                                      "nothing was traced. Open a trace file instead.", "red")
+            self.app.call_from_thread(
+                self._status,
+                "This session has no state directory to keep a trace in; "
+                "nothing was traced. Open a trace file instead.",
+                "red",
+            )
             return
         out = state / "traces" / f"{slow.name}-{time.strftime('%Y%m%d-%H%M%S')}.trace"
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -568,8 +642,11 @@ class WorkloadStep(FlowScreen):
         def progress(p: object) -> None:
             now = time.monotonic()
             events = getattr(p, "events", 0)
-            self.app.call_from_thread(self._status, f"Tracing {slow.devnode}: {now - started:.0f} of {seconds:g} s, "
-                                      f"{events:,} requests so far…", "cyan")
+            self.app.call_from_thread(
+                self._status,
+                f"Tracing {slow.devnode}: {now - started:.0f} of {seconds:g} s, {events:,} requests so far…",
+                "cyan",
+            )
             if now - last_preview[0] >= self.PREVIEW_SECONDS and events:
                 last_preview[0] = now
                 self.app.call_from_thread(self._preview, out)  # in its own thread: the capture goes on
@@ -604,8 +681,14 @@ class WorkloadStep(FlowScreen):
             return
         try:
             inputs, warnings = await asyncio.to_thread(
-                self.core.recommend_inputs, flow.inventory, flow.slow.name, [f.name for f in flow.fast],
-                analysis=flow.analysis, known_probes=flow.probes, workload=flow.workload)
+                self.core.recommend_inputs,
+                flow.inventory,
+                flow.slow.name,
+                [f.name for f in flow.fast],
+                analysis=flow.analysis,
+                known_probes=flow.probes,
+                workload=flow.workload,
+            )
         except Refused as exc:
             self.notify(str(exc), severity="error", timeout=12)
             return
@@ -621,8 +704,10 @@ class TraceWindow(ModalScreen[float | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="trace-window"):
-            yield Static("Trace for how many seconds? A whole cycle of the workload is best (an hour, a day: "
-                         "cachewise trace --duration); a minute shows the shape.")
+            yield Static(
+                "Trace for how many seconds? A whole cycle of the workload is best (an hour, a day: "
+                "cachewise trace --duration); a minute shows the shape."
+            )
             yield Input("60", id="trace-seconds", type="number")
             yield Static("", id="trace-window-error")
 
@@ -644,9 +729,11 @@ class PickCached(DeviceStep):
     """Remove, step 1: the cached device to take the cache from."""
 
     STEP = "Cached device"
-    HELP = ("The caches cachewise can remove: lvmcache and dm-writecache LVs and bcache devices. Each shows its mode "
-            "and its dirty data, which is written back to the slow device before the cache is detached. Enter "
-            "previews the plan; nothing runs before you type the device's name.")
+    HELP = (
+        "The caches cachewise can remove: lvmcache and dm-writecache LVs and bcache devices. Each shows its mode "
+        "and its dirty data, which is written back to the slow device before the cache is detached. Enter "
+        "previews the plan; nothing runs before you type the device's name."
+    )
 
     def intro(self) -> str:
         return "Which cache goes? Dirty data is flushed to the slow device first, with a countdown (Enter)."
@@ -667,18 +754,25 @@ class PickCached(DeviceStep):
         assert c is not None
         dirty = self.dirty.get(self.cache_name(dev))
         if dirty is None:  # not read (yet): what discovery saw (bcache's dirty_data), else a wait
-            dirty = dev.bcache.dirty_data if dev.bcache is not None and dev.bcache.dirty_data else (
-                "not reported" if self.dirty else "reading…")
-        return (dev.display_path if dev.lvm is not None and dev.lvm.lv else dev.name, human_size(dev.size_bytes),
-                c.kind, Text(c.state, style="bold red" if c.degraded else ""), dirty)
+            dirty = (
+                dev.bcache.dirty_data
+                if dev.bcache is not None and dev.bcache.dirty_data
+                else ("not reported" if self.dirty else "reading…")
+            )
+        return (
+            dev.display_path if dev.lvm is not None and dev.lvm.lv else dev.name,
+            human_size(dev.size_bytes),
+            c.kind,
+            Text(c.state, style="bold red" if c.degraded else ""),
+            dirty,
+        )
 
     def fill(self) -> None:
         super().fill()
         if self.devices and not self.core.replay:  # a snapshot's caches are not here to read
             self._read_dirty()
 
-    @work(thread=True, group="dirty", exclusive=True, description="read each cache's dirty data",
-          exit_on_error=False)
+    @work(thread=True, group="dirty", exclusive=True, description="read each cache's dirty data", exit_on_error=False)
     def _read_dirty(self) -> None:
         found = {}
         for ref, sample in self.core.status():
@@ -696,8 +790,13 @@ class PickCached(DeviceStep):
             table.update_cell_at(Coordinate(i, last), self.row(dev)[-1])
 
     def candidates(self) -> list[Device]:
-        return [d for d in self.flow.inventory.devices if d.caching is not None and d.caching.remove is not None
-                and (d.bcache is None or d.bcache.role == "bcache")]
+        return [
+            d
+            for d in self.flow.inventory.devices
+            if d.caching is not None
+            and d.caching.remove is not None
+            and (d.bcache is None or d.bcache.role == "bcache")
+        ]
 
     def empty(self) -> str:
         return "this machine has no lvmcache, dm-writecache or bcache cache cachewise can remove. Esc goes back."
@@ -737,9 +836,11 @@ class SavePlan(FlowScreen):
     """Plan only, last step: the plan's preview, saved as JSON or an Ansible playbook."""
 
     STEP = "Save the plan"
-    HELP = ("The plan, as it would run: what it destroys, then the exact commands. Choose JSON (for `sudo cachewise "
-            "apply FILE` on this machine) or an Ansible playbook, name the file and press Enter. Nothing on this "
-            "machine is changed; the plan is checked against the system again when it is applied.")
+    HELP = (
+        "The plan, as it would run: what it destroys, then the exact commands. Choose JSON (for `sudo cachewise "
+        "apply FILE` on this machine) or an Ansible playbook, name the file and press Enter. Nothing on this "
+        "machine is changed; the plan is checked against the system again when it is applied."
+    )
 
     def __init__(self, flow: Flow, plan: Plan) -> None:
         super().__init__(flow)
@@ -755,8 +856,12 @@ class SavePlan(FlowScreen):
         with VerticalScroll(id="save-plan"):
             yield Static(plan_preview(self.plan), id="plan-preview")
             yield Static("Save it as", id="save-title")
-            yield Select([("JSON, for `cachewise apply`", "json"), ("Ansible playbook", "ansible")], value="json",
-                         allow_blank=False, id="save-format")
+            yield Select(
+                [("JSON, for `cachewise apply`", "json"), ("Ansible playbook", "ansible")],
+                value="json",
+                allow_blank=False,
+                id="save-format",
+            )
             yield Input(str(Path.cwd() / f"cachewise-plan-{target}.json"), id="save-path")
             yield Static(Text("Enter in the file name saves it.", style="dim"), id="save-status")
         yield Footer()

@@ -82,7 +82,10 @@ class ProbePanel(Static):
         # fio's last job and its report can run past the budget: say so, not "5.6/4.5 s".
         clock = f"{p.elapsed:4.1f}/{p.total:g} s" if p.elapsed <= p.total else f"{p.total:g} s, finishing"
         self.lines[p.device] = Text.assemble(
-            (f"{p.device}: ", "bold"), f"{p.description}  ", (clock, "cyan"), f"  {rate(p.iops)}",
+            (f"{p.device}: ", "bold"),
+            f"{p.description}  ",
+            (clock, "cyan"),
+            f"  {rate(p.iops)}",
         )
         self._refresh()
 

@@ -38,8 +38,10 @@ class Tick(Checkbox):
 
 
 MEASURED = "measured"
-ASK_WORKLOAD = ("Choose the workload on the left, or open a trace of it with t on the Disks screen: without one, "
-                "cachewise would be guessing. Nothing was changed.")
+ASK_WORKLOAD = (
+    "Choose the workload on the left, or open a trace of it with t on the Disks screen: without one, "
+    "cachewise would be guessing. Nothing was changed."
+)
 
 
 def rec_curve(rec: Recommendation | None) -> Curve | None:
@@ -52,14 +54,20 @@ def rec_curve(rec: Recommendation | None) -> Curve | None:
 class RecommendScreen(CoreScreen):
     """Pick the workload and the platform facts on the left; the recommendation follows."""
 
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("a", "plan", "Plan it"),
-                Binding("o", "other", "Other choice")]
-    HELP = ("The recommendation for the slow device with the fast one(s): backend, cache size, mode and "
-            "tunables, the predicted hit ratio and warm-up, and why, each reason with its published source "
-            "(highlight it in the Why list). The alternatives (○) are real choices: o steps through them (and back "
-            "to the recommendation), or Enter on one in the Why list makes it the cache to plan. Change the workload, the file "
-            "system or the checkboxes on the left and it is made again. a previews the plan (or, in Plan only, "
-            "saves it); nothing changes before you confirm.")
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("a", "plan", "Plan it"),
+        Binding("o", "other", "Other choice"),
+    ]
+    HELP = (
+        "The recommendation for the slow device with the fast one(s): backend, cache size, mode and "
+        "tunables, the predicted hit ratio and warm-up, and why, each reason with its published source "
+        "(highlight it in the Why list). The alternatives (○) are real choices: o steps through them (and back "
+        "to the recommendation), or Enter on one in the Why list makes it the cache to plan. Change the workload, "
+        "the file "
+        "system or the checkboxes on the left and it is made again. a previews the plan (or, in Plan only, "
+        "saves it); nothing changes before you confirm."
+    )
 
     def __init__(self, inputs: Inputs, inventory: Inventory | None = None, flow: Flow | None = None) -> None:
         super().__init__()
@@ -87,13 +95,18 @@ class RecommendScreen(CoreScreen):
         with Horizontal(id="recommend"):
             # Scrolls: at 80x24 the checkboxes are below the fold, and focus must bring them into view.
             with VerticalScroll(id="recommend-form"):
-                yield Static(f"[b]Slow[/]: {self.base.slow.path} ({self.base.slow.device_class})\n"
-                             + "\n".join(f"[b]Fast[/]: {f.path} ({f.device_class})" for f in self.base.fast))
+                yield Static(
+                    f"[b]Slow[/]: {self.base.slow.path} ({self.base.slow.device_class})\n"
+                    + "\n".join(f"[b]Fast[/]: {f.path} ({f.device_class})" for f in self.base.fast)
+                )
                 yield Static("Workload")
-                yield Select(choices, value=initial, allow_blank=initial is Select.NULL, prompt="choose…", id="workload")
+                yield Select(
+                    choices, value=initial, allow_blank=initial is Select.NULL, prompt="choose…", id="workload"
+                )
                 yield Static("File system")
-                yield Select([("ext4", "ext4"), ("XFS", "xfs"), ("other", "other")], value=fs, allow_blank=False,
-                             id="fs")
+                yield Select(
+                    [("ext4", "ext4"), ("XFS", "xfs"), ("other", "other")], value=fs, allow_blank=False, id="fs"
+                )
                 yield Tick("SSDs mirrored", self.base.fast_mirrored, id="mirrored")
                 yield Tick("Accept writeback risk", self.base.accept_writeback_risk, id="accept")
                 yield Tick("Reformat allowed (bcache)", self.base.reformat_ok, id="reformat")
@@ -155,9 +168,14 @@ class RecommendScreen(CoreScreen):
         self.choice = None
         self.query_one("#rec-summary", Static).update(Text(rec.summary, style=VERDICT_STYLE[rec.verdict]))
         self._show_choice()
-        self._reasons = ([("why", r) for r in rec.reasons] + [("warning", r) for r in rec.warnings]
-                         + [("option", Reason(f"{o.summary}; {o.tradeoff}" if o.tradeoff else o.summary, o.findings))
-                            for o in rec.runner_ups])
+        self._reasons = (
+            [("why", r) for r in rec.reasons]
+            + [("warning", r) for r in rec.warnings]
+            + [
+                ("option", Reason(f"{o.summary}; {o.tradeoff}" if o.tradeoff else o.summary, o.findings))
+                for o in rec.runner_ups
+            ]
+        )
         first = len(rec.reasons) + len(rec.warnings)
         self._options = {first + i: o for i, o in enumerate(rec.runner_ups)}
         why = self.query_one("#why", OptionList)
@@ -165,8 +183,9 @@ class RecommendScreen(CoreScreen):
         for kind, r in self._reasons:
             prefix = {"why": "• ", "warning": "⚠ ", "option": "○ "}[kind]
             style = {"why": "", "warning": "yellow", "option": "dim"}[kind]
-            why.add_option(Option(Text(prefix + r.text + (f"  [{', '.join(r.findings)}]" if r.findings else ""),
-                                       style=style)))
+            why.add_option(
+                Option(Text(prefix + r.text + (f"  [{', '.join(r.findings)}]" if r.findings else ""), style=style))
+            )
         why.highlighted = 0 if self._reasons else None
 
     @property
@@ -184,10 +203,15 @@ class RecommendScreen(CoreScreen):
         shown = self.chosen
         assert shown is not None
         self.query_one("#rec-choice", Static).update(
-            Text.assemble(("Your choice instead: ", "bold cyan"), choice.summary,
-                          (f" ({choice.tradeoff})" if choice.tradeoff else "", "yellow"),
-                          ("  Enter on it again returns to the recommendation.", "dim"))
-            if choice is not None else "")
+            Text.assemble(
+                ("Your choice instead: ", "bold cyan"),
+                choice.summary,
+                (f" ({choice.tradeoff})" if choice.tradeoff else "", "yellow"),
+                ("  Enter on it again returns to the recommendation.", "dim"),
+            )
+            if choice is not None
+            else ""
+        )
         self.query_one("#rec-config", Static).update(config_table(shown.config) if shown.config else "")
         curve = rec_curve(shown)
         if curve is not None and choice is not None:

@@ -69,20 +69,34 @@ class Series:
 
 CHARTS = (
     Series("Fill", lambda f: f.fill, percent, top=1.0),
-    Series("Hit ratio (─ predicted)", lambda f: f.hit_ratio, percent, top=1.0,
-           overlay=lambda f: f.predicted_hit_ratio, overlay_name="predicted", mark="─"),
+    Series(
+        "Hit ratio (─ predicted)",
+        lambda f: f.hit_ratio,
+        percent,
+        top=1.0,
+        overlay=lambda f: f.predicted_hit_ratio,
+        overlay_name="predicted",
+        mark="─",
+    ),
     Series("Dirty data", lambda f: f.dirty_bytes, size),
-    Series("IOPS: cache █ origin •", lambda f: f.cache_iops, per_second, name="cache",
-           overlay=lambda f: f.origin_iops, overlay_name="origin"),
+    Series(
+        "IOPS: cache █ origin •",
+        lambda f: f.cache_iops,
+        per_second,
+        name="cache",
+        overlay=lambda f: f.origin_iops,
+        overlay_name="origin",
+    ),
 )
 
 
-def columns(figs: Sequence[Figures], width: int, step: float, get: Callable[[Figures], float | None]
-            ) -> list[float | None]:
+def columns(
+    figs: Sequence[Figures], width: int, step: float, get: Callable[[Figures], float | None]
+) -> list[float | None]:
     """The last value in each column's ``step`` seconds, the newest column on the right."""
     out: list[float | None] = [None] * width
     end = figs[-1].t
-    for f in figs[bisect.bisect_left(figs, end - width * step, key=lambda x: x.t):]:
+    for f in figs[bisect.bisect_left(figs, end - width * step, key=lambda x: x.t) :]:
         i = width - 1 - int((end - f.t) // step)
         v = get(f)
         if 0 <= i < width and v is not None:
@@ -155,19 +169,33 @@ def glance(ref: CacheRef, f: Figures | None) -> Table:
     else:
         grow = f", +{size(f.fill_rate_bytes)}/s" if f.fill_rate_bytes else ""
         grid.add_row("Fill", f"{percent(f.fill)} ({size(f.used_bytes)} of {size(f.capacity_bytes)}){grow}")
-    predicted = (percent(f.predicted_hit_ratio), "bold yellow") if f.predicted_hit_ratio is not None else \
-        "none recorded for this cache"
-    grid.add_row("Hit ratio", Text.assemble(
-        "observed ", (percent(f.hit_ratio), "bold"), " this interval, ", (percent(f.hit_ratio_total), "bold"),
-        " since start   predicted ", predicted))
-    grid.add_row("IOPS", f"asked {per_second(f.iops)}, cache {per_second(f.cache_iops)}, "
-                         f"origin {per_second(f.origin_iops)}")
+    predicted = (
+        (percent(f.predicted_hit_ratio), "bold yellow")
+        if f.predicted_hit_ratio is not None
+        else "none recorded for this cache"
+    )
+    grid.add_row(
+        "Hit ratio",
+        Text.assemble(
+            "observed ",
+            (percent(f.hit_ratio), "bold"),
+            " this interval, ",
+            (percent(f.hit_ratio_total), "bold"),
+            " since start   predicted ",
+            predicted,
+        ),
+    )
+    grid.add_row(
+        "IOPS", f"asked {per_second(f.iops)}, cache {per_second(f.cache_iops)}, origin {per_second(f.origin_iops)}"
+    )
     if f.dirty_bytes is None:
         dirty = "not reported by this cache"
     elif not f.dirty_bytes:
         dirty = "none (clean)"
     elif f.flush_rate_bytes and f.flush_rate_bytes > 0:
-        dirty = f"{size(f.dirty_bytes)}, flushing {size(f.flush_rate_bytes)}/s, about {duration(f.flush_eta_seconds)} left"
+        dirty = (
+            f"{size(f.dirty_bytes)}, flushing {size(f.flush_rate_bytes)}/s, about {duration(f.flush_eta_seconds)} left"
+        )
     else:
         dirty = f"{size(f.dirty_bytes)}, not falling"
     grid.add_row("Dirty", dirty)
@@ -190,10 +218,12 @@ class Sampled(Message):
 
 class WarmupScreen(CoreScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
-    HELP = ("A cache, live: how full it is and how fast it fills, the hit ratio this interval and since the "
-            "start (against the prediction when cachewise made it), the I/O served by the cache and by the slow "
-            "device, and dirty data with the time left to flush it, or a stalled flush and its likely causes. "
-            "It only reads the kernel's counters.")
+    HELP = (
+        "A cache, live: how full it is and how fast it fills, the hit ratio this interval and since the "
+        "start (against the prediction when cachewise made it), the I/O served by the cache and by the slow "
+        "device, and dirty data with the time left to flush it, or a stalled flush and its likely causes. "
+        "It only reads the kernel's counters."
+    )
     DEFAULT_CSS = """
     WarmupScreen #glance, WarmupScreen #warmup-note { height: auto; padding: 0 1; }
     WarmupScreen #stall { height: auto; max-height: 8; border: round $warning; padding: 0 1; }
@@ -204,8 +234,14 @@ class WarmupScreen(CoreScreen):
     """
     SHORT = 34  # rows below which the curve gives its room to the live charts
 
-    def __init__(self, ref: CacheRef, interval: float = 1.0, record: bool = True, flow: Flow | None = None,
-                 curve: Curve | None = None) -> None:
+    def __init__(
+        self,
+        ref: CacheRef,
+        interval: float = 1.0,
+        record: bool = True,
+        flow: Flow | None = None,
+        curve: Curve | None = None,
+    ) -> None:
         super().__init__()
         self.ref, self.interval, self.record = ref, interval, record
         self.flow = flow  # the last step of Add an SSD cache
@@ -271,12 +307,14 @@ class WarmupScreen(CoreScreen):
             self.notify(message.warning, severity="warning")
         if message.gone:
             self.gone = True
-            self._note(f"{self.ref.name} is no longer a cache on this machine (uncached, detached or removed); "
-                       "sampling stopped. Nothing was changed.")
+            self._note(
+                f"{self.ref.name} is no longer a cache on this machine (uncached, detached or removed); "
+                "sampling stopped. Nothing was changed."
+            )
         if not message.figures:
             return
         self.figures.extend(message.figures)
-        del self.figures[:bisect.bisect_left(self.figures, self.figures[-1].t - HISTORY_SECONDS, key=lambda f: f.t)]
+        del self.figures[: bisect.bisect_left(self.figures, self.figures[-1].t - HISTORY_SECONDS, key=lambda f: f.t)]
         latest = self.figures[-1]
         self.query_one("#glance", Static).update(glance(self.ref, latest))
         stall = self.query_one("#stall")
@@ -295,8 +333,10 @@ class WarmupScreen(CoreScreen):
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "warmup" and event.state == WorkerState.ERROR:
-            self._note(f"Reading {self.ref.name} failed: {event.worker.error}. Nothing was changed; press Esc and "
-                       "open the screen again to retry.")
+            self._note(
+                f"Reading {self.ref.name} failed: {event.worker.error}. Nothing was changed; press Esc and "
+                "open the screen again to retry."
+            )
 
 
 async def open_warmup(app: App[None], target: str, flow: Flow | None = None, curve: Curve | None = None) -> bool:

@@ -52,5 +52,17 @@ class CurveChart(Static):
             self.update(Text("(no curve)", style="dim") if c is not None else "")
             return
         width = (self.content_size.width or 62) - self.AXIS
-        self.update(Text(curve_plot(c.sizes, c.hits, c.block_size, width=width, height=self.plot_height, mark=c.mark,
-                                    mark_label=c.mark_label, observed=self.observed)))
+        self.update(
+            Text(
+                curve_plot(
+                    c.sizes,
+                    c.hits,
+                    c.block_size,
+                    width=width,
+                    height=self.plot_height,
+                    mark=c.mark,
+                    mark_label=c.mark_label,
+                    observed=self.observed,
+                )
+            )
+        )

@@ -70,16 +70,28 @@ def device_facts(inv: Inventory, dev: Device, probe_of: ProbeLookup, endurance: 
     disks = underlying_disks(inv, dev) or [dev]
     probes = [p for p in (probe_of(d) for d in disks) if p]
     vg = dev.lvm.vg if dev.lvm is not None else None
-    common = dict(path=dev.display_path, size_bytes=dev.size_bytes, logical_sector_size=dev.logical_sector_size or 512,
-                  identity=dev.identity, vg=vg, is_lv=dev.lvm is not None and dev.lvm.role == "lv",
-                  # Disks' has-data too (an LV without a file system signature may hold raw data)
-                  has_data=dev.signature is not None or dev.state != "free",
-                  fs_type=dev.fs_type, endurance=endurance, redundancy=redundancy(dev),
-                  cached=existing_cache(dev))
+    common = dict(
+        path=dev.display_path,
+        size_bytes=dev.size_bytes,
+        logical_sector_size=dev.logical_sector_size or 512,
+        identity=dev.identity,
+        vg=vg,
+        is_lv=dev.lvm is not None and dev.lvm.role == "lv",
+        # Disks' has-data too (an LV without a file system signature may hold raw data)
+        has_data=dev.signature is not None or dev.state != "free",
+        fs_type=dev.fs_type,
+        endurance=endurance,
+        redundancy=redundancy(dev),
+        cached=existing_cache(dev),
+    )
     if probes:
         slowest = max(probes, key=lambda p: _p50(p) or 0.0)
-        return DeviceFacts(device_class=slowest["classification"]["device_class"], class_source="probe",
-                           latency_ms=_p50(slowest), **common)  # type: ignore[arg-type]
+        return DeviceFacts(
+            device_class=slowest["classification"]["device_class"],
+            class_source="probe",
+            latency_ms=_p50(slowest),
+            **common,  # type: ignore[arg-type]
+        )
     rotational = any(d.rotational for d in disks)
     nvme = all(d.transport == "nvme" for d in disks)
     cls = "hdd" if rotational else ("nvme" if nvme else "ssd")
@@ -124,4 +136,3 @@ def endurance(runner: CommandRunner, devnode: str) -> Endurance | None:
         return parse_smartctl(runner.run(["smartctl", "-j", "-a", devnode], timeout=30, check=False).stdout)
     except CommandError:
         return None
-

@@ -36,8 +36,10 @@ class Finding:
 def findings() -> dict[str, Finding]:
     data = tomllib.loads(resources.files("advisor.advice").joinpath("data/findings.toml").read_text("utf-8"))
     sources = {key: Source(key, s["title"], s.get("setup", "")) for key, s in data["sources"].items()}
-    return {fid: Finding(fid, f["text"], sources[f["source"]], f.get("where", ""), tuple(f.get("topic", ())))
-            for fid, f in data["findings"].items()}
+    return {
+        fid: Finding(fid, f["text"], sources[f["source"]], f.get("where", ""), tuple(f.get("topic", ())))
+        for fid, f in data["findings"].items()
+    }
 
 
 def finding(fid: str) -> Finding:

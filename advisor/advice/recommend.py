@@ -106,6 +106,7 @@ MEASURED_GAIN: dict[Key, tuple[float, tuple[str, ...]]] = {
 
 # --- inputs ---------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class DeviceFacts:
     path: str
@@ -145,7 +146,9 @@ class Inputs:
     read_share: float | None = None  # declared
     filesystem: FileSystem | None = None  # default: the slow device's file system
     data_bytes: int | None = None  # the dataset; default: the slow device's size
-    fast_mirrored: bool = False  # the user says the fast devices are (or will be) mirrored: not seen, so a risk accepted
+    fast_mirrored: bool = (
+        False  # the user says the fast devices are (or will be) mirrored: not seen, so a risk accepted
+    )
     accept_writeback_risk: bool = False
     reformat_ok: bool = False  # the slow device's data may be moved off and back (bcache)
     cache_budget_bytes: int | None = None  # at most this much SSD space for the cache
@@ -154,6 +157,7 @@ class Inputs:
 
 
 # --- outputs --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Reason:
@@ -203,8 +207,11 @@ class CacheConfig:
 
     @property
     def label(self) -> str:
-        name = {"lvmcache": "lvmcache (dm-cache)", "lvmcache-writecache": "lvmcache writecache (dm-writecache)",
-                "bcache": "bcache"}[self.backend]
+        name = {
+            "lvmcache": "lvmcache (dm-cache)",
+            "lvmcache-writecache": "lvmcache writecache (dm-writecache)",
+            "bcache": "bcache",
+        }[self.backend]
         return f"{name} {self.mode}"
 
 
@@ -261,13 +268,17 @@ class RecommendError(ValueError):
     """The inputs cannot give a recommendation. ``code`` says which input is missing or wrong,
     so each front end can ask for it in its own terms; the message words it for the CLI."""
 
-    def __init__(self, message: str, code: Literal["no-workload", "bad-hot-fraction", "no-fast", "same-device",
-                                                     "no-data-size", "already-cached"]) -> None:
+    def __init__(
+        self,
+        message: str,
+        code: Literal["no-workload", "bad-hot-fraction", "no-fast", "same-device", "no-data-size", "already-cached"],
+    ) -> None:
         super().__init__(message)
         self.code = code
 
 
 # --- the workload profile -------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -349,33 +360,51 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
         rate = a.block_accesses * reads / a.duration_s if a.duration_s > 0 else inp.read_iops
         hot_pct = 100 * hot_blocks / max(a.footprint_blocks, 1)
         chunked = bool(a.chunk_size and a.chunk_curve_sizes_blocks)
-        text = (f"Measured from the trace {a.source}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
-                f"{100 * a.sequential_share:.0f}% sequential, {hot_pct:.1f}% of the touched data serves "
-                f"{100 * HOT_SHARE:.0f}% of the I/O.")
+        text = (
+            f"Measured from the trace {a.source}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
+            f"{100 * a.sequential_share:.0f}% sequential, {hot_pct:.1f}% of the touched data serves "
+            f"{100 * HOT_SHARE:.0f}% of the I/O."
+        )
         if a.bypassed_requests:
-            text += (f" {a.bypassed_requests:,} requests ({cache_size(a.bypassed_bytes)}) belong to streams past "
-                     f"{cache_size(a.sequential_cutoff)}, which a cache lets through to the disk (bcache's "
-                     "sequential_cutoff; dm-cache promotes nothing read once): they are left out of the curve.")
-        text += (f" {100 * a.cold_miss_share:.1f}% of the rest are first touches: those before a cache of a given "
-                 "size is full are its warm-up, those after it count as misses, so the predicted hit ratios are a "
-                 "full cache's.")
+            text += (
+                f" {a.bypassed_requests:,} requests ({cache_size(a.bypassed_bytes)}) belong to streams past "
+                f"{cache_size(a.sequential_cutoff)}, which a cache lets through to the disk (bcache's "
+                "sequential_cutoff; dm-cache promotes nothing read once): they are left out of the curve."
+            )
+        text += (
+            f" {100 * a.cold_miss_share:.1f}% of the rest are first touches: those before a cache of a given "
+            "size is full are its warm-up, those after it count as misses, so the predicted hit ratios are a "
+            "full cache's."
+        )
         return Profile(
-            kind=inp.workload, read_share=reads, sequential_share=a.sequential_share,
+            kind=inp.workload,
+            read_share=reads,
+            sequential_share=a.sequential_share,
             sizes_bytes=np.asarray(a.curve_sizes_blocks, dtype=np.float64) * a.block_size,
-            hits=_steady(a.curve_steady_hit_ratio, a.curve_hit_ratio), source="trace",
-            hot_bytes=hot_blocks * a.block_size, footprint_bytes=a.footprint_bytes, read_rate=rate,
-            chunk_sizes_bytes=(np.asarray(a.chunk_curve_sizes_blocks, dtype=np.float64) * a.chunk_size
-                               if chunked and a.chunk_size else None),
+            hits=_steady(a.curve_steady_hit_ratio, a.curve_hit_ratio),
+            source="trace",
+            hot_bytes=hot_blocks * a.block_size,
+            footprint_bytes=a.footprint_bytes,
+            read_rate=rate,
+            chunk_sizes_bytes=(
+                np.asarray(a.chunk_curve_sizes_blocks, dtype=np.float64) * a.chunk_size
+                if chunked and a.chunk_size
+                else None
+            ),
             chunk_hits=_steady(a.chunk_curve_steady_hit_ratio, a.chunk_curve_hit_ratio) if chunked else None,
-            chunk_bytes=a.chunk_size, cold_share=a.cold_miss_share, too_short=a.too_short,
+            chunk_bytes=a.chunk_size,
+            cold_share=a.cold_miss_share,
+            too_short=a.too_short,
             bypassed_bytes=a.bypassed_bytes,
             reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
         )
     wc = WORKLOADS[inp.workload] if inp.workload else None
     if wc is None and inp.hot_fraction is None:
-        raise RecommendError("there is neither a trace nor a declared workload; give --trace FILE (see `cachewise "
-                             "trace`) or --workload TYPE, or --hot-fraction for a Zipf-like random workload",
-                             "no-workload")
+        raise RecommendError(
+            "there is neither a trace nor a declared workload; give --trace FILE (see `cachewise "
+            "trace`) or --workload TYPE, or --hot-fraction for a Zipf-like random workload",
+            "no-workload",
+        )
     hot_fraction = inp.hot_fraction if inp.hot_fraction is not None else wc.hot_fraction  # type: ignore[union-attr]
     if not 0 < hot_fraction <= 1:
         raise RecommendError(f"the hot fraction must be between 0 and 1, not {hot_fraction}", "bad-hot-fraction")
@@ -386,16 +415,28 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
     read_share = inp.read_share if inp.read_share is not None else (wc.read_share if wc else 1.0)
     label = wc.label if wc else "random I/O"
     return Profile(
-        kind=inp.workload, read_share=read_share, sequential_share=wc.sequential_share if wc else 0.0,
-        sizes_bytes=sizes.astype(np.float64) * BLOCK, hits=hits, source="model",
-        hot_bytes=int(hot_fraction * data_bytes), footprint_bytes=data_bytes, read_rate=inp.read_iops,
-        reasons=(Reason(f"No trace: modelled as {label} over {cache_size(data_bytes)} with {100 * hot_fraction:.0f}% of the "
-                        f"data serving {100 * HOT_SHARE:.0f}% of the I/O (a Zipf curve, exponent {alpha:.2f}). "
-                        "A trace of the real workload would be better.", ("L-SIZE-1", "L-SIZE-4")),),
+        kind=inp.workload,
+        read_share=read_share,
+        sequential_share=wc.sequential_share if wc else 0.0,
+        sizes_bytes=sizes.astype(np.float64) * BLOCK,
+        hits=hits,
+        source="model",
+        hot_bytes=int(hot_fraction * data_bytes),
+        footprint_bytes=data_bytes,
+        read_rate=inp.read_iops,
+        reasons=(
+            Reason(
+                f"No trace: modelled as {label} over {cache_size(data_bytes)} with {100 * hot_fraction:.0f}% of the "
+                f"data serving {100 * HOT_SHARE:.0f}% of the I/O (a Zipf curve, exponent {alpha:.2f}). "
+                "A trace of the real workload would be better.",
+                ("L-SIZE-1", "L-SIZE-4"),
+            ),
+        ),
     )
 
 
 # --- sizing ---------------------------------------------------------------------------------
+
 
 def _version_tuple(text: str | None) -> tuple[int, ...]:
     if not text:
@@ -412,6 +453,7 @@ def _version_tuple(text: str | None) -> tuple[int, ...]:
 
 
 # --- candidates -----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Context:
@@ -436,12 +478,22 @@ def _speedup(ctx: _Context, backend: Backend, mode: Mode, hit: float) -> tuple[f
                 fs_note = "" if fs == "any" else f" on {fs}"
                 held = _held_share(ctx, backend, hit)
                 if kind == "large-files":  # not a measured factor: streams gain nothing from a cache
-                    return gain, ("sequential streams: the disk streams them at 175 MB/s, cached or not, and bcache "
-                                  "bypasses them"), ids
+                    return (
+                        gain,
+                        (
+                            "sequential streams: the disk streams them at 175 MB/s, cached or not, and bcache "
+                            "bypasses them"
+                        ),
+                        ids,
+                    )
                 if held >= 1.0:
                     return gain, f"measured in the thesis for {WORKLOADS[kind].label}{fs_note}", ids
-                return (_scaled_gain(gain, held), f"the thesis's {gain:g}x for {WORKLOADS[kind].label}{fs_note}, for "
-                        f"the {held:.0%} of the hot data's hits this cache is predicted to get", ids)
+                return (
+                    _scaled_gain(gain, held),
+                    f"the thesis's {gain:g}x for {WORKLOADS[kind].label}{fs_note}, for "
+                    f"the {held:.0%} of the hot data's hits this cache is predicted to get",
+                    ids,
+                )
     # Latency model: the disk's time per request. Reads hit with the predicted ratio. Writes:
     # writethrough waits for the disk; bcache writeback and dm-writecache take every write on the
     # SSD and write it back merged, in disk order. dm-cache writeback sends writes to uncached
@@ -456,8 +508,12 @@ def _speedup(ctx: _Context, backend: Backend, mode: Mode, hit: float) -> tuple[f
     cost = r * read_cost + (1 - r) * write_cost
     gain = ts / cost if cost > 0 else 1.0
     if backend == "lvmcache" and mode == "writeback":
-        return (gain, "latency model from the predicted hit ratio and the devices' latency; dm-cache writeback "
-                "still writes every dirty chunk to the disk, so writes count at disk speed", ("T-DEV-1", "T-LVM-1", "T-LVM-3"))
+        return (
+            gain,
+            "latency model from the predicted hit ratio and the devices' latency; dm-cache writeback "
+            "still writes every dirty chunk to the disk, so writes count at disk speed",
+            ("T-DEV-1", "T-LVM-1", "T-LVM-3"),
+        )
     return gain, "latency model from the predicted hit ratio and the devices' latency", ("T-DEV-1",)
 
 
@@ -512,9 +568,19 @@ def warmup(prof: Profile, backend: Backend, effective: int, hit: float, chunk: i
     full_63 = hot / p_full / hit
     rate = prof.read_rate
     ids = ("C-FILL-1", "R-WARM-1") if backend == "lvmcache" else ("C-FILL-1", "L-WARM-2")
-    return Warmup(hot, int(reads_63), int(reads_95), round(reads_63 / rate, 1) if rate else None,
-                  round(reads_95 / rate, 1) if rate else None, p, ids, unit, p_full, int(full_63),
-                  round(full_63 / rate, 1) if rate else None)
+    return Warmup(
+        hot,
+        int(reads_63),
+        int(reads_95),
+        round(reads_63 / rate, 1) if rate else None,
+        round(reads_95 / rate, 1) if rate else None,
+        p,
+        ids,
+        unit,
+        p_full,
+        int(full_63),
+        round(full_63 / rate, 1) if rate else None,
+    )
 
 
 def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
@@ -522,14 +588,22 @@ def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
     effective = int(size / _overhead(ctx, backend))
     hit = ctx.prof.hit_of(backend, effective)
     gain, basis, _ = _speedup(ctx, backend, mode, hit)
-    cfg = CacheConfig(backend=backend, mode=mode, size_bytes=size, effective_bytes=effective, fast_space_bytes=space,
-                      predicted_hit_ratio=round(hit, 4) if backend != "lvmcache-writecache" else None,
-                      expected_speedup=round(gain, 2), speedup_basis=basis,
-                      warmup=warmup(ctx.prof, backend, effective, hit,
-                                     lvm_space(size)[0] if backend == "lvmcache" else None), bounded_by_ssd=bounded,
-                      needs_reformat=backend == "bcache" and ctx.slow_has_data,
-                      mirrored_pool=(ctx.mirror_pool and mode == "writeback" and backend.startswith("lvmcache")
-                                     and not ctx.writeback_allowed))
+    cfg = CacheConfig(
+        backend=backend,
+        mode=mode,
+        size_bytes=size,
+        effective_bytes=effective,
+        fast_space_bytes=space,
+        predicted_hit_ratio=round(hit, 4) if backend != "lvmcache-writecache" else None,
+        expected_speedup=round(gain, 2),
+        speedup_basis=basis,
+        warmup=warmup(ctx.prof, backend, effective, hit, lvm_space(size)[0] if backend == "lvmcache" else None),
+        bounded_by_ssd=bounded,
+        needs_reformat=backend == "bcache" and ctx.slow_has_data,
+        mirrored_pool=(
+            ctx.mirror_pool and mode == "writeback" and backend.startswith("lvmcache") and not ctx.writeback_allowed
+        ),
+    )
     if backend == "lvmcache":
         chunk, meta, _ = lvm_space(size)
         cfg = replace(cfg, chunk_size_bytes=chunk, metadata_size_bytes=meta, spare_metadata_bytes=meta, policy="smq")
@@ -537,8 +611,12 @@ def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
         small = ctx.inp.slow.logical_sector_size < 4096 and ctx.fs == "xfs"
         cfg = replace(cfg, writecache_block_size=512 if small else 4096)
     else:
-        cfg = replace(cfg, sequential_cutoff_bytes=BCACHE_SEQUENTIAL_CUTOFF, policy="lru",
-                      writeback_percent=BCACHE_WRITEBACK_PERCENT if mode == "writeback" else 0)
+        cfg = replace(
+            cfg,
+            sequential_cutoff_bytes=BCACHE_SEQUENTIAL_CUTOFF,
+            policy="lru",
+            writeback_percent=BCACHE_WRITEBACK_PERCENT if mode == "writeback" else 0,
+        )
     return cfg
 
 
@@ -546,8 +624,15 @@ def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
 class Blocker:
     """Why a candidate cannot be the recommendation as things stand."""
 
-    code: Literal["writeback-risk", "needs-reformat", "too-old", "mostly-reads", "not-measured", "lvm2-missing",
-                  "bcache-tools-missing"]
+    code: Literal[
+        "writeback-risk",
+        "needs-reformat",
+        "too-old",
+        "mostly-reads",
+        "not-measured",
+        "lvm2-missing",
+        "bcache-tools-missing",
+    ]
     text: str
 
 
@@ -557,8 +642,10 @@ def _blockers(ctx: _Context, backend: Backend, mode: Mode) -> list[Blocker]:
     if mode == "writeback" and not ctx.writeback_allowed and not (ctx.mirror_pool and backend.startswith("lvmcache")):
         text = "writeback needs mirrored SSDs or an explicit acceptance of the risk"
         if ctx.mirror_pool:
-            text = ("writeback needs a redundant fast side, and bcache cannot mirror the two SSDs itself (an md RAID1 "
-                    "under it would; cachewise never creates one)")
+            text = (
+                "writeback needs a redundant fast side, and bcache cannot mirror the two SSDs itself (an md RAID1 "
+                "under it would; cachewise never creates one)"
+            )
         why.append(Blocker("writeback-risk", text))
     if backend == "bcache" and ctx.slow_has_data and not inp.reformat_ok:
         why.append(Blocker("needs-reformat", "bcache needs a reformat of the slow device (move the data off and back)"))
@@ -570,7 +657,9 @@ def _blockers(ctx: _Context, backend: Backend, mode: Mode) -> list[Blocker]:
         if ctx.prof.read_share > 0.5:
             why.append(Blocker("mostly-reads", "writecache caches only writes, and this workload is mostly reads"))
         elif ctx.prof.kind is not None and any(k[0] == ctx.prof.kind for k in MEASURED_GAIN):
-            why.append(Blocker("not-measured", "the thesis measured lvmcache and bcache for this workload, not dm-writecache"))
+            why.append(
+                Blocker("not-measured", "the thesis measured lvmcache and bcache for this workload, not dm-writecache")
+            )
     if backend.startswith("lvmcache") and inp.versions.lvm2 == "":
         why.append(Blocker("lvm2-missing", "lvm2 is not installed"))
     if backend == "bcache" and inp.versions.bcache_tools == "":
@@ -600,6 +689,7 @@ def _tradeoff(cfg: CacheConfig, blockers: list[Blocker]) -> str:
 
 # --- the recommendation ---------------------------------------------------------------------
 
+
 def recommend(inp: Inputs) -> Recommendation:
     if not inp.fast:
         raise RecommendError("no fast device was given; name the SSD to cache with (--fast DEV)", "no-fast")
@@ -609,9 +699,12 @@ def recommend(inp: Inputs) -> Recommendation:
         raise RecommendError("the same device is named twice; the slow and fast devices must differ", "same-device")
     if slow.cached:
         remove = "lvmcache-uncache --lv" if slow.is_lv else "bcache-detach --device"
-        raise RecommendError(f"{slow.path} is already cached: {slow.cached}. cachewise does not stack a second cache "
-                             f"on the first; `cachewise watch` shows how the one there does. To replace it, remove it "
-                             f"first (cachewise plan {remove} ...), then ask again", "already-cached")
+        raise RecommendError(
+            f"{slow.path} is already cached: {slow.cached}. cachewise does not stack a second cache "
+            f"on the first; `cachewise watch` shows how the one there does. To replace it, remove it "
+            f"first (cachewise plan {remove} ...), then ask again",
+            "already-cached",
+        )
     for f in inp.fast:
         if f.cached:
             raise RecommendError(f"{f.path} is already part of a cache: {f.cached}. Name a free SSD", "already-cached")
@@ -625,35 +718,70 @@ def recommend(inp: Inputs) -> Recommendation:
     redundant = all(f.redundancy for f in inp.fast)
     mirror_planned = inp.fast_mirrored and len(inp.fast) >= 2
     # Two plain SSDs that nothing mirrors: an LVM plan can mirror the cache across them (raid1).
-    mirror_pool = (len(inp.fast) == 2 and not redundant and not inp.fast_mirrored
-                   and not any(f.is_lv or f.redundancy for f in inp.fast))
-    fast_bytes = (min(f.size_bytes for f in inp.fast) if (redundant or mirror_planned or mirror_pool)
-                  else inp.fast[0].size_bytes)
+    mirror_pool = (
+        len(inp.fast) == 2
+        and not redundant
+        and not inp.fast_mirrored
+        and not any(f.is_lv or f.redundancy for f in inp.fast)
+    )
+    fast_bytes = (
+        min(f.size_bytes for f in inp.fast) if (redundant or mirror_planned or mirror_pool) else inp.fast[0].size_bytes
+    )
     prof = profile(inp, data_bytes)
-    ctx = _Context(inp, prof, fs, data_bytes, fast_bytes, redundant,
-                   writeback_allowed=redundant or inp.accept_writeback_risk or inp.fast_mirrored,
-                   slow_has_data=slow.has_data, mirror_pool=mirror_pool)
+    ctx = _Context(
+        inp,
+        prof,
+        fs,
+        data_bytes,
+        fast_bytes,
+        redundant,
+        writeback_allowed=redundant or inp.accept_writeback_risk or inp.fast_mirrored,
+        slow_has_data=slow.has_data,
+        mirror_pool=mirror_pool,
+    )
     reasons: list[Reason] = list(prof.reasons)
     warnings: list[Reason] = []
-    curve = CurveView(prof.source, [int(s) for s in prof.sizes_bytes], [round(float(h), 6) for h in prof.hits],
-                      prof.knee(), round(prof.achievable, 6), prof.hot_bytes)
+    curve = CurveView(
+        prof.source,
+        [int(s) for s in prof.sizes_bytes],
+        [round(float(h), 6) for h in prof.hits],
+        prof.knee(),
+        round(prof.achievable, 6),
+        prof.hot_bytes,
+    )
     summary_inputs = {
-        "slow": slow.path, "fast": [f.path for f in inp.fast], "filesystem": fs, "data_bytes": data_bytes,
+        "slow": slow.path,
+        "fast": [f.path for f in inp.fast],
+        "filesystem": fs,
+        "data_bytes": data_bytes,
         "workload": inp.workload or ("measured" if prof.source == "trace" else "zipf"),
-        "fast_mirrored": inp.fast_mirrored, "accept_writeback_risk": inp.accept_writeback_risk,
-        "reformat_ok": inp.reformat_ok, "fast_usable_bytes": fast_bytes, "versions": asdict(inp.versions),
+        "fast_mirrored": inp.fast_mirrored,
+        "accept_writeback_risk": inp.accept_writeback_risk,
+        "reformat_ok": inp.reformat_ok,
+        "fast_usable_bytes": fast_bytes,
+        "versions": asdict(inp.versions),
         "device_classes": {d.path: f"{d.device_class} ({d.class_source})" for d in (slow, *inp.fast)},
     }
     for d in (slow, *inp.fast):
         if d.class_source != "probe":
-            warnings.append(Reason(f"{d.path} was not probed; its class ({d.device_class}) comes from the "
-                                   f"{d.class_source}, which USB bridges and RAID controllers get wrong. "
-                                   f"Run `cachewise probe {d.path}`.", ("T-DEV-1",)))
+            warnings.append(
+                Reason(
+                    f"{d.path} was not probed; its class ({d.device_class}) comes from the "
+                    f"{d.class_source}, which USB bridges and RAID controllers get wrong. "
+                    f"Run `cachewise probe {d.path}`.",
+                    ("T-DEV-1",),
+                )
+            )
     if prof.too_short:
-        warnings.append(Reason(f"The trace is too short to judge: {100 * prof.cold_share:.0f}% of its accesses are "
-                               "first touches, so it cannot show whether those blocks come back. The predictions "
-                               "assume they do; record a longer window (a whole day's cycle, `cachewise trace "
-                               "--duration`) and ask again.", ("L-SIZE-4",)))
+        warnings.append(
+            Reason(
+                f"The trace is too short to judge: {100 * prof.cold_share:.0f}% of its accesses are "
+                "first touches, so it cannot show whether those blocks come back. The predictions "
+                "assume they do; record a longer window (a whole day's cycle, `cachewise trace "
+                "--duration`) and ask again.",
+                ("L-SIZE-4",),
+            )
+        )
     candidates = _candidates(ctx)
     runner_ups: list[Option] = []
 
@@ -666,53 +794,105 @@ def recommend(inp: Inputs) -> Recommendation:
                 continue
             _, _, ids = _speedup(ctx, cfg.backend, cfg.mode, cfg.predicted_hit_ratio or 0.0)
             hit = f", predicted hit ratio {cfg.predicted_hit_ratio:.0%}" if cfg.predicted_hit_ratio is not None else ""
-            runner_ups.append(Option("cache", cfg, f"{cfg.label}: about {cfg.expected_speedup:g}x "
-                                     f"({cfg.speedup_basis}){hit}", _tradeoff(cfg, blockers), ids))
+            runner_ups.append(
+                Option(
+                    "cache",
+                    cfg,
+                    f"{cfg.label}: about {cfg.expected_speedup:g}x ({cfg.speedup_basis}){hit}",
+                    _tradeoff(cfg, blockers),
+                    ids,
+                )
+            )
         if verdict == "cache":
-            runner_ups.append(Option("dont-cache", None, "no cache: HDD performance, nothing to fail or wear",
-                                     "gives up the speed-up", ("T-MODE-2",)))
-        return Recommendation(verdict, summary, config, tuple(reasons), tuple(warnings), tuple(runner_ups),
-                              curve, summary_inputs, backend_curves=_backend_curves(ctx))
+            runner_ups.append(
+                Option(
+                    "dont-cache",
+                    None,
+                    "no cache: HDD performance, nothing to fail or wear",
+                    "gives up the speed-up",
+                    ("T-MODE-2",),
+                )
+            )
+        return Recommendation(
+            verdict,
+            summary,
+            config,
+            tuple(reasons),
+            tuple(warnings),
+            tuple(runner_ups),
+            curve,
+            summary_inputs,
+            backend_curves=_backend_curves(ctx),
+        )
 
     # 1. The slow device is not slow, or the fast one is not fast.
     if slow.device_class in ("ssd", "nvme"):
-        reasons.append(Reason(f"{slow.path} measured as {slow.device_class.upper()} "
-                              f"({slow.latency:.3f} ms); an SSD cache in front of it gains little.", ("T-DEV-1",)))
+        reasons.append(
+            Reason(
+                f"{slow.path} measured as {slow.device_class.upper()} "
+                f"({slow.latency:.3f} ms); an SSD cache in front of it gains little.",
+                ("T-DEV-1",),
+            )
+        )
         return done("dont-cache", f"Don't cache: {slow.path} is already flash.", None)
     for f in inp.fast:
         if f.device_class in ("hdd", "unknown") or f.latency >= slow.latency / 4:
-            reasons.append(Reason(f"{f.path} measured as {f.device_class} ({f.latency:.3f} ms median read), "
-                                  f"not much faster than {slow.path} ({slow.latency:.3f} ms).", ("T-DEV-1",)))
+            reasons.append(
+                Reason(
+                    f"{f.path} measured as {f.device_class} ({f.latency:.3f} ms median read), "
+                    f"not much faster than {slow.path} ({slow.latency:.3f} ms).",
+                    ("T-DEV-1",),
+                )
+            )
             return done("dont-cache", f"Don't cache: {f.path} is not a fast device.", None)
 
     # 2. The data fits on the SSD (or in the part of it set aside): move it (T-SIZE-3).
     room = min(fast_bytes, inp.cache_budget_bytes or fast_bytes)
     if data_bytes <= MOVE_FILL * room:
-        reasons.append(Reason(f"The data ({cache_size(data_bytes)}) fits in {cache_size(room)} of SSD: put it there instead of "
-                              "caching it. Every read and write then runs at SSD speed, with no warm-up and no cache "
-                              "to fail.", ("T-SIZE-3", "T-DEV-2")))
+        reasons.append(
+            Reason(
+                f"The data ({cache_size(data_bytes)}) fits in {cache_size(room)} of SSD: put it there instead of "
+                "caching it. Every read and write then runs at SSD speed, with no warm-up and no cache "
+                "to fail.",
+                ("T-SIZE-3", "T-DEV-2"),
+            )
+        )
         if len(inp.fast) >= 2 and not ctx.redundant:
-            reasons.append(Reason("Mirror the two SSDs (md RAID1 or an LVM raid1 LV) to keep the data redundant.",
-                                  ("T-MODE-1",)))
+            reasons.append(
+                Reason("Mirror the two SSDs (md RAID1 or an LVM raid1 LV) to keep the data redundant.", ("T-MODE-1",))
+            )
         return done("move-to-ssd", f"Don't cache: move the data ({cache_size(data_bytes)}) onto the SSD.", None)
 
     # 3. The thesis's very large datasets, sequential streams and workloads without hot spots
     # gain nothing.
     if prof.kind == "very-large-datasets" and prof.source == "model":
-        reasons.append(Reason("Very large datasets were found not worth SSD caching: their hot part does not fit an "
-                              "affordable SSD, and the cached setups studied held single to double digit TB. A trace "
-                              "of your workload (cachewise trace) would show whether it has hot spots after all.",
-                              ("T-SIZE-3", "L-SIZE-4")))
+        reasons.append(
+            Reason(
+                "Very large datasets were found not worth SSD caching: their hot part does not fit an "
+                "affordable SSD, and the cached setups studied held single to double digit TB. A trace "
+                "of your workload (cachewise trace) would show whether it has hot spots after all.",
+                ("T-SIZE-3", "L-SIZE-4"),
+            )
+        )
         return done("dont-cache", "Don't cache: very large datasets gain little from an SSD cache.", None)
     if prof.sequential_share >= 0.7:
-        reasons.append(Reason(f"{100 * prof.sequential_share:.0f}% of the I/O is sequential: hard disks stream well "
-                              "(175 MB/s for 7200 rpm) and bcache bypasses such streams by design.",
-                              ("T-SEQ-1", "T-DEV-1")))
+        reasons.append(
+            Reason(
+                f"{100 * prof.sequential_share:.0f}% of the I/O is sequential: hard disks stream well "
+                "(175 MB/s for 7200 rpm) and bcache bypasses such streams by design.",
+                ("T-SEQ-1", "T-DEV-1"),
+            )
+        )
         return done("dont-cache", "Don't cache: the workload is sequential streams.", None)
     best_hit = max(c.predicted_hit_ratio or 0.0 for c, _ in candidates)
     if best_hit < 0.3 and prof.read_share >= 0.5:
-        reasons.append(Reason(f"Even the largest cache this SSD allows would serve only {best_hit:.0%} of reads: the "
-                              "workload has no hot spots a cache can hold.", ("L-SIZE-4", "L-SIZE-3")))
+        reasons.append(
+            Reason(
+                f"Even the largest cache this SSD allows would serve only {best_hit:.0%} of reads: the "
+                "workload has no hot spots a cache can hold.",
+                ("L-SIZE-4", "L-SIZE-3"),
+            )
+        )
         return done("dont-cache", "Don't cache: the workload has too few hot spots.", None)
 
     # 4. Choose among the candidates that can be done as things stand.
@@ -723,31 +903,54 @@ def recommend(inp: Inputs) -> Recommendation:
         why = "; ".join(b.text for b in best_blocked[1]) or "it gains too little"
         if allowed:
             top = allowed[0][0]
-            reasons.append(Reason(f"The best cache possible as things stand, {top.label}, is expected to give "
-                                  f"{top.expected_speedup:g}x ({top.speedup_basis}): not worth a cache's risk and "
-                                  "complexity.", _speedup(ctx, top.backend, top.mode, top.predicted_hit_ratio or 0)[2]))
-        reasons.append(Reason(f"{best_blocked[0].label} would give about {best_blocked[0].expected_speedup:g}x "
-                              f"({best_blocked[0].speedup_basis}), but {why}.", _speedup(ctx, best_blocked[0].backend, best_blocked[0].mode,
-                                                      best_blocked[0].predicted_hit_ratio or 0)[2]))
+            reasons.append(
+                Reason(
+                    f"The best cache possible as things stand, {top.label}, is expected to give "
+                    f"{top.expected_speedup:g}x ({top.speedup_basis}): not worth a cache's risk and "
+                    "complexity.",
+                    _speedup(ctx, top.backend, top.mode, top.predicted_hit_ratio or 0)[2],
+                )
+            )
+        reasons.append(
+            Reason(
+                f"{best_blocked[0].label} would give about {best_blocked[0].expected_speedup:g}x "
+                f"({best_blocked[0].speedup_basis}), but {why}.",
+                _speedup(ctx, best_blocked[0].backend, best_blocked[0].mode, best_blocked[0].predicted_hit_ratio or 0)[
+                    2
+                ],
+            )
+        )
         if prof.kind == "very-small-files" and fs == "ext4":
-            reasons.append(Reason("For creating many small files, moving from ext4 to XFS gave 4 to 7x whatever the "
-                                  "cache.", ("T-SMALL-1",)))
-        return done("dont-cache", "Don't cache: no cache that can be set up here is expected to help this workload.",
-                    None)
+            reasons.append(
+                Reason(
+                    "For creating many small files, moving from ext4 to XFS gave 4 to 7x whatever the cache.",
+                    ("T-SMALL-1",),
+                )
+            )
+        return done(
+            "dont-cache", "Don't cache: no cache that can be set up here is expected to help this workload.", None
+        )
     chosen = allowed[0][0]
     wt = next((c for c, _ in allowed if c.backend == chosen.backend and c.mode == "writethrough"), None)
-    if chosen.mode == "writeback" and wt is not None and (chosen.expected_speedup or 0) < WRITEBACK_MARGIN * (wt.expected_speedup or 0):
+    if (
+        chosen.mode == "writeback"
+        and wt is not None
+        and (chosen.expected_speedup or 0) < WRITEBACK_MARGIN * (wt.expected_speedup or 0)
+    ):
         chosen = wt
     ids = _speedup(ctx, chosen.backend, chosen.mode, chosen.predicted_hit_ratio or 0.0)[2]
-    reasons.append(Reason(f"{chosen.label} is expected to give about {chosen.expected_speedup:g}x "
-                          f"({chosen.speedup_basis}).", ids))
+    reasons.append(
+        Reason(f"{chosen.label} is expected to give about {chosen.expected_speedup:g}x ({chosen.speedup_basis}).", ids)
+    )
     reasons += _backend_reasons(ctx, chosen)
     reasons += _mode_reasons(ctx, chosen)
     reasons += _size_reasons(ctx, chosen)
     warnings += _warnings(ctx, chosen)
-    summary = (f"Cache with {chosen.label}, {cache_size(chosen.size_bytes)} on the SSD"
-               + (f", predicted hit ratio {chosen.predicted_hit_ratio:.0%}" if chosen.predicted_hit_ratio is not None else "")
-               + ".")
+    summary = (
+        f"Cache with {chosen.label}, {cache_size(chosen.size_bytes)} on the SSD"
+        + (f", predicted hit ratio {chosen.predicted_hit_ratio:.0%}" if chosen.predicted_hit_ratio is not None else "")
+        + "."
+    )
     return done("cache", summary, chosen)
 
 
@@ -756,47 +959,87 @@ def _backend_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
     slow = ctx.inp.slow
     if cfg.backend.startswith("lvmcache"):
         if slow.is_lv:
-            out.append(Reason(f"{slow.path} is already an LV in VG {slow.vg}: lvmcache attaches in place, no "
-                              "reformat, and detaches the same way.", ("T-LVM-2", "M-SAME-VG-1")))
+            out.append(
+                Reason(
+                    f"{slow.path} is already an LV in VG {slow.vg}: lvmcache attaches in place, no "
+                    "reformat, and detaches the same way.",
+                    ("T-LVM-2", "M-SAME-VG-1"),
+                )
+            )
         else:
-            out.append(Reason("lvmcache needs the data on an LV; the SSD joins the same VG.", ("T-LVM-2", "M-SAME-VG-1")))
+            out.append(
+                Reason("lvmcache needs the data on an LV; the SSD joins the same VG.", ("T-LVM-2", "M-SAME-VG-1"))
+            )
         if cfg.backend == "lvmcache-writecache":
             out.append(Reason("The workload is mostly writes: dm-writecache absorbs them on the SSD.", ("M-WC-1",)))
     else:
         if cfg.needs_reformat:
-            out.append(Reason(f"bcache needs its own superblock on {slow.path}: back the data up, make-bcache, "
-                              "restore (you allowed a reformat).", ("T-LVM-2",)))
+            out.append(
+                Reason(
+                    f"bcache needs its own superblock on {slow.path}: back the data up, make-bcache, "
+                    "restore (you allowed a reformat).",
+                    ("T-LVM-2",),
+                )
+            )
         else:
-            out.append(Reason(f"{slow.path} holds no data, so bcache can be set up without moving anything; it was "
-                              "the fastest cache in the thesis.", ("T-BC-1", "T-BC-2")))
+            out.append(
+                Reason(
+                    f"{slow.path} holds no data, so bcache can be set up without moving anything; it was "
+                    "the fastest cache in the thesis.",
+                    ("T-BC-1", "T-BC-2"),
+                )
+            )
     return out
 
 
 def _mode_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
     if cfg.mode == "writethrough":
         if ctx.mirror_pool and cfg.backend.startswith("lvmcache"):
-            return [Reason("Writethrough: writeback would not be much faster for this workload, and it would need the "
-                           "cache mirrored on both SSDs (LVM raid1), which halves their space; writethrough loses "
-                           "nothing if an SSD fails.", ("T-MODE-1", "T-MODE-2"))]
+            return [
+                Reason(
+                    "Writethrough: writeback would not be much faster for this workload, and it would need the "
+                    "cache mirrored on both SSDs (LVM raid1), which halves their space; writethrough loses "
+                    "nothing if an SSD fails.",
+                    ("T-MODE-1", "T-MODE-2"),
+                )
+            ]
         if ctx.writeback_allowed:
-            return [Reason("Writethrough: writeback would not be much faster for this workload, and writethrough "
-                           "loses nothing if the SSD fails.", ("T-MODE-1", "T-MODE-2"))]
-        return [Reason("Writethrough: the SSD holds no data that is not also on the disk, so an SSD failure only "
-                       "costs speed. Writeback needs a redundant fast side (an md RAID1 array or an LVM raid1 LV; "
-                       f"seen: {_seen_redundancy(ctx.inp.fast)}) or your explicit acceptance of the risk.",
-                       ("T-MODE-1", "T-MODE-2"))]
+            return [
+                Reason(
+                    "Writethrough: writeback would not be much faster for this workload, and writethrough "
+                    "loses nothing if the SSD fails.",
+                    ("T-MODE-1", "T-MODE-2"),
+                )
+            ]
+        return [
+            Reason(
+                "Writethrough: the SSD holds no data that is not also on the disk, so an SSD failure only "
+                "costs speed. Writeback needs a redundant fast side (an md RAID1 array or an LVM raid1 LV; "
+                f"seen: {_seen_redundancy(ctx.inp.fast)}) or your explicit acceptance of the risk.",
+                ("T-MODE-1", "T-MODE-2"),
+            )
+        ]
     inp = ctx.inp
     if cfg.mirrored_pool:
-        why = (f"the plan mirrors the cache on both SSDs ({' and '.join(f.path for f in inp.fast)}) as LVM raid1, so "
-               "either can fail without losing a dirty block; each SSD holds a whole copy, so the cache is as big as "
-               "the smaller one (lvmcache(7), RAID1 cache device)")
+        why = (
+            f"the plan mirrors the cache on both SSDs ({' and '.join(f.path for f in inp.fast)}) as LVM raid1, so "
+            "either can fail without losing a dirty block; each SSD holds a whole copy, so the cache is as big as "
+            "the smaller one (lvmcache(7), RAID1 cache device)"
+        )
     elif ctx.redundant:
-        why = "the fast side is redundant as discovered (" + "; ".join(f"{f.path}: {f.redundancy}" for f in inp.fast) + ")"
+        why = (
+            "the fast side is redundant as discovered ("
+            + "; ".join(f"{f.path}: {f.redundancy}" for f in inp.fast)
+            + ")"
+        )
     elif inp.fast_mirrored:
-        why = ("you said the fast devices are (or will be) mirrored, which cachewise did not see: "
-               + _seen_redundancy(inp.fast) + "; until they are, dirty data is lost if one SSD fails")
+        why = (
+            "you said the fast devices are (or will be) mirrored, which cachewise did not see: "
+            + _seen_redundancy(inp.fast)
+            + "; until they are, dirty data is lost if one SSD fails"
+        )
     else:
-        why = ("you accepted the risk of losing dirty data if the SSD fails (" + _seen_redundancy(inp.fast) + ")")
+        why = "you accepted the risk of losing dirty data if the SSD fails (" + _seen_redundancy(inp.fast) + ")"
     return [Reason(f"Writeback: {why}.", ("T-MODE-1",))]
 
 
@@ -819,9 +1062,14 @@ def _backend_curves(ctx: _Context) -> dict[str, CurveView]:
             source = f"{prof.source}, x{SPACE_OVERHEAD['lvmcache']:g} space (T-SIZE-1)"
         else:
             source = prof.source
-        out[backend] = CurveView(source, [int(x) for x in sizes * overhead], [round(float(h), 6) for h in hits],
-                                 int(prof.knee_of(backend) * overhead), round(float(hits.max()) if len(hits) else 0.0, 6),
-                                 prof.hot_bytes)
+        out[backend] = CurveView(
+            source,
+            [int(x) for x in sizes * overhead],
+            [round(float(h), 6) for h in hits],
+            int(prof.knee_of(backend) * overhead),
+            round(float(hits.max()) if len(hits) else 0.0, 6),
+            prof.hot_bytes,
+        )
     return out
 
 
@@ -829,45 +1077,83 @@ def _size_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
     prof = ctx.prof
     knee = prof.knee()
     which = "measured" if prof.source == "trace" else "modelled"
-    out = [Reason(f"The {which} curve's knee is {cache_size(knee)}: the smallest cache reaching {100 * KNEE_SHARE:.0f}% "
-                  f"of the achievable hit ratio ({prof.achievable:.0%}).",
-                  ("L-SIZE-4",) if prof.source == "trace" else ("L-SIZE-1",))]
+    out = [
+        Reason(
+            f"The {which} curve's knee is {cache_size(knee)}: the smallest cache reaching {100 * KNEE_SHARE:.0f}% "
+            f"of the achievable hit ratio ({prof.achievable:.0%}).",
+            ("L-SIZE-4",) if prof.source == "trace" else ("L-SIZE-1",),
+        )
+    ]
     if cfg.backend == "lvmcache" and prof.chunked("lvmcache"):
         chunk_knee = prof.knee_of("lvmcache")
         ratio = chunk_knee / knee if knee else 1.0
-        out.append(Reason(f"dm-cache caches whole {(prof.chunk_bytes or 0) // KiB} KiB chunks, so the size and hit ratio "
-                          f"come from the trace's curve at that granularity: its knee is {cache_size(chunk_knee)}, "
-                          f"{ratio:.1f}x the {cache_size(knee)} at 4 KiB (the thesis measured 3.5x on its workload; "
-                          "this one is measured).", ("T-SIZE-1", "M-CHUNK-1")))
+        out.append(
+            Reason(
+                f"dm-cache caches whole {(prof.chunk_bytes or 0) // KiB} KiB chunks, so the size and hit ratio "
+                f"come from the trace's curve at that granularity: its knee is {cache_size(chunk_knee)}, "
+                f"{ratio:.1f}x the {cache_size(knee)} at 4 KiB (the thesis measured 3.5x on its workload; "
+                "this one is measured).",
+                ("T-SIZE-1", "M-CHUNK-1"),
+            )
+        )
     elif cfg.backend == "lvmcache":
-        out.append(Reason(f"dm-cache needs about {SPACE_OVERHEAD['lvmcache']:g}x the SSD space bcache needs for the "
-                          f"same hot data, so {cache_size(cfg.size_bytes)} holds about {cache_size(cfg.effective_bytes)} of it.",
-                          ("T-SIZE-1",)))
+        out.append(
+            Reason(
+                f"dm-cache needs about {SPACE_OVERHEAD['lvmcache']:g}x the SSD space bcache needs for the "
+                f"same hot data, so {cache_size(cfg.size_bytes)} holds about {cache_size(cfg.effective_bytes)} of it.",
+                ("T-SIZE-1",),
+            )
+        )
     if cfg.backend == "lvmcache":
-        out.append(Reason(f"Chunk {cfg.chunk_size_bytes // KiB if cfg.chunk_size_bytes else 0} KiB and metadata "
-                          f"{cache_size(cfg.metadata_size_bytes or 0)} (plus a spare of the same size) as lvm2 computes them; "
-                          f"{cache_size(cfg.fast_space_bytes)} of the SSD in all.", ("M-CHUNK-1", "M-META-1")))
+        out.append(
+            Reason(
+                f"Chunk {cfg.chunk_size_bytes // KiB if cfg.chunk_size_bytes else 0} KiB and metadata "
+                f"{cache_size(cfg.metadata_size_bytes or 0)} (plus a spare of the same size) as lvm2 computes them; "
+                f"{cache_size(cfg.fast_space_bytes)} of the SSD in all.",
+                ("M-CHUNK-1", "M-META-1"),
+            )
+        )
     if cfg.backend == "bcache":
-        out.append(Reason("sequential_cutoff 4 MiB keeps streams from evicting the hot data; writeback_percent "
-                          f"{cfg.writeback_percent}.", ("T-SEQ-1",)))
+        out.append(
+            Reason(
+                "sequential_cutoff 4 MiB keeps streams from evicting the hot data; writeback_percent "
+                f"{cfg.writeback_percent}.",
+                ("T-SEQ-1",),
+            )
+        )
     if cfg.bounded_by_ssd:
-        out.append(Reason(f"The knee needs more than the SSD offers; the cache uses what there is "
-                          f"({cache_size(cfg.size_bytes)}).", ("T-SIZE-2",)))
+        out.append(
+            Reason(
+                f"The knee needs more than the SSD offers; the cache uses what there is "
+                f"({cache_size(cfg.size_bytes)}).",
+                ("T-SIZE-2",),
+            )
+        )
     if cfg.predicted_hit_ratio is not None:
         basis = ("L-SIZE-4",) if prof.source == "trace" else ("L-SIZE-2",)
         out.append(Reason(f"Predicted hit ratio at this size: {cfg.predicted_hit_ratio:.0%}.", basis))
     if cfg.warmup is not None:
         w = cfg.warmup
-        when = (f", about {duration(w.seconds_63)} and {duration(w.seconds_95)} at the measured read rate"
-                if w.seconds_63 is not None and w.seconds_95 is not None else "")
+        when = (
+            f", about {duration(w.seconds_63)} and {duration(w.seconds_95)} at the measured read rate"
+            if w.seconds_63 is not None and w.seconds_95 is not None
+            else ""
+        )
         slow_fill = ""
         if cfg.backend == "lvmcache" and w.reads_63_full is not None:
-            after = (f" (about {duration(w.seconds_63_full)})" if w.seconds_63_full is not None else "")
-            slow_fill = (f" dm-cache promotes about {w.promotion_probability:.0%} of read misses while it has free "
-                         f"chunks and {w.promotion_probability_full:.1%} once full, so a cache full of older data "
-                         f"takes about {w.reads_63_full:,} reads{after} to reach 63%.")
-        out.append(Reason(f"Warm-up: about {w.reads_63:,} reads bring 63% of the hot data into the cache and "
-                          f"{w.reads_95:,} reads 95%{when}.{slow_fill}", w.findings))
+            after = f" (about {duration(w.seconds_63_full)})" if w.seconds_63_full is not None else ""
+            slow_fill = (
+                f" dm-cache promotes about {w.promotion_probability:.0%} of read misses while it has free "
+                f"chunks and {w.promotion_probability_full:.1%} once full, so a cache full of older data "
+                f"takes about {w.reads_63_full:,} reads{after} to reach 63%."
+            )
+        out.append(
+            Reason(
+                f"Warm-up: about {w.reads_63:,} reads bring 63% of the hot data into the cache and "
+                f"{w.reads_95:,} reads 95%{when}.{slow_fill}",
+                w.findings,
+            )
+        )
     return out
 
 
@@ -875,44 +1161,85 @@ def _warnings(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
     inp, out = ctx.inp, []
     kernel = _version_tuple(inp.versions.kernel)
     if cfg.backend == "lvmcache" and kernel and kernel < (4, 12):
-        out.append(Reason(f"Kernel {inp.versions.kernel} predates 4.12: its dm-cache smq policy stays near HDD speed "
-                          "once the cache is full of older data. Upgrade the kernel, or prefer bcache.", ("L-WARM-1",)))
+        out.append(
+            Reason(
+                f"Kernel {inp.versions.kernel} predates 4.12: its dm-cache smq policy stays near HDD speed "
+                "once the cache is full of older data. Upgrade the kernel, or prefer bcache.",
+                ("L-WARM-1",),
+            )
+        )
     big = max(f.logical_sector_size for f in inp.fast)
     if big > inp.slow.logical_sector_size:
-        out.append(Reason(f"The SSD has {big}-byte logical sectors and {inp.slow.path} {inp.slow.logical_sector_size}-"
-                          "byte ones: a file system made with 512-byte sectors may not mount through the cache. Check "
-                          "the file system's sector size (xfs_info, tune2fs) before attaching.", ("M-SECT-1",)))
+        out.append(
+            Reason(
+                f"The SSD has {big}-byte logical sectors and {inp.slow.path} {inp.slow.logical_sector_size}-"
+                "byte ones: a file system made with 512-byte sectors may not mount through the cache. Check "
+                "the file system's sector size (xfs_info, tune2fs) before attaching.",
+                ("M-SECT-1",),
+            )
+        )
     # Against the cache's size, as in the experiment cited: a 4 GiB dm-cache dipped only where the
     # hot 10% (4.8 GiB) passed 4 GiB, although T-SIZE-1's 3.5x would make it hold about 1.2 GiB.
     # What the workload touches is its footprint, not the device's size (L-SIZE-3 below).
     if ctx.prof.hot_bytes > cfg.size_bytes:
-        out.append(Reason(f"The hot data ({cache_size(ctx.prof.hot_bytes)}, serving {100 * HOT_SHARE:.0f}% of the I/O) is "
-                          f"larger than the cache ({cache_size(cfg.size_bytes)}): expect periodic dips to HDD speed.",
-                          ("L-SIZE-2",)))
+        out.append(
+            Reason(
+                f"The hot data ({cache_size(ctx.prof.hot_bytes)}, serving {100 * HOT_SHARE:.0f}% of the I/O) is "
+                f"larger than the cache ({cache_size(cfg.size_bytes)}): expect periodic dips to HDD speed.",
+                ("L-SIZE-2",),
+            )
+        )
     if ctx.prof.footprint_bytes >= 8 * cfg.size_bytes:
-        out.append(Reason(f"The workload touches {ctx.prof.footprint_bytes / cfg.size_bytes:.0f}x the cache's size: "
-                          "averages will look good but the slowest 1% of requests can be slightly worse than the bare "
-                          "disk.", ("L-SIZE-3",)))
+        out.append(
+            Reason(
+                f"The workload touches {ctx.prof.footprint_bytes / cfg.size_bytes:.0f}x the cache's size: "
+                "averages will look good but the slowest 1% of requests can be slightly worse than the bare "
+                "disk.",
+                ("L-SIZE-3",),
+            )
+        )
     if ctx.prof.kind == "very-small-files" and ctx.fs == "ext4":
-        out.append(Reason("Creating many small files on ext4: caching can make it slower; XFS gave 4 to 7x.",
-                          ("T-SMALL-1",)))
+        out.append(
+            Reason("Creating many small files on ext4: caching can make it slower; XFS gave 4 to 7x.", ("T-SMALL-1",))
+        )
     if not ctx.slow_has_data:
-        out.append(Reason(f"{inp.slow.path} holds no file system yet: make it and load the data first (mkfs writes "
-                          "its tables through the cache and leaves it full of cold data), then attach the cache.",
-                          ("D-WARM-1",)))
+        out.append(
+            Reason(
+                f"{inp.slow.path} holds no file system yet: make it and load the data first (mkfs writes "
+                "its tables through the cache and leaves it full of cold data), then attach the cache.",
+                ("D-WARM-1",),
+            )
+        )
     if cfg.mode == "writeback":
         for f in inp.fast:
             e = f.endurance
             if e is not None and e.percentage_used is not None and e.percentage_used >= 80:
-                out.append(Reason(f"{f.path} has used {e.percentage_used}% of its rated endurance (SMART); writeback "
-                                  "writes every write to it.", ("T-DEV-3",)))
+                out.append(
+                    Reason(
+                        f"{f.path} has used {e.percentage_used}% of its rated endurance (SMART); writeback "
+                        "writes every write to it.",
+                        ("T-DEV-3",),
+                    )
+                )
             elif e is None or e.rating != "enterprise":
-                out.append(Reason(f"Writeback wears {f.path}: check its rated endurance (TBW or DWPD). Consumer SSDs "
-                                  "are advisable only for writethrough.", ("T-DEV-3",)))
-            held = ("the SSDs hold the only copies of dirty data, and a mirror does not help when both lose power "
-                    "at once" if cfg.mirrored_pool else "the SSD holds the only copy of dirty data")
-            out.append(Reason(f"Power-loss protection of {f.path}: unknown (neither SMART nor the kernel reports it). "
-                              f"In writeback {held}, so an SSD that loses acknowledged writes on power failure loses "
-                              "them for good: check its data sheet.", ("T-MODE-1",)))
+                out.append(
+                    Reason(
+                        f"Writeback wears {f.path}: check its rated endurance (TBW or DWPD). Consumer SSDs "
+                        "are advisable only for writethrough.",
+                        ("T-DEV-3",),
+                    )
+                )
+            held = (
+                "the SSDs hold the only copies of dirty data, and a mirror does not help when both lose power at once"
+                if cfg.mirrored_pool
+                else "the SSD holds the only copy of dirty data"
+            )
+            out.append(
+                Reason(
+                    f"Power-loss protection of {f.path}: unknown (neither SMART nor the kernel reports it). "
+                    f"In writeback {held}, so an SSD that loses acknowledged writes on power failure loses "
+                    "them for good: check its data sheet.",
+                    ("T-MODE-1",),
+                )
+            )
     return out
-

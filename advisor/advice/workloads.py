@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-WorkloadType = Literal["very-small-files", "database", "database-fsync", "mixed-files", "large-files",
-                       "very-large-datasets"]
+WorkloadType = Literal[
+    "very-small-files", "database", "database-fsync", "mixed-files", "large-files", "very-large-datasets"
+]
 
 
 @dataclass(frozen=True)

@@ -51,8 +51,10 @@ def locked(state_dir: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise Busy(f"another cachewise is applying a plan with {state_dir} (it holds "
-                           f"{state_dir / 'apply.lock'}); wait for it to end") from None
+                raise Busy(
+                    f"another cachewise is applying a plan with {state_dir} (it holds "
+                    f"{state_dir / 'apply.lock'}); wait for it to end"
+                ) from None
             raise
         try:
             yield
@@ -161,8 +163,10 @@ def abandon(journal: Journal) -> None:
         try:
             journal.path.rename(journal.path.with_name(journal.path.name + ".abandoned"))
         except OSError as exc:
-            raise JournalError(journal.path, f"cannot be set aside ({exc.strerror or exc}); move it out of "
-                               f"{journal.path.parent} by hand") from None
+            raise JournalError(
+                journal.path,
+                f"cannot be set aside ({exc.strerror or exc}); move it out of {journal.path.parent} by hand",
+            ) from None
 
 
 def audit(state_dir: Path, step_id: str, command: str, returncode: int | str, seconds: float) -> None:

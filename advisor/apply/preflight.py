@@ -18,8 +18,9 @@ from advisor.plan.model import Plan
 from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
 
 NOTHING = "Nothing was changed."
-Code = Literal["not-root", "tool-missing", "module-missing", "device-missing", "device-replaced",
-               "device-resized", "precondition"]
+Code = Literal[
+    "not-root", "tool-missing", "module-missing", "device-missing", "device-replaced", "device-resized", "precondition"
+]
 DEVICE_CHANGED: tuple[Code, ...] = ("device-missing", "device-replaced", "device-resized")
 
 
@@ -54,8 +55,11 @@ def refusal(problems: list[Problem]) -> str:
     """The whole refusal: what stands in the way, that nothing changed, and what to do."""
     changed = any(p.device_changed for p in problems)
     lead = "the devices changed since the plan was made" if changed else "the plan cannot run as things stand"
-    return (f"{lead}:\n  - " + "\n  - ".join(p.sentence() for p in problems)
-            + f"\n{NOTHING} Make a new plan if the disks changed.")
+    return (
+        f"{lead}:\n  - "
+        + "\n  - ".join(p.sentence() for p in problems)
+        + f"\n{NOTHING} Make a new plan if the disks changed."
+    )
 
 
 def verify_devices(plan: Plan, state: LiveState) -> list[Problem]:
@@ -98,6 +102,7 @@ def preflight(plan: Plan, runner: CommandRunner, state: LiveState, *, resuming: 
     if not problems and not resuming:
         first = next((s for s in plan.steps if not s.post or not all(c.holds(state) for c in s.post)), None)
         if first is not None:
-            problems += [Problem("precondition", first.description, c.describe())
-                         for c in first.pre if not c.holds(state)]
+            problems += [
+                Problem("precondition", first.description, c.describe()) for c in first.pre if not c.holds(state)
+            ]
     return problems

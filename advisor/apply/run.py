@@ -104,8 +104,15 @@ class _FlushReporter:
         progress = self.meter.add(now, dirty)
         if (dirty, state) != self.last or now - self.last_time >= self.REPEAT:
             self.last, self.last_time = (dirty, state), now
-            self.report(Event("progress", self.step, flush=Flush(dirty, unit, kernel_text, state, progress.rate,
-                                                                  progress.eta_seconds, progress.stalled_seconds)))
+            self.report(
+                Event(
+                    "progress",
+                    self.step,
+                    flush=Flush(
+                        dirty, unit, kernel_text, state, progress.rate, progress.eta_seconds, progress.stalled_seconds
+                    ),
+                )
+            )
 
 
 def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan) -> tuple[int, str]:
@@ -135,7 +142,11 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
         if step.progress == "bcache_dirty" and "dirty_data" in current:
             meter.add(bcache.hprint_bytes(current["dirty_data"]) or 0, "bytes", current["dirty_data"], value or "")
         time.sleep(POLL)
-    return 1, f"{path} still reads {bcache.read_files(directory, (Path(path).name,)).get(Path(path).name)!r} after {step.timeout:.0f} s"
+    return (
+        1,
+        f"{path} still reads {bcache.read_files(directory, (Path(path).name,)).get(Path(path).name)!r} "
+        f"after {step.timeout:.0f} s",
+    )
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -167,8 +178,14 @@ def _in_effect(step: Step, state: LiveState) -> bool:
     return bool(step.post) and all(c.holds(state) for c in step.post)
 
 
-def apply(plan: Plan, runner: CommandRunner, state_dir: Path, report: Reporter, journal: Journal | None = None,
-          read_state: StateReader | None = None) -> Journal:
+def apply(
+    plan: Plan,
+    runner: CommandRunner,
+    state_dir: Path,
+    report: Reporter,
+    journal: Journal | None = None,
+    read_state: StateReader | None = None,
+) -> Journal:
     """Run the plan's steps in order, skipping those already in effect. Raises ApplyError when a
     step fails or does not take effect, saying where the system stands."""
     read = _bound_reader(plan, runner, read_state)
@@ -184,12 +201,22 @@ def apply(plan: Plan, runner: CommandRunner, state_dir: Path, report: Reporter, 
         with _signals_deferred() as stop:
             return _run_steps(plan, runner, state_dir, report, journal, read, done, stop)
     except JournalError as exc:
-        raise ApplyError(f"{exc}; the plan stopped there (steps done: {', '.join(done) or 'none'}). Free space, then "
-                         "`cachewise apply --resume` to finish it or `--rollback` to undo it.") from None
+        raise ApplyError(
+            f"{exc}; the plan stopped there (steps done: {', '.join(done) or 'none'}). Free space, then "
+            "`cachewise apply --resume` to finish it or `--rollback` to undo it."
+        ) from None
 
 
-def _run_steps(plan: Plan, runner: CommandRunner, state_dir: Path, report: Reporter, journal: Journal,
-               read: StateReader, done: list[str], stop: list[str]) -> Journal:
+def _run_steps(
+    plan: Plan,
+    runner: CommandRunner,
+    state_dir: Path,
+    report: Reporter,
+    journal: Journal,
+    read: StateReader,
+    done: list[str],
+    stop: list[str],
+) -> Journal:
     # Steps run in order, so once a step is in effect every step before it has run, even when
     # its own postcondition no longer shows (lvconvert absorbs the metadata LV into the pool).
     state = read()
@@ -249,13 +276,16 @@ def _settled(step: Step, read: StateReader, patience: float) -> tuple[LiveState,
 
 def _stopped(plan: Plan, step: Step, done: list[str], why: str) -> str:
     state = f"steps done: {', '.join(done)}" if done else "no step had taken effect"
-    return (f"stopped at '{step.description}': {why}. The plan is half applied ({state}); later steps did not run. "
-            "Run `cachewise apply --resume` to retry from here once the cause is fixed, or `cachewise apply "
-            "--rollback` to undo the steps that took effect.")
+    return (
+        f"stopped at '{step.description}': {why}. The plan is half applied ({state}); later steps did not run. "
+        "Run `cachewise apply --resume` to retry from here once the cause is fixed, or `cachewise apply "
+        "--rollback` to undo the steps that took effect."
+    )
 
 
-def rollback(journal: Journal, runner: CommandRunner, state_dir: Path, report: Reporter,
-             read_state: StateReader | None = None) -> None:
+def rollback(
+    journal: Journal, runner: CommandRunner, state_dir: Path, report: Reporter, read_state: StateReader | None = None
+) -> None:
     """Undo, newest first, every step of the journal's plan that is in effect now."""
     plan = journal.plan
     read = _bound_reader(plan, runner, read_state)
@@ -263,17 +293,27 @@ def rollback(journal: Journal, runner: CommandRunner, state_dir: Path, report: R
         with _signals_deferred() as stop:
             _undo_steps(plan, journal, runner, state_dir, report, read, stop)
     except JournalError as exc:
-        raise ApplyError(f"{exc}; the roll back stopped. Free space, then run `cachewise apply --rollback` "
-                         "again.") from None
+        raise ApplyError(
+            f"{exc}; the roll back stopped. Free space, then run `cachewise apply --rollback` again."
+        ) from None
 
 
-def _undo_steps(plan: Plan, journal: Journal, runner: CommandRunner, state_dir: Path, report: Reporter,
-                read: StateReader, stop: list[str]) -> None:
+def _undo_steps(
+    plan: Plan,
+    journal: Journal,
+    runner: CommandRunner,
+    state_dir: Path,
+    report: Reporter,
+    read: StateReader,
+    stop: list[str],
+) -> None:
     journal.write("rollback")
     for step in reversed(plan.steps):
         if stop:
-            raise ApplyError(f"cachewise received {stop[0]} and stopped rolling back before '{step.description}'. "
-                             "Run `cachewise apply --rollback` again to finish.")
+            raise ApplyError(
+                f"cachewise received {stop[0]} and stopped rolling back before '{step.description}'. "
+                "Run `cachewise apply --rollback` again to finish."
+            )
         if not _in_effect(step, read()):
             continue
         for argv in step.undo:
@@ -282,7 +322,9 @@ def _undo_steps(plan: Plan, journal: Journal, runner: CommandRunner, state_dir: 
             code, output = _run_step(undo, runner, state_dir, report, plan)
             journal.write("undo-end", step=step.id, argv=list(argv), returncode=code)
             if code != 0:
-                raise ApplyError(f"rolling back '{step.description}' failed: `{undo.command}` exit {code}: {output}. "
-                                 "The steps before it are still in effect; fix the cause and run "
-                                 "`cachewise apply --rollback` again.")
+                raise ApplyError(
+                    f"rolling back '{step.description}' failed: `{undo.command}` exit {code}: {output}. "
+                    "The steps before it are still in effect; fix the cause and run "
+                    "`cachewise apply --rollback` again."
+                )
     journal.write("rolled-back")

@@ -19,9 +19,11 @@ from dataclasses import replace
 
 from advisor.disks.devices import Caching, Device
 
-NEVER = ("cachewise never sets up, changes or removes {what}: it is an out-of-tree kernel module, unmaintained "
-         "since {year} and missing from mainline kernels, so no plan could be tested against the running kernel. "
-         "Remove it with its own tools ({tool}) once its dirty data is written back, then ask cachewise again.")
+NEVER = (
+    "cachewise never sets up, changes or removes {what}: it is an out-of-tree kernel module, unmaintained "
+    "since {year} and missing from mainline kernels, so no plan could be tested against the running kernel. "
+    "Remove it with its own tools ({tool}) once its dirty data is written back, then ask cachewise again."
+)
 
 
 def _lv_state(row: Mapping[str, str]) -> tuple[str, bool]:
@@ -47,8 +49,9 @@ def _mirrored(row: Mapping[str, str], vg_rows: Mapping[str, Mapping[str, str]]) 
     return any(r.get("segtype") == "raid1" for r in parts)
 
 
-def lvm_caching(dev: Device, row: Mapping[str, str],
-                vg_rows: Mapping[str, Mapping[str, str]] | None = None) -> Caching | None:
+def lvm_caching(
+    dev: Device, row: Mapping[str, str], vg_rows: Mapping[str, Mapping[str, str]] | None = None
+) -> Caching | None:
     lvm = dev.lvm
     if lvm is None or lvm.role != "lv":
         return None
@@ -60,20 +63,38 @@ def lvm_caching(dev: Device, row: Mapping[str, str],
         what = ", ".join(x for x in (mode, f"{policy} policy" if policy else "") if x) or "mode unknown (run as root)"
         if policy == "cleaner":
             what += " (writing dirty blocks back, promoting nothing)"
-        return Caching("lvmcache", "cached LV" + mirrored, _join(what, health),
-                       f"follow it with `cachewise watch {vglv}`; switch its mode with `cachewise plan lvmcache-mode "
-                       f"--lv {vglv}`; remove it with `cachewise plan lvmcache-uncache --lv {vglv}` (flushes first)"
-                       + ("; repair the mirror with `lvconvert --repair` on its cache pool once a new SSD is in the VG"
-                          if degraded else ""),
-                       remove="lvmcache-uncache", degraded=degraded)
+        return Caching(
+            "lvmcache",
+            "cached LV" + mirrored,
+            _join(what, health),
+            f"follow it with `cachewise watch {vglv}`; switch its mode with `cachewise plan lvmcache-mode "
+            f"--lv {vglv}`; remove it with `cachewise plan lvmcache-uncache --lv {vglv}` (flushes first)"
+            + (
+                "; repair the mirror with `lvconvert --repair` on its cache pool once a new SSD is in the VG"
+                if degraded
+                else ""
+            ),
+            remove="lvmcache-uncache",
+            degraded=degraded,
+        )
     if lvm.segtype == "writecache":
-        return Caching("dm-writecache", "LV with a writecache (caches writes only)" + mirrored, _join("writeback", health),
-                       f"follow it with `cachewise watch {vglv}`; remove it with `cachewise plan writecache-detach --lv "
-                       f"{vglv}` (flushes first)", remove="writecache-detach", degraded=degraded)
+        return Caching(
+            "dm-writecache",
+            "LV with a writecache (caches writes only)" + mirrored,
+            _join("writeback", health),
+            f"follow it with `cachewise watch {vglv}`; remove it with `cachewise plan writecache-detach --lv "
+            f"{vglv}` (flushes first)",
+            remove="writecache-detach",
+            degraded=degraded,
+        )
     if lvm.segtype == "cache-pool":
-        return Caching("lvmcache", "cache pool, attached to no LV", health or "unused",
-                       f"attach it with lvconvert --type cache --cachepool {vglv} VG/LV, or free its space with "
-                       f"lvremove {vglv}", degraded=degraded)
+        return Caching(
+            "lvmcache",
+            "cache pool, attached to no LV",
+            health or "unused",
+            f"attach it with lvconvert --type cache --cachepool {vglv} VG/LV, or free its space with lvremove {vglv}",
+            degraded=degraded,
+        )
     return None
 
 
@@ -83,29 +104,55 @@ def bcache_caching(dev: Device) -> Caching | None:
         return None
     if b.role == "bcache":
         dirty = b.dirty_data if b.dirty_data and b.dirty_data.rstrip("kKMGTiB").strip() not in ("0", "0.0") else ""
-        state = _join(b.state or "", (b.cache_mode or "") if b.cache_set_uuid else "", f"dirty data {dirty}" if dirty else "")
+        state = _join(
+            b.state or "", (b.cache_mode or "") if b.cache_set_uuid else "", f"dirty data {dirty}" if dirty else ""
+        )
         if not b.cache_set_uuid:
-            return Caching("bcache", "bcache device with no cache attached", state or "no cache",
-                           f"nothing to flush or detach; attach a cache set, or use the backing device "
-                           f"{b.backing_device or ''} through this device as it is".replace("  ", " "))
-        return Caching("bcache", "bcache device", state or "unknown",
-                       f"follow it with `cachewise watch {dev.name}`; detach its cache with `cachewise plan "
-                       f"bcache-detach --device {dev.devnode}` (writes dirty data back first)", remove="bcache-detach")
+            return Caching(
+                "bcache",
+                "bcache device with no cache attached",
+                state or "no cache",
+                f"nothing to flush or detach; attach a cache set, or use the backing device "
+                f"{b.backing_device or ''} through this device as it is".replace("  ", " "),
+            )
+        return Caching(
+            "bcache",
+            "bcache device",
+            state or "unknown",
+            f"follow it with `cachewise watch {dev.name}`; detach its cache with `cachewise plan "
+            f"bcache-detach --device {dev.devnode}` (writes dirty data back first)",
+            remove="bcache-detach",
+        )
     if b.role == "backing":
         if not b.cache_set_uuid:
-            return Caching("bcache", "bcache backing device, detached", _join(b.state or "no cache"),
-                           f"its data is reached through {b.bcache_device or 'its bcache device'}; attach a cache set "
-                           "to cache it again")
-        return Caching("bcache", "bcache backing device", _join(b.state or "", b.cache_mode or ""),
-                       f"detach its cache with `cachewise plan bcache-detach --device {dev.devnode}`",
-                       remove="bcache-detach")
+            return Caching(
+                "bcache",
+                "bcache backing device, detached",
+                _join(b.state or "no cache"),
+                f"its data is reached through {b.bcache_device or 'its bcache device'}; attach a cache set "
+                "to cache it again",
+            )
+        return Caching(
+            "bcache",
+            "bcache backing device",
+            _join(b.state or "", b.cache_mode or ""),
+            f"detach its cache with `cachewise plan bcache-detach --device {dev.devnode}`",
+            remove="bcache-detach",
+        )
     if b.role == "cache":
-        return Caching("bcache", "bcache cache device", f"cache set {b.cache_set_uuid}",
-                       "detach it from its bcache devices with `cachewise plan bcache-detach --device BCACHE "
-                       "--wipe-cache`")
-    return Caching("bcache", "bcache superblock, not registered", "unregistered",
-                   f"register it (echo {dev.devnode} > /sys/fs/bcache/register) to use its data, or erase it "
-                   f"(wipefs -a {dev.devnode}) if it holds nothing you need")
+        return Caching(
+            "bcache",
+            "bcache cache device",
+            f"cache set {b.cache_set_uuid}",
+            "detach it from its bcache devices with `cachewise plan bcache-detach --device BCACHE --wipe-cache`",
+        )
+    return Caching(
+        "bcache",
+        "bcache superblock, not registered",
+        "unregistered",
+        f"register it (echo {dev.devnode} > /sys/fs/bcache/register) to use its data, or erase it "
+        f"(wipefs -a {dev.devnode}) if it holds nothing you need",
+    )
 
 
 def _dm_crypt(dev: Device, devices: Mapping[str, Device], is_cache: Callable[[Device], bool]) -> Caching | None:
@@ -115,19 +162,31 @@ def _dm_crypt(dev: Device, devices: Mapping[str, Device], is_cache: Callable[[De
         below = _any_stacked(dev, devices, "slaves", is_cache)
         above = _any_stacked(dev, devices, "holders", is_cache)
         if below:
-            where = (f"over a cache ({below}): the cache holds only ciphertext, so the SSD leaks nothing; this is "
-                     "the right order")
+            where = (
+                f"over a cache ({below}): the cache holds only ciphertext, so the SSD leaks nothing; this is "
+                "the right order"
+            )
         elif above:
-            where = (f"under a cache ({above}): the cache holds the decrypted data, so the SSD keeps plaintext; "
-                     "to keep it encrypted, cache the device under the encryption instead")
+            where = (
+                f"under a cache ({above}): the cache holds the decrypted data, so the SSD keeps plaintext; "
+                "to keep it encrypted, cache the device under the encryption instead"
+            )
         else:
             where = "no cache above or below"
-        return Caching("dm-crypt", f"open {kind} volume", where,
-                       "cache the device it opens (under the encryption), so that the SSD holds only ciphertext")
+        return Caching(
+            "dm-crypt",
+            f"open {kind} volume",
+            where,
+            "cache the device it opens (under the encryption), so that the SSD holds only ciphertext",
+        )
     if dev.fs_type == "crypto_LUKS":
         opened = any((devices[h].dm_uuid or "").startswith("CRYPT-") for h in dev.holders if h in devices)
-        return Caching("dm-crypt", "LUKS container", "open" if opened else "closed",
-                       "cache this device (under the encryption) so that the SSD holds only ciphertext")
+        return Caching(
+            "dm-crypt",
+            "LUKS container",
+            "open" if opened else "closed",
+            "cache this device (under the encryption) so that the SSD holds only ciphertext",
+        )
     return None
 
 
@@ -147,58 +206,102 @@ def _any_stacked(dev: Device, devices: Mapping[str, Device], direction: str, is_
     return ""
 
 
-def explain(dev: Device, devices: Mapping[str, Device], lv_row: Mapping[str, str], dm_targets: list[str],
-            enhanceio: list[dict[str, str]], magic: str | None,
-            vg_rows: Mapping[str, Mapping[str, str]] | None = None) -> Caching | None:
+def explain(
+    dev: Device,
+    devices: Mapping[str, Device],
+    lv_row: Mapping[str, str],
+    dm_targets: list[str],
+    enhanceio: list[dict[str, str]],
+    magic: str | None,
+    vg_rows: Mapping[str, Mapping[str, str]] | None = None,
+) -> Caching | None:
     """The device's part in a cache or cache-like layer, or None."""
+
     def is_cache(d: Device) -> bool:
         return (d.lvm is not None and d.lvm.segtype in ("cache", "writecache")) or (
-            d.bcache is not None and d.bcache.role == "bcache")
+            d.bcache is not None and d.bcache.role == "bcache"
+        )
 
     found = lvm_caching(dev, lv_row, vg_rows) or bcache_caching(dev)
     if found is not None:
         return found
     if "flashcache" in dm_targets:
-        return Caching("flashcache", "flashcache device", "active", NEVER.format(
-            what="flashcache", year=2017, tool="flashcache_destroy, or dmsetup remove after a clean shutdown"))
+        return Caching(
+            "flashcache",
+            "flashcache device",
+            "active",
+            NEVER.format(
+                what="flashcache", year=2017, tool="flashcache_destroy, or dmsetup remove after a clean shutdown"
+            ),
+        )
     for cache in enhanceio:
         for key, part in (("src_name", "source device"), ("ssd_name", "SSD")):
             if cache.get(key) in (dev.devnode, *dev.links):
-                return Caching("enhanceio", f"EnhanceIO {part} of cache {cache.get('name', '?')}",
-                               f"mode {cache.get('mode', 'unknown')}",
-                               NEVER.format(what="EnhanceIO", year=2015, tool="eio_cli delete"))
+                return Caching(
+                    "enhanceio",
+                    f"EnhanceIO {part} of cache {cache.get('name', '?')}",
+                    f"mode {cache.get('mode', 'unknown')}",
+                    NEVER.format(what="EnhanceIO", year=2015, tool="eio_cli delete"),
+                )
     if dev.fs_type == "zfs_member":
         pool = f" {dev.fs_label}" if dev.fs_label else ""
-        return Caching("zfs", f"member of ZFS pool{pool}", "pool member",
-                       f"a block cache does not apply: ZFS caches in its own layers. Add the SSD to the pool as "
-                       f"L2ARC (zpool add{pool or ' POOL'} cache SSD) for reads, or as a special vdev (mirrored) for "
-                       "metadata and small blocks; a block cache under one member would hide it from ZFS")
+        return Caching(
+            "zfs",
+            f"member of ZFS pool{pool}",
+            "pool member",
+            f"a block cache does not apply: ZFS caches in its own layers. Add the SSD to the pool as "
+            f"L2ARC (zpool add{pool or ' POOL'} cache SSD) for reads, or as a special vdev (mirrored) for "
+            "metadata and small blocks; a block cache under one member would hide it from ZFS",
+        )
     if dev.fs_type == "bcachefs" or magic == "bcachefs":
-        return Caching("bcachefs", "bcachefs member", "file system member",
-                       "a block cache does not apply: bcachefs tiers across SSDs and HDDs itself. Add the SSD to the "
-                       "file system (bcachefs device add) and set its foreground and promote targets to it")
+        return Caching(
+            "bcachefs",
+            "bcachefs member",
+            "file system member",
+            "a block cache does not apply: bcachefs tiers across SSDs and HDDs itself. Add the SSD to the "
+            "file system (bcachefs device add) and set its foreground and promote targets to it",
+        )
     if dev.md is not None and dev.md.role == "array":
         level = dev.md.level or "md"
         degraded = (dev.md.degraded or 0) > 0
         redundant = level in ("raid1", "raid10", "raid4", "raid5", "raid6")
-        return Caching("md", f"md {level} array", "degraded: a member is missing" if degraded else "in sync",
-                       ("as the fast side it is redundant, so writeback is acceptable on it; cachewise uses it but "
-                        "never creates an md array" if redundant else
-                        "as the fast side it is not redundant; writethrough only"), degraded=degraded)
+        return Caching(
+            "md",
+            f"md {level} array",
+            "degraded: a member is missing" if degraded else "in sync",
+            (
+                "as the fast side it is redundant, so writeback is acceptable on it; cachewise uses it but "
+                "never creates an md array"
+                if redundant
+                else "as the fast side it is not redundant; writethrough only"
+            ),
+            degraded=degraded,
+        )
     return _dm_crypt(dev, devices, is_cache)
 
 
-def with_caching(devices: dict[str, Device], lv_rows: Mapping[tuple[str | None, str], Mapping[str, str]],
-                 dm_targets: Mapping[str, list[str]], enhanceio: list[dict[str, str]],
-                 magic: Mapping[str, str]) -> dict[str, Device]:
+def with_caching(
+    devices: dict[str, Device],
+    lv_rows: Mapping[tuple[str | None, str], Mapping[str, str]],
+    dm_targets: Mapping[str, list[str]],
+    enhanceio: list[dict[str, str]],
+    magic: Mapping[str, str],
+) -> dict[str, Device]:
     by_vg: dict[str | None, dict[str, Mapping[str, str]]] = {}
     for (vg, lv), row in lv_rows.items():
         by_vg.setdefault(vg, {})[lv.strip("[]")] = row
     out = {}
     for name, dev in devices.items():
         row = lv_rows.get((dev.lvm.vg, dev.lvm.lv or ""), {}) if dev.lvm is not None else {}
-        caching = explain(dev, devices, row, dm_targets.get(dev.dm_name or "", []), enhanceio, magic.get(name),
-                          by_vg.get(dev.lvm.vg, {}) if dev.lvm is not None else {})
+        caching = explain(
+            dev,
+            devices,
+            row,
+            dm_targets.get(dev.dm_name or "", []),
+            enhanceio,
+            magic.get(name),
+            by_vg.get(dev.lvm.vg, {}) if dev.lvm is not None else {},
+        )
         # LVM's own sub-LVs (a cache pool's data and metadata, raid images, a cache's origin) are
         # shown only with --all: they are parts of the LV above them.
         private = "private" in row.get("lv_role", "").split(",")

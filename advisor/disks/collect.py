@@ -162,9 +162,15 @@ def _read_block(sys_path: Path) -> dict[str, Any]:
         if value is not None:
             attrs[name] = value
     bdir = sys_path / "bcache"
-    bcache = bcache_reader.read_files(bdir, bcache_reader.DISCOVERY_FILES, bcache_reader.LINKS) if bdir.is_dir() else None
-    return {"attrs": attrs, "bcache": bcache, "holders": _listdir(sys_path / "holders"),
-            "slaves": _listdir(sys_path / "slaves")}
+    bcache = (
+        bcache_reader.read_files(bdir, bcache_reader.DISCOVERY_FILES, bcache_reader.LINKS) if bdir.is_dir() else None
+    )
+    return {
+        "attrs": attrs,
+        "bcache": bcache,
+        "holders": _listdir(sys_path / "holders"),
+        "slaves": _listdir(sys_path / "slaves"),
+    }
 
 
 def udev_state() -> str:
@@ -264,7 +270,7 @@ def _read_blocks(names: set[str] | None = None) -> tuple[list[RawBlock], str]:
 
 
 def devnum_of(path: str) -> str | None:
-    """"MAJOR:MINOR" of the block device at ``path`` (links followed); None when there is none."""
+    """ "MAJOR:MINOR" of the block device at ``path`` (links followed); None when there is none."""
     try:
         st = os.stat(path)
     except OSError:
@@ -307,8 +313,10 @@ def _needs_signature_probe(block: RawBlock) -> bool:
         return False
     if block.attrs.get("size", "0") in ("0", ""):
         return False
-    skipped = any(props.get(flag) == "1" for flag in (
-        "DM_UDEV_DISABLE_DISK_RULES_FLAG", "DM_UDEV_DISABLE_OTHER_RULES_FLAG", "DM_NOSCAN", "DM_SUSPENDED"))
+    skipped = any(
+        props.get(flag) == "1"
+        for flag in ("DM_UDEV_DISABLE_DISK_RULES_FLAG", "DM_UDEV_DISABLE_OTHER_RULES_FLAG", "DM_NOSCAN", "DM_SUSPENDED")
+    )
     # udev's blkid builtin ran and found nothing: that is the answer, no need to ask again.
     return not block.udev_initialized or skipped
 
@@ -356,8 +364,11 @@ def collect(
         checkpoint()
         if not os.access(block.devnode, os.R_OK):
             unread.append(
-                {"fact": "signature", "device": block.name,
-                 "reason": f"udev has no data and {block.devnode} is readable only by root"}
+                {
+                    "fact": "signature",
+                    "device": block.name,
+                    "reason": f"udev has no data and {block.devnode} is readable only by root",
+                }
             )
             continue
         try:
@@ -369,8 +380,13 @@ def collect(
         if res.returncode == 0 or (res.returncode == 2 and not res.stderr.strip()):
             blkid[block.name] = parse_export(res.stdout)
         else:
-            unread.append({"fact": "signature", "device": block.name,
-                           "reason": res.stderr.strip() or f"blkid exit {res.returncode}"})
+            unread.append(
+                {
+                    "fact": "signature",
+                    "device": block.name,
+                    "reason": res.stderr.strip() or f"blkid exit {res.returncode}",
+                }
+            )
 
     checkpoint()
     magic = {b.name: found for b in blocks if _needs_magic(b, blkid) for found in [_read_magic(b)] if found}
@@ -385,7 +401,12 @@ def collect(
     )
     if has_lvm:
         if not root:
-            unread.append({"fact": "LVM reports", "reason": "pvs and lvs need root; VG and LV names come from device-mapper names instead"})
+            unread.append(
+                {
+                    "fact": "LVM reports",
+                    "reason": "pvs and lvs need root; VG and LV names come from device-mapper names instead",
+                }
+            )
         else:
             try:
                 checkpoint()
@@ -425,7 +446,9 @@ def _needs_magic(block: RawBlock, blkid: dict[str, dict[str, str]]) -> bool:
     props, probed = block.properties, blkid.get(block.name, {})
     # udev reports the disk's partition table on each partition too: only a disk's own counts.
     table = block.devtype == "disk" and (props.get("ID_PART_TABLE_TYPE") or probed.get("PTTYPE"))
-    return block.devtype in ("disk", "partition") and not props.get("ID_FS_TYPE") and not probed.get("TYPE") and not table
+    return (
+        block.devtype in ("disk", "partition") and not props.get("ID_FS_TYPE") and not probed.get("TYPE") and not table
+    )
 
 
 def _read_magic(block: RawBlock) -> str | None:
@@ -529,8 +552,11 @@ def _assemble(blocks: list[RawBlock], state: str, reuse: RawSystem | None) -> Ra
         lvs=reuse.lvs if reuse else None,
         unread=unread,
         versions={"kernel": os.uname().release},
-        dm_targets={n: t for n, t in (reuse.dm_targets if reuse else {}).items()
-                    if any(b.attrs.get("dm/name") == n and b.name in kept for b in blocks)},
+        dm_targets={
+            n: t
+            for n, t in (reuse.dm_targets if reuse else {}).items()
+            if any(b.attrs.get("dm/name") == n and b.name in kept for b in blocks)
+        },
         enhanceio=_enhanceio(),
         magic={name: m for name, m in (reuse.magic if reuse else {}).items() if name in kept},
     )

@@ -49,8 +49,9 @@ class MdInfo:
     degraded: int | None = None  # members missing (md/degraded), arrays only
 
 
-CacheKind = Literal["lvmcache", "dm-writecache", "bcache", "flashcache", "enhanceio", "zfs", "bcachefs", "md",
-                    "dm-crypt"]
+CacheKind = Literal[
+    "lvmcache", "dm-writecache", "bcache", "flashcache", "enhanceio", "zfs", "bcachefs", "md", "dm-crypt"
+]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Turn raw udev/sysfs facts into an Inventory: identity, transport, roles, in-use reasons.
 
-Pure functions over :class:`~advisor.disks.collect.RawSystem` (advisor.disks.collect reads it). Identity never rests on kernel names (sdX, dm-N and bcacheN change
-between boots): it is the WWN or serial for disks, the device-mapper UUID for LVs, the
-backing-device UUID for bcache, the backing file for loop devices.
+Pure functions over :class:`~advisor.disks.collect.RawSystem` (advisor.disks.collect reads it).
+Identity never rests on kernel names (sdX, dm-N and bcacheN change between boots): it is the WWN
+or serial for disks, the device-mapper UUID for LVs, the backing-device UUID for bcache,
+the backing file for loop devices.
 """
 
 from __future__ import annotations
@@ -107,7 +108,9 @@ def _by_id_rank(link: str) -> tuple[int, int, str]:
     base = link.rsplit("/", 1)[-1]
     if base.startswith("wwn-"):
         rank = 1
-    elif base.startswith(("nvme-eui.", "nvme-nvme.", "scsi-3", "dm-name-", "dm-uuid-", "lvm-pv-uuid-", "md-uuid-", "md-name-")):
+    elif base.startswith(
+        ("nvme-eui.", "nvme-nvme.", "scsi-3", "dm-name-", "dm-uuid-", "lvm-pv-uuid-", "md-uuid-", "md-name-")
+    ):
         rank = 2
     else:
         rank = 0
@@ -206,8 +209,15 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def _identity(kind: Kind, block: RawBlock, serial: str | None, wwn: str | None, parent_identity: str | None,
-              bcache: BcacheInfo | None, md_uuid: str | None) -> str | None:
+def _identity(
+    kind: Kind,
+    block: RawBlock,
+    serial: str | None,
+    wwn: str | None,
+    parent_identity: str | None,
+    bcache: BcacheInfo | None,
+    md_uuid: str | None,
+) -> str | None:
     if kind == "disk":
         if wwn:
             return f"wwn:{wwn}"
@@ -289,8 +299,12 @@ def build_inventory(raw: RawSystem) -> Inventory:
         md: MdInfo | None = None
         md_uuid = block.properties.get("MD_UUID")
         if kind == "md":
-            md = MdInfo(role="array", array=block.name, level=block.attrs.get("md/level"),
-                        degraded=_int(block.attrs.get("md/degraded")))
+            md = MdInfo(
+                role="array",
+                array=block.name,
+                level=block.attrs.get("md/level"),
+                degraded=_int(block.attrs.get("md/degraded")),
+            )
         elif fs_type == "linux_raid_member":
             array = next((h for h in block.holders if h.startswith("md")), None)
             md = MdInfo(role="member", array=array)
@@ -301,12 +315,25 @@ def build_inventory(raw: RawSystem) -> Inventory:
 
         unreadable: list[Unread] = []
         if kind in ("disk", "partition", "bcache") and not block.links and raw.udev != "running":
-            unreadable.append(Unread("by-id path", f"udev is {_udev_words(raw.udev)}, so there are no /dev/disk/by-id links"))
-        if kind == "bcache" and raw.udev == "running" and not any(link.startswith("/dev/bcache/") for link in block.links):
-            unreadable.append(Unread("stable path", "udev made no /dev/bcache/by-uuid link (bcache was registered "
-                                     "before udev ran); the backing device's UUID identifies it"))
+            unreadable.append(
+                Unread("by-id path", f"udev is {_udev_words(raw.udev)}, so there are no /dev/disk/by-id links")
+            )
+        if (
+            kind == "bcache"
+            and raw.udev == "running"
+            and not any(link.startswith("/dev/bcache/") for link in block.links)
+        ):
+            unreadable.append(
+                Unread(
+                    "stable path",
+                    "udev made no /dev/bcache/by-uuid link (bcache was registered "
+                    "before udev ran); the backing device's UUID identifies it",
+                )
+            )
         if kind == "disk" and identity is None and _size(block) > 0:
-            unreadable.append(Unread("serial and WWN", "the device reports neither; its identity falls back to its kernel name"))
+            unreadable.append(
+                Unread("serial and WWN", "the device reports neither; its identity falls back to its kernel name")
+            )
         for item in raw.unread:
             if item.get("device") == block.name:
                 unreadable.append(Unread(item["fact"], item["reason"]))
@@ -328,7 +355,9 @@ def build_inventory(raw: RawSystem) -> Inventory:
             logical_sector_size=_int(queue.get("queue/logical_block_size")),
             physical_sector_size=_int(queue.get("queue/physical_block_size")),
             rotational=_bool(queue.get("queue/rotational")),
-            discard=(_int(queue.get("queue/discard_max_bytes")) or 0) > 0 if "queue/discard_max_bytes" in queue else None,
+            discard=(_int(queue.get("queue/discard_max_bytes")) or 0) > 0
+            if "queue/discard_max_bytes" in queue
+            else None,
             removable=block.attrs.get("removable") == "1",
             read_only=block.attrs.get("ro") == "1",
             parent=block.parent,
@@ -386,7 +415,9 @@ def _notes(raw: RawSystem) -> tuple[str, ...]:
             "and signatures from blkid."
         )
     if not raw.root:
-        notes.append("Not running as root: file-system signatures udev does not know and LVM reports could not be read.")
+        notes.append(
+            "Not running as root: file-system signatures udev does not know and LVM reports could not be read."
+        )
     for item in raw.unread:
         if "device" not in item:
             notes.append(f"{item['fact']}: {item['reason']}")
@@ -417,8 +448,11 @@ def _describe(dev: Device, devices: dict[str, Device]) -> list[str]:
     if dev.bcache is not None and dev.bcache.role == "cache":
         # A cache device lists every bcacheN of its set as a holder.
         explained |= {h for h in dev.holders if h.startswith("bcache")}
-    others = [h for h in dev.holders if h not in explained and not (dev.lvm and dev.lvm.role == "pv")
-              and not (dev.md and dev.md.array == h)]
+    others = [
+        h
+        for h in dev.holders
+        if h not in explained and not (dev.lvm and dev.lvm.role == "pv") and not (dev.md and dev.md.array == h)
+    ]
     if others:
         reasons.append("held by " + ", ".join(_label(devices.get(h), h) for h in others))
     return reasons
@@ -465,7 +499,9 @@ def _state(dev: Device, devices: dict[str, Device]) -> tuple[State, str]:
     for part in parts:
         reasons = _describe(part, devices)
         if reasons:
-            busy_parts.append(f"{part.name} is {reasons[0]}" if reasons[0].startswith("mounted") else f"{part.name}: {reasons[0]}")
+            busy_parts.append(
+                f"{part.name} is {reasons[0]}" if reasons[0].startswith("mounted") else f"{part.name}: {reasons[0]}"
+            )
     if dev.kind == "bcache" and not own and not dev.fs_type:
         over = dev.bcache.backing_device if dev.bcache else None
         return "has-data", f"has data: the bcache device over {over or 'its backing device'}, no file system on it yet"

@@ -53,12 +53,21 @@ class Phase:
 
 
 PHASES: tuple[Phase, ...] = (
-    Phase("randread-qd1", "random 4 KiB reads, queue depth 1", 0.4,
-          ("--rw=randread", "--bs=4k", "--iodepth=1", "--norandommap", "--randrepeat=0")),
-    Phase("randread-qd32", "random 4 KiB reads, queue depth 32", 0.3,
-          ("--rw=randread", "--bs=4k", "--iodepth=32", "--norandommap", "--randrepeat=0")),
-    Phase("seqread-1m", "sequential 1 MiB reads in zones across the disk", 0.3,
-          ("--rw=read", "--bs=1M", "--iodepth=8")),
+    Phase(
+        "randread-qd1",
+        "random 4 KiB reads, queue depth 1",
+        0.4,
+        ("--rw=randread", "--bs=4k", "--iodepth=1", "--norandommap", "--randrepeat=0"),
+    ),
+    Phase(
+        "randread-qd32",
+        "random 4 KiB reads, queue depth 32",
+        0.3,
+        ("--rw=randread", "--bs=4k", "--iodepth=32", "--norandommap", "--randrepeat=0"),
+    ),
+    Phase(
+        "seqread-1m", "sequential 1 MiB reads in zones across the disk", 0.3, ("--rw=read", "--bs=1M", "--iodepth=8")
+    ),
 )
 DEFAULT_SECONDS = 4.5  # of fio run time; with fio start-up a probe stays under 8 s even on a slow HDD
 
@@ -143,8 +152,14 @@ def fio_argv(devnode: str, size_bytes: int, seconds: float, output: str) -> list
     for i, phase in enumerate(PHASES):
         runtime = max(1, round(seconds * phase.share * 1000))
         argv += [
-            f"--name={phase.name}", f"--filename={devnode}", "--direct=1", "--ioengine=libaio",
-            "--time_based", f"--runtime={runtime}ms", "--invalidate=0", *phase.options,
+            f"--name={phase.name}",
+            f"--filename={devnode}",
+            "--direct=1",
+            "--ioengine=libaio",
+            "--time_based",
+            f"--runtime={runtime}ms",
+            "--invalidate=0",
+            *phase.options,
         ]
         if phase.name.startswith("seq"):
             # Read 16 MiB at the start of every 1/16 of the disk, not just its first GiB.
@@ -179,8 +194,12 @@ def parse_fio(data: dict[str, Any]) -> list[PhaseResult]:
     return results
 
 
-def classify(phases: list[PhaseResult] | tuple[PhaseResult, ...], rotational: bool | None,
-             transport: str | None, zero_reads: bool = False) -> Classification:
+def classify(
+    phases: list[PhaseResult] | tuple[PhaseResult, ...],
+    rotational: bool | None,
+    transport: str | None,
+    zero_reads: bool = False,
+) -> Classification:
     """Decide HDD, SSD or NVMe from measured latency; explain and flag disagreements."""
     qd1 = next((p for p in phases if p.name == "randread-qd1" and p.ios > 0 and p.lat_p50_ms is not None), None)
     if qd1 is None or qd1.lat_p50_ms is None:
@@ -203,7 +222,13 @@ def classify(phases: list[PhaseResult] | tuple[PhaseResult, ...], rotational: bo
         fast_link = seq is not None and seq.mbps > SATA_MAX_MBPS
         if transport == "nvme" or (transport not in SERIAL_LINKS and fast_link):
             cls = "nvme"
-            why = "on an NVMe controller" if transport == "nvme" else f"reading {seq.mbps:.0f} MB/s, beyond a SATA link" if seq else ""
+            why = (
+                "on an NVMe controller"
+                if transport == "nvme"
+                else f"reading {seq.mbps:.0f} MB/s, beyond a SATA link"
+                if seq
+                else ""
+            )
             reason = f"random 4 KiB reads take {p50:.2f} ms at the median, no seeking: flash, {why}"
         else:
             cls = "ssd"
@@ -214,11 +239,14 @@ def classify(phases: list[PhaseResult] | tuple[PhaseResult, ...], rotational: bo
             reason += f"; {qd32.iops:,.0f} IOPS at queue depth 32"
         if p50 > SSD_MAX_P50_MS:
             confidence = "low"
-            reason += (f", {_parallel_gain(qd1, qd32):.1f}x depth 1, as only flash does; slower than flash usually "
-                       "answers (a USB bridge, a busy or virtual controller?)")
+            reason += (
+                f", {_parallel_gain(qd1, qd32):.1f}x depth 1, as only flash does; slower than flash usually "
+                "answers (a USB bridge, a busy or virtual controller?)"
+            )
     else:
         return Classification(
-            "unknown", "low",
+            "unknown",
+            "low",
             f"random 4 KiB reads take {p50:.2f} ms at the median: too slow for flash, too fast for a seeking disk "
             "(a hybrid drive, a RAID controller's cache, or a network disk?)",
         )

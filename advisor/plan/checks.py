@@ -85,7 +85,7 @@ def _playbook_path(path: str) -> str:
     role = role_of(path)
     if role is None:
         return path
-    return f"/sys/class/block/{{{{ {kname_var(role)}.stdout | trim }}}}{path[len(role) + 2:]}"
+    return f"/sys/class/block/{{{{ {kname_var(role)}.stdout | trim }}}}{path[len(role) + 2 :]}"
 
 
 @dataclass(frozen=True)
@@ -126,15 +126,17 @@ class Check:
 def from_json(data: Any) -> Check:
     """A check from its plan-file form; CheckError says what is wrong."""
     if not isinstance(data, dict) or not isinstance(data.get("args"), dict):
-        raise CheckError(f"a check must be {{\"kind\": ..., \"args\": {{...}}}}, not {str(data)[:60]!r}")
+        raise CheckError(f'a check must be {{"kind": ..., "args": {{...}}}}, not {str(data)[:60]!r}')
     cls = Check.registry.get(str(data.get("kind")))
     if cls is None:
         raise CheckError(f"unknown check {data.get('kind')!r}")
     args = data["args"]
     names = {f.name for f in fields(cls)}
     if set(args) != names or not all(isinstance(v, str) for v in args.values()):
-        raise CheckError(f"the check {cls.kind!r} takes the text arguments {', '.join(sorted(names))}, "
-                         f"not {', '.join(sorted(map(str, args))) or 'none'}")
+        raise CheckError(
+            f"the check {cls.kind!r} takes the text arguments {', '.join(sorted(names))}, "
+            f"not {', '.join(sorted(map(str, args))) or 'none'}"
+        )
     if "path" in names and not SYSFS_PATH.fullmatch(args["path"]) or ".." in args.get("path", ""):
         raise CheckError(f"the check {cls.kind!r} reads {args['path']!r}; plans only look at bcache's sysfs files")
     return cls(**args)
@@ -146,11 +148,15 @@ def _not(cond: str) -> str:
 
 def _negation(cls: type[C], kind: str) -> type[C]:
     """The kind that holds where ``cls`` does not: the same arguments, every rendering negated."""
-    return type(f"Not{cls.__name__}", (cls,), {"kind": kind, "negated": True, "__module__": cls.__module__,
-                                               "__doc__": f"Not: {cls.__doc__}"})
+    return type(
+        f"Not{cls.__name__}",
+        (cls,),
+        {"kind": kind, "negated": True, "__module__": cls.__module__, "__doc__": f"Not: {cls.__doc__}"},
+    )
 
 
 # --- LVM ---
+
 
 @dataclass(frozen=True)
 class Pv(Check):
@@ -174,8 +180,10 @@ class Pv(Check):
     def ansible(self, r: str = "r") -> Ansible:
         same_vg = f" and ({r}.stdout | trim) == {_quoted(self.in_vg)}" if self.in_vg else ""
         cond = f"({r}.rc == 0{same_vg})"
-        return Ansible(("pvs", "--noheadings", "-o", "vg_name" if self.in_vg else "pv_name", self.device),
-                       _not(cond) if self.negated else cond)
+        return Ansible(
+            ("pvs", "--noheadings", "-o", "vg_name" if self.in_vg else "pv_name", self.device),
+            _not(cond) if self.negated else cond,
+        )
 
 
 NotPv = _negation(Pv, "not_pv")
@@ -209,7 +217,9 @@ class _Exists(Check):
 
     def ansible(self, r: str = "r") -> Ansible:
         values = {k: _playbook_path(v) if k == "path" else v for k, v in self.args.items()}
-        return Ansible(tuple(a.format(**values) for a in self.lookup), f"{r}.rc != 0" if self.negated else f"{r}.rc == 0")
+        return Ansible(
+            tuple(a.format(**values) for a in self.lookup), f"{r}.rc != 0" if self.negated else f"{r}.rc == 0"
+        )
 
 
 @dataclass(frozen=True)
@@ -245,8 +255,10 @@ class _LvColumn(Check):
 
     def ansible(self, r: str = "r") -> Ansible:
         op = "!=" if self.negated else "=="
-        return Ansible(("lvs", "--noheadings", "-o", self.column, self.lv),
-                       f"({r}.rc == 0 and ({r}.stdout | trim) {op} {_quoted(self.expected)})")
+        return Ansible(
+            ("lvs", "--noheadings", "-o", self.column, self.lv),
+            f"({r}.rc == 0 and ({r}.stdout | trim) {op} {_quoted(self.expected)})",
+        )
 
 
 @dataclass(frozen=True)
@@ -267,6 +279,7 @@ class CacheMode(_LvColumn):
 
 
 # --- devices ---
+
 
 @dataclass(frozen=True)
 class _OnDevice(Check):
@@ -308,9 +321,11 @@ class NotMounted(_OnDevice):
     def ansible(self, r: str = "r") -> Ansible:
         # lsblk lists the device, then its partitions and whatever sits on either: only
         # unmounted partitions may follow an unmounted device.
-        return Ansible(("lsblk", "-rno", "TYPE,MOUNTPOINT", self.device),
-                       f"({r}.rc == 0 and ' ' not in ({r}.stdout_lines[0] | default('') | trim) and "
-                       f"({r}.stdout_lines[1:] | map('trim') | reject('equalto', 'part') | list | length) == 0)")
+        return Ansible(
+            ("lsblk", "-rno", "TYPE,MOUNTPOINT", self.device),
+            f"({r}.rc == 0 and ' ' not in ({r}.stdout_lines[0] | default('') | trim) and "
+            f"({r}.stdout_lines[1:] | map('trim') | reject('equalto', 'part') | list | length) == 0)",
+        )
 
 
 @dataclass(frozen=True)
@@ -321,11 +336,14 @@ class BcacheSuperblock(_OnDevice):
         return dev.fs_type == "bcache" or dev.bcache is not None
 
     def ansible(self, r: str = "r") -> Ansible:
-        return Ansible(("blkid", "-p", "-o", "value", "-s", "TYPE", self.device),
-                       f"({r}.rc == 0 and ({r}.stdout | trim) == 'bcache')")
+        return Ansible(
+            ("blkid", "-p", "-o", "value", "-s", "TYPE", self.device),
+            f"({r}.rc == 0 and ({r}.stdout | trim) == 'bcache')",
+        )
 
 
 # --- sysfs (bcache) ---
+
 
 def _alternatives(value: str) -> list[str]:
     return value.split("|")

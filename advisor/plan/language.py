@@ -14,8 +14,16 @@ import re
 
 from advisor.plan.model import Plan, PlanError, Step
 
-KINDS = ("lvmcache-attach", "lvmcache-uncache", "lvmcache-mode", "lvmcache-new", "bcache-create", "bcache-detach",
-         "writecache-attach", "writecache-detach")
+KINDS = (
+    "lvmcache-attach",
+    "lvmcache-uncache",
+    "lvmcache-mode",
+    "lvmcache-new",
+    "bcache-create",
+    "bcache-detach",
+    "writecache-attach",
+    "writecache-detach",
+)
 ROLES = ("origin", "ssd", "ssd2", "backing", "cache")
 STABLE_PATH = re.compile(r"/dev/(disk/by-id/|mapper/|bcache/by-uuid/|[A-Za-z0-9+_.][A-Za-z0-9+_.-]*/)[^/]+")
 NAME = r"[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}"
@@ -29,8 +37,10 @@ PLACEHOLDERS = {
     "POLICY": re.compile("smq|mq|cleaner"),
     "UUID": re.compile(UUID),
     # dm-writecache settings lvm2 passes on (lvmcache(7)), as recipes/writecache.py writes them.
-    "WCSETTINGS": re.compile(r"block_size=(512|4096)( high_watermark=[0-9]{1,3})?( low_watermark=[0-9]{1,3})?"
-                             r"( writeback_jobs=[0-9]{1,7})?"),
+    "WCSETTINGS": re.compile(
+        r"block_size=(512|4096)( high_watermark=[0-9]{1,3})?( low_watermark=[0-9]{1,3})?"
+        r"( writeback_jobs=[0-9]{1,7})?"
+    ),
 }
 # Every command shape the recipes emit; DEV is a device the plan is bound to, [x] is optional.
 SHAPES: dict[str, tuple[str, ...]] = {
@@ -40,12 +50,19 @@ SHAPES: dict[str, tuple[str, ...]] = {
     "vgextend": ("VG DEV",),
     "vgreduce": ("VG DEV",),
     "vgremove": ("--yes VG",),
-    "lvcreate": ("--yes --wipesignatures y -n NAME -L SIZEK VG DEV", "--yes --wipesignatures y -n NAME -l 100%PVS VG DEV",
-                 "--yes --wipesignatures y --type raid1 -m 1 -n NAME -L SIZEK VG DEV DEV"),
+    "lvcreate": (
+        "--yes --wipesignatures y -n NAME -L SIZEK VG DEV",
+        "--yes --wipesignatures y -n NAME -l 100%PVS VG DEV",
+        "--yes --wipesignatures y --type raid1 -m 1 -n NAME -L SIZEK VG DEV DEV",
+    ),
     "lvremove": ("--yes VGLV",),
-    "lvconvert": ("--yes --type cache-pool --poolmetadata VGLV --chunksize SIZEK --cachemode MODE --cachepolicy POLICY VGLV",
-                  "--yes --type cache --cachepool VGLV VGLV", "--yes --uncache VGLV", "--yes --splitcache VGLV",
-                  "--yes --type writecache --cachevol VGLV --cachesettings WCSETTINGS VGLV"),
+    "lvconvert": (
+        "--yes --type cache-pool --poolmetadata VGLV --chunksize SIZEK --cachemode MODE --cachepolicy POLICY VGLV",
+        "--yes --type cache --cachepool VGLV VGLV",
+        "--yes --uncache VGLV",
+        "--yes --splitcache VGLV",
+        "--yes --type writecache --cachevol VGLV --cachesettings WCSETTINGS VGLV",
+    ),
     "lvchange": ("--yes --cachemode MODE VGLV", "--yes -an VGLV"),
     "make-bcache": ("--cset-uuid UUID [--writeback] -B DEV -C DEV",),
     "wipefs": ("--all DEV",),
@@ -72,8 +89,9 @@ def _matches(argv: tuple[str, ...], shape: list[str], devices: set[str]) -> bool
     token = shape[0]
     if token.startswith("[") and token.endswith("]"):
         inner = token[1:-1]
-        return (bool(argv) and argv[0] == inner and _matches(argv[1:], shape[1:], devices)) or \
-            _matches(argv, shape[1:], devices)
+        return (bool(argv) and argv[0] == inner and _matches(argv[1:], shape[1:], devices)) or _matches(
+            argv, shape[1:], devices
+        )
     if not argv:
         return False
     if token == "DEV":
@@ -95,8 +113,10 @@ def command_problem(argv: tuple[str, ...], devices: set[str]) -> str | None:
     if program not in SHAPES:
         return f"{program} is not a program cachewise plans run ({', '.join(sorted(SHAPES))})"
     if not any(_matches(argv[1:], shape.split(), devices) for shape in SHAPES[program]):
-        return f"`{' '.join(argv)}` is not a {program} command a cachewise recipe writes, or names a device " \
+        return (
+            f"`{' '.join(argv)}` is not a {program} command a cachewise recipe writes, or names a device "
             "the plan is not bound to"
+        )
     return None
 
 
@@ -147,8 +167,10 @@ def check(plan: Plan) -> None:
         raise PlanError(f"the plan's device roles {roles} are not distinct roles of {', '.join(ROLES)}")
     for d in plan.devices:
         if not d.identity:
-            raise PlanError(f"the plan's {d.role} device {d.path} has no identity, so applying it could not tell "
-                            "that device from another")
+            raise PlanError(
+                f"the plan's {d.role} device {d.path} has no identity, so applying it could not tell "
+                "that device from another"
+            )
         if d.size_bytes <= 0:
             raise PlanError(f"the plan's {d.role} device {d.path} has no size")
         if not STABLE_PATH.fullmatch(d.path) or ".." in d.path:

@@ -128,8 +128,10 @@ class Plan:
         if name != "cachewise.plan" or not version.isdigit():
             raise PlanError(f"this is not a cachewise plan (schema {schema!r})")
         if int(version) > PLAN_SCHEMA_VERSION:
-            raise PlanError(f"the plan uses schema {schema}, newer than this cachewise understands "
-                            f"({PLAN_SCHEMA}); upgrade cachewise or make the plan again with this one")
+            raise PlanError(
+                f"the plan uses schema {schema}, newer than this cachewise understands "
+                f"({PLAN_SCHEMA}); upgrade cachewise or make the plan again with this one"
+            )
         from advisor.plan import language, strict
 
         try:

@@ -44,8 +44,14 @@ def load(cls: type[T], data: Any, where: str, ignore: frozenset[str] = frozenset
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", tuple: "a list", str: "a string", bool: "true/false",
-            type(None): "null"}.get(type(value), "a number")
+    return {
+        dict: "an object",
+        list: "a list",
+        tuple: "a list",
+        str: "a string",
+        bool: "true/false",
+        type(None): "null",
+    }.get(type(value), "a number")
 
 
 def _value(hint: Any, value: Any, where: str) -> Any:

@@ -21,8 +21,18 @@ DISCOVERY_FILES = ("state", "cache_mode", "dirty_data", "backing_dev_uuid", "bac
 LINKS = ("set", "cache", "dev")
 STATS_PERIODS = ("stats_total", "stats_day", "stats_hour", "stats_five_minute")
 STATS_FILES = ("cache_hits", "cache_misses", "cache_bypass_hits", "cache_bypass_misses", "cache_miss_collisions")
-STATE_FILES = ("state", "cache_mode", "dirty_data", "sequential_cutoff", "writeback_percent", "writeback_rate",
-               "running", "label", "backing_dev_uuid", "backing_dev_name")
+STATE_FILES = (
+    "state",
+    "cache_mode",
+    "dirty_data",
+    "sequential_cutoff",
+    "writeback_percent",
+    "writeback_rate",
+    "running",
+    "label",
+    "backing_dev_uuid",
+    "backing_dev_name",
+)
 HPRINT_UNITS = "kMGTPEZY"
 
 
@@ -106,12 +116,16 @@ class BcacheState:
             if all(v is not None for v in values):
                 stats[period] = Stats(*values)  # type: ignore[arg-type]
         running = files.get("running")
-        return cls(state=files.get("state"), cache_mode=selected(files.get("cache_mode")),
-                   dirty_bytes=hprint_bytes(files.get("dirty_data")),
-                   sequential_cutoff_bytes=hprint_bytes(files.get("sequential_cutoff")),
-                   writeback_percent=_int(files.get("writeback_percent")),
-                   writeback_rate_bytes=hprint_bytes(files.get("writeback_rate")),
-                   running=None if running is None else running == "1", stats=stats)
+        return cls(
+            state=files.get("state"),
+            cache_mode=selected(files.get("cache_mode")),
+            dirty_bytes=hprint_bytes(files.get("dirty_data")),
+            sequential_cutoff_bytes=hprint_bytes(files.get("sequential_cutoff")),
+            writeback_percent=_int(files.get("writeback_percent")),
+            writeback_rate_bytes=hprint_bytes(files.get("writeback_rate")),
+            running=None if running is None else running == "1",
+            stats=stats,
+        )
 
 
 def _int(text: str | None) -> int | None:

@@ -66,20 +66,39 @@ class CacheStatus:
             md_used, md_total = _ratio(f[1])
             used, total = _ratio(f[3])
             at = 11
-            features = tuple(f[at + 1: at + 1 + int(f[at])])
+            features = tuple(f[at + 1 : at + 1 + int(f[at])])
             at += 1 + len(features)
-            core = f[at + 1: at + 1 + int(f[at])]
+            core = f[at + 1 : at + 1 + int(f[at])]
             at += 1 + len(core)
             policy = f[at]
-            policy_args = f[at + 2: at + 2 + int(f[at + 1])]
+            policy_args = f[at + 2 : at + 2 + int(f[at + 1])]
             at += 2 + len(policy_args)
-            return cls(int(line.split()[1]), int(f[0]), md_used, md_total, int(f[2]), used, total, int(f[4]), int(f[5]),
-                       int(f[6]), int(f[7]), int(f[8]), int(f[9]), int(f[10]), features,
-                       dict(zip(core[::2], core[1::2], strict=False)), policy,
-                       dict(zip(policy_args[::2], policy_args[1::2], strict=False)), f[at],
-                       f[at + 1] == "needs_check" if len(f) > at + 1 else False)
+            return cls(
+                int(line.split()[1]),
+                int(f[0]),
+                md_used,
+                md_total,
+                int(f[2]),
+                used,
+                total,
+                int(f[4]),
+                int(f[5]),
+                int(f[6]),
+                int(f[7]),
+                int(f[8]),
+                int(f[9]),
+                int(f[10]),
+                features,
+                dict(zip(core[::2], core[1::2], strict=False)),
+                policy,
+                dict(zip(policy_args[::2], policy_args[1::2], strict=False)),
+                f[at],
+                f[at + 1] == "needs_check" if len(f) > at + 1 else False,
+            )
         except (IndexError, ValueError) as exc:
-            raise StatusError(f"a cache status line with missing or bad fields ({exc}): {line.strip()[:120]!r}") from None
+            raise StatusError(
+                f"a cache status line with missing or bad fields ({exc}): {line.strip()[:120]!r}"
+            ) from None
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,22 @@ PVS_FIELDS = ("pv_name", "vg_name", "pv_uuid", "pv_size", "dev_size")
 # so they are asked for only where they are used (CACHE_FIELDS).
 # cache_mode and cache_policy come from LVM's metadata; lv_health_status reads the kernel's
 # status of raid LVs only (a mirrored cache pool's missing leg shows as "partial").
-LVS_FIELDS = ("lv_name", "vg_name", "lv_uuid", "lv_attr", "lv_size", "segtype", "lv_dm_path", "devices", "pool_lv",
-              "origin", "lv_role", "cache_mode", "cache_policy", "lv_health_status")
+LVS_FIELDS = (
+    "lv_name",
+    "vg_name",
+    "lv_uuid",
+    "lv_attr",
+    "lv_size",
+    "segtype",
+    "lv_dm_path",
+    "devices",
+    "pool_lv",
+    "origin",
+    "lv_role",
+    "cache_mode",
+    "cache_policy",
+    "lv_health_status",
+)
 CACHE_FIELDS = ("lv_name", "vg_name", "segtype", "cache_mode", "cache_policy", "cache_dirty_blocks")
 # Formats tried in order; the first one lvm2 accepts is remembered for the rest of the process,
 # per lvm2 binary (pvs and lvs are links to the one lvm program).
@@ -63,8 +77,9 @@ def _refuses_format(exc: CommandFailed) -> bool:
     return bool(re.search(r"report ?format|json_std", exc.stderr, re.IGNORECASE))
 
 
-def report(runner: CommandRunner, command: str, fields: tuple[str, ...], *extra: str, key: str,
-           timeout: float = 60) -> list[dict[str, str]]:
+def report(
+    runner: CommandRunner, command: str, fields: tuple[str, ...], *extra: str, key: str, timeout: float = 60
+) -> list[dict[str, str]]:
     """Run ``command`` (pvs, lvs) for ``fields`` in bytes and return its rows."""
     found = runner.which(command)
     tool = os.path.realpath(found) if found else command
@@ -113,10 +128,17 @@ class Lv:
     @classmethod
     def from_row(cls, row: dict[str, str]) -> Lv:
         name = row.get("lv_name", "")
-        return cls(vg=row.get("vg_name", ""), name=name.strip("[]"), hidden=name.startswith("["),
-                   segtype=row.get("segtype", ""), cache_mode=row.get("cache_mode", ""),
-                   cache_policy=row.get("cache_policy", ""), cache_dirty_blocks=_int(row.get("cache_dirty_blocks")),
-                   size_bytes=_int(row.get("lv_size")), uuid=row.get("lv_uuid", ""))
+        return cls(
+            vg=row.get("vg_name", ""),
+            name=name.strip("[]"),
+            hidden=name.startswith("["),
+            segtype=row.get("segtype", ""),
+            cache_mode=row.get("cache_mode", ""),
+            cache_policy=row.get("cache_policy", ""),
+            cache_dirty_blocks=_int(row.get("cache_dirty_blocks")),
+            size_bytes=_int(row.get("lv_size")),
+            uuid=row.get("lv_uuid", ""),
+        )
 
 
 def _int(text: str | None) -> int | None:

@@ -42,8 +42,10 @@ def _label(value: str) -> str:
 def prometheus_text(samples: Iterable[Sample]) -> str:
     samples = list(samples)
     lines: list[str] = []
-    lines += ["# HELP cachewise_cache_info the cache's kind, mode, state and policy (value 1)",
-              "# TYPE cachewise_cache_info gauge"]
+    lines += [
+        "# HELP cachewise_cache_info the cache's kind, mode, state and policy (value 1)",
+        "# TYPE cachewise_cache_info gauge",
+    ]
     for s in samples:
         labels = {"target": s.target, "kind": s.kind, "mode": s.mode or "", "state": s.state, "policy": s.policy or ""}
         lines.append("cachewise_cache_info{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "} 1")

@@ -120,8 +120,9 @@ class FlushMeter:
 class Tracker:
     """Figures for one cache from its samples, in time order."""
 
-    def __init__(self, prediction: Prediction | None = None, window: float = 10.0,
-                 stall_seconds: float = STALL_SECONDS) -> None:
+    def __init__(
+        self, prediction: Prediction | None = None, window: float = 10.0, stall_seconds: float = STALL_SECONDS
+    ) -> None:
         self.prediction = prediction
         self.window = window
         self.stall_seconds = stall_seconds
@@ -162,19 +163,35 @@ class Tracker:
         stall = Stall(flush.stalled_seconds, stall_causes(s, old)) if flush.stalled_seconds is not None else None
         warmup, eta, model_eta = self._warmup(s, fill, fill_rate, promo)
         return Figures(
-            t=s.t, target=s.target, kind=s.kind, mode=s.mode, state=s.state,
+            t=s.t,
+            target=s.target,
+            kind=s.kind,
+            mode=s.mode,
+            state=s.state,
             hit_ratio=interval_ratio("hits", "misses", prev),
             hit_ratio_total=interval_ratio("hits", "misses", self.first) if s is not self.first else None,
             read_hit_ratio=interval_ratio("read_hits", "read_misses", prev),
-            fill=fill, used_bytes=s.used_bytes, capacity_bytes=s.capacity_bytes, fill_rate_bytes=fill_rate,
-            promotion_rate_bytes=promo, iops=rate(lambda x: _ios(x.device_io)), cache_iops=rate(lambda x: _ios(x.cache_io)),
-            origin_iops=rate(lambda x: _ios(x.origin_io)), dirty_bytes=s.dirty_bytes, flush_rate_bytes=flush.rate,
-            flush_eta_seconds=flush.eta_seconds, stall=stall, warmup=warmup, warmup_eta_seconds=eta,
+            fill=fill,
+            used_bytes=s.used_bytes,
+            capacity_bytes=s.capacity_bytes,
+            fill_rate_bytes=fill_rate,
+            promotion_rate_bytes=promo,
+            iops=rate(lambda x: _ios(x.device_io)),
+            cache_iops=rate(lambda x: _ios(x.cache_io)),
+            origin_iops=rate(lambda x: _ios(x.origin_io)),
+            dirty_bytes=s.dirty_bytes,
+            flush_rate_bytes=flush.rate,
+            flush_eta_seconds=flush.eta_seconds,
+            stall=stall,
+            warmup=warmup,
+            warmup_eta_seconds=eta,
             predicted_hit_ratio=self.prediction.hit_ratio if self.prediction else None,
-            predicted_eta_seconds=model_eta)
+            predicted_eta_seconds=model_eta,
+        )
 
-    def _warmup(self, s: Sample, fill: float | None, fill_rate: float | None,
-                promo: float | None) -> tuple[str, float | None, float | None]:
+    def _warmup(
+        self, s: Sample, fill: float | None, fill_rate: float | None, promo: float | None
+    ) -> tuple[str, float | None, float | None]:
         """(state, ETA to the steady state, the model's own ETA). The steady state is the
         predicted hot data (capped by the cache) when a prediction is known, else a full cache;
         the ETA divides what is left by the observed promotion (or fill) rate."""
@@ -204,23 +221,39 @@ def stall_causes(s: Sample, before: Sample) -> tuple[str, ...]:
     if s.device_io is not None and before.device_io is not None and s.t > before.t:
         writes = (_delta(s.device_io.writes, before.device_io.writes) or 0) / (s.t - before.t)
     if s.state in ("error", "needs_check") or (s.errors or 0) > 0:
-        causes.append("the cache device reports errors: its data may be failing. Do not detach it with dirty "
-                      "data; copy what you can from the cached device first, then see lvmcache(7) or bcache's "
-                      "documentation on a failed cache.")
-    if s.kind == "bcache" and s.mode == "writeback" and s.writeback_percent and s.capacity_bytes and \
-            s.dirty_bytes is not None and s.dirty_bytes <= s.capacity_bytes * s.writeback_percent / 100:
-        causes.append(f"bcache keeps up to writeback_percent ({s.writeback_percent}%) of the cache dirty on purpose "
-                      "and writes back slowly below it. To flush it all: echo 0 > "
-                      "/sys/block/BCACHE/bcache/writeback_percent, or switch cache_mode to writethrough.")
+        causes.append(
+            "the cache device reports errors: its data may be failing. Do not detach it with dirty "
+            "data; copy what you can from the cached device first, then see lvmcache(7) or bcache's "
+            "documentation on a failed cache."
+        )
+    if (
+        s.kind == "bcache"
+        and s.mode == "writeback"
+        and s.writeback_percent
+        and s.capacity_bytes
+        and s.dirty_bytes is not None
+        and s.dirty_bytes <= s.capacity_bytes * s.writeback_percent / 100
+    ):
+        causes.append(
+            f"bcache keeps up to writeback_percent ({s.writeback_percent}%) of the cache dirty on purpose "
+            "and writes back slowly below it. To flush it all: echo 0 > "
+            "/sys/block/BCACHE/bcache/writeback_percent, or switch cache_mode to writethrough."
+        )
     if writes is None or writes > 0:
-        causes.append("a program keeps writing to the cached device, dirtying blocks as fast as they are written "
-                      "back. Stop the writers (or unmount the file system) and the count will fall.")
+        causes.append(
+            "a program keeps writing to the cached device, dirtying blocks as fast as they are written "
+            "back. Stop the writers (or unmount the file system) and the count will fall."
+        )
     if s.kind == "dm-cache":
-        causes.append("dm-cache writes back at most migration_threshold sectors at a time; lvm2's uncache repeats "
-                      "'Flushing N blocks' until none are left. Raise it with `lvchange --cachesettings "
-                      "migration_threshold=16384 VG/LV`, or switch to the cleaner policy (`lvchange --cachepolicy "
-                      "cleaner VG/LV`) to write back everything.")
+        causes.append(
+            "dm-cache writes back at most migration_threshold sectors at a time; lvm2's uncache repeats "
+            "'Flushing N blocks' until none are left. Raise it with `lvchange --cachesettings "
+            "migration_threshold=16384 VG/LV`, or switch to the cleaner policy (`lvchange --cachepolicy "
+            "cleaner VG/LV`) to write back everything."
+        )
     if s.kind == "dm-writecache":
-        causes.append("dm-writecache writes back only above its high_watermark until asked: `lvconvert --splitcache "
-                      "VG/LV` flushes everything.")
+        causes.append(
+            "dm-writecache writes back only above its high_watermark until asked: `lvconvert --splitcache "
+            "VG/LV` flushes everything."
+        )
     return tuple(causes)

@@ -145,7 +145,7 @@ def _devname(sys_root: Path, devnum: str) -> str | None:
 
 
 def _lvm_name(dm_name: str) -> str:
-    """"vg--x-lv" -> "vg-x/lv" (lvm2 doubles each '-' inside the VG and LV names)."""
+    """ "vg--x-lv" -> "vg-x/lv" (lvm2 doubles each '-' inside the VG and LV names)."""
     parts = re.split(r"(?<!-)-(?!-)", dm_name, maxsplit=1)
     if len(parts) != 2 or not parts[1]:
         return dm_name
@@ -163,8 +163,9 @@ def _dm_lines(text: str) -> Iterable[tuple[str, str]]:
 class Sampler:
     """Finds the caches on the host and reads them. ``sys_root`` is /sys except in tests."""
 
-    def __init__(self, runner: CommandRunner, sys_root: Path = Path("/sys"), fill_every: float = 10.0,
-                 clock: Any = time.time) -> None:
+    def __init__(
+        self, runner: CommandRunner, sys_root: Path = Path("/sys"), fill_every: float = 10.0, clock: Any = time.time
+    ) -> None:
         self.runner = runner
         self.sys = sys_root
         self.fill_every = fill_every
@@ -201,8 +202,9 @@ class Sampler:
             else:  # <p|s> <origin dev> <cache dev> <block size> ...
                 origin, cache, block = _devname(self.sys, f[4]), _devname(self.sys, f[5]), int(f[6])
                 kind = "dm-writecache"
-            found.append(CacheRef(kind, _lvm_name(name), device or name, origin, cache, dm_name=name,
-                                  block_bytes=block))
+            found.append(
+                CacheRef(kind, _lvm_name(name), device or name, origin, cache, dm_name=name, block_bytes=block)
+            )
         return found
 
     def _dm_devices(self) -> dict[str, str]:
@@ -247,8 +249,10 @@ class Sampler:
             if ref.aliases() & wanted:
                 return ref
         names = ", ".join(c.name for c in caches) or "none"
-        raise WatchError(f"{target} is not a cache on this machine (caches found: {names}); nothing was read. "
-                         "Name an lvmcache LV as VG/LV or a bcache device as bcacheN (see `cachewise status`).")
+        raise WatchError(
+            f"{target} is not a cache on this machine (caches found: {names}); nothing was read. "
+            "Name an lvmcache LV as VG/LV or a bcache device as bcacheN (see `cachewise status`)."
+        )
 
     # -- reading them --
 
@@ -276,8 +280,9 @@ class Sampler:
             return None
 
     def _with_io(self, ref: CacheRef, sample: Sample) -> Sample:
-        return replace(sample, device_io=self._io(ref.device), origin_io=self._io(ref.origin),
-                       cache_io=self._io(ref.cache))
+        return replace(
+            sample, device_io=self._io(ref.device), origin_io=self._io(ref.origin), cache_io=self._io(ref.cache)
+        )
 
     def _dm(self, ref: CacheRef, line: str, now: float) -> Sample | None:
         try:
@@ -289,28 +294,69 @@ class Sampler:
 
     def _dm_cache(self, ref: CacheRef, s: CacheStatus, line: str, now: float) -> Sample:
         block = s.block_sectors * SECTOR
-        state = "needs_check" if s.needs_check else ("error" if s.metadata_mode == "ro" else
-                                                       "dirty" if s.dirty else "ok")
-        return Sample(now, ref.name, ref.kind, s.mode, state, s.policy, s.total_blocks * block, s.used_blocks * block,
-                      s.dirty * block, s.read_hits + s.write_hits, s.read_misses + s.write_misses,
-                      read_hits=s.read_hits, read_misses=s.read_misses, write_hits=s.write_hits,
-                      write_misses=s.write_misses, promotions=s.promotions, demotions=s.demotions, block_bytes=block,
-                      raw={"status": line.strip()})
+        state = (
+            "needs_check" if s.needs_check else ("error" if s.metadata_mode == "ro" else "dirty" if s.dirty else "ok")
+        )
+        return Sample(
+            now,
+            ref.name,
+            ref.kind,
+            s.mode,
+            state,
+            s.policy,
+            s.total_blocks * block,
+            s.used_blocks * block,
+            s.dirty * block,
+            s.read_hits + s.write_hits,
+            s.read_misses + s.write_misses,
+            read_hits=s.read_hits,
+            read_misses=s.read_misses,
+            write_hits=s.write_hits,
+            write_misses=s.write_misses,
+            promotions=s.promotions,
+            demotions=s.demotions,
+            block_bytes=block,
+            raw={"status": line.strip()},
+        )
 
     def _writecache(self, ref: CacheRef, s: WritecacheStatus, line: str, now: float) -> Sample:
         block = ref.block_bytes or 4096
         state = "error" if s.error else ("dirty" if s.used_blocks else "ok")
-        hits = None if s.read_hits is None else s.read_hits + (s.write_hits_uncommitted or 0) + (
-            s.write_hits_committed or 0)
-        misses = None if s.read_blocks is None or s.read_hits is None else (
-            (s.read_blocks - s.read_hits) + (s.write_blocks or 0) - (s.write_hits_uncommitted or 0)
-            - (s.write_hits_committed or 0))
+        hits = (
+            None
+            if s.read_hits is None
+            else s.read_hits + (s.write_hits_uncommitted or 0) + (s.write_hits_committed or 0)
+        )
+        misses = (
+            None
+            if s.read_blocks is None or s.read_hits is None
+            else (
+                (s.read_blocks - s.read_hits)
+                + (s.write_blocks or 0)
+                - (s.write_hits_uncommitted or 0)
+                - (s.write_hits_committed or 0)
+            )
+        )
         # dm-writecache keeps only written blocks: everything used is dirty until written back.
-        return Sample(now, ref.name, ref.kind, "writeback", state, None, s.total_blocks * block, s.used_blocks * block,
-                      s.used_blocks * block, hits, misses, read_hits=s.read_hits,
-                      read_misses=None if s.read_blocks is None or s.read_hits is None else s.read_blocks - s.read_hits,
-                      block_bytes=block, writeback_bytes=s.writeback_blocks * block, errors=s.error,
-                      raw={"status": line.strip()})
+        return Sample(
+            now,
+            ref.name,
+            ref.kind,
+            "writeback",
+            state,
+            None,
+            s.total_blocks * block,
+            s.used_blocks * block,
+            s.used_blocks * block,
+            hits,
+            misses,
+            read_hits=s.read_hits,
+            read_misses=None if s.read_blocks is None or s.read_hits is None else s.read_blocks - s.read_hits,
+            block_bytes=block,
+            writeback_bytes=s.writeback_blocks * block,
+            errors=s.error,
+            raw={"status": line.strip()},
+        )
 
     def _bcache(self, ref: CacheRef, now: float) -> Sample | None:
         assert ref.bcache_dir is not None
@@ -330,12 +376,24 @@ class Sampler:
             if available is not None:
                 files["cache_available_percent"] = available
         state = st.state or "unknown"
-        return Sample(now, ref.name, "bcache", st.cache_mode, state, None, capacity, used, st.dirty_bytes,
-                      total.hits if total else None, total.misses if total else None,
-                      bypass_hits=total.bypass_hits if total else None,
-                      bypass_misses=total.bypass_misses if total else None,
-                      writeback_rate_bytes=st.writeback_rate_bytes, writeback_percent=st.writeback_percent,
-                      raw=files)
+        return Sample(
+            now,
+            ref.name,
+            "bcache",
+            st.cache_mode,
+            state,
+            None,
+            capacity,
+            used,
+            st.dirty_bytes,
+            total.hits if total else None,
+            total.misses if total else None,
+            bypass_hits=total.bypass_hits if total else None,
+            bypass_misses=total.bypass_misses if total else None,
+            writeback_rate_bytes=st.writeback_rate_bytes,
+            writeback_percent=st.writeback_percent,
+            raw=files,
+        )
 
     def _bcache_used(self, ref: CacheRef, capacity: int | None, now: float, files: dict[str, str]) -> int | None:
         """Bytes of the cache holding data (clean, dirty, metadata), from priority_stats's

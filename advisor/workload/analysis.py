@@ -54,9 +54,11 @@ def blocks_per_request(requests: Requests, block_size: int) -> tuple[mrc.Blocks,
     # The usual trace has every request within one block: then the first blocks are the blocks.
     # Checked a slice at a time, so the check costs no second array of the trace's length.
     for at in range(0, len(requests), FEED_CHUNK):
-        part = requests[at:at + FEED_CHUNK]
-        last = (part["offset"] + np.maximum(part["length"], 1).astype(np.uint64) - np.uint64(1)) // np.uint64(block_size)
-        if not np.array_equal(last.view(np.int64), first[at:at + FEED_CHUNK]):
+        part = requests[at : at + FEED_CHUNK]
+        last = (part["offset"] + np.maximum(part["length"], 1).astype(np.uint64) - np.uint64(1)) // np.uint64(
+            block_size
+        )
+        if not np.array_equal(last.view(np.int64), first[at : at + FEED_CHUNK]):
             break
     else:
         return first, None
@@ -69,8 +71,10 @@ def blocks_per_request(requests: Requests, block_size: int) -> tuple[mrc.Blocks,
     counts = offset - first + 1
     del offset
     if int(counts.sum()) > MAX_ACCESSES:
-        raise TraceError(f"its {len(requests):,} requests make {int(counts.sum()):,} accesses of {block_size} bytes, "
-                         f"more than the {MAX_ACCESSES:,} analysed at once; give a larger --block-size")
+        raise TraceError(
+            f"its {len(requests):,} requests make {int(counts.sum()):,} accesses of {block_size} bytes, "
+            f"more than the {MAX_ACCESSES:,} analysed at once; give a larger --block-size"
+        )
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     blocks: mrc.Blocks = np.repeat(first, counts) + (np.arange(int(counts.sum()), dtype=np.int64) - starts)
     return blocks, counts
@@ -152,11 +156,15 @@ class _Summary:
         """The request-level figures of a chunk: mix, bytes, sizes, sequential share, times;
         a slice at a time, so that the temporaries stay small beside a long trace. Returns
         which requests a cache bypasses (None: none)."""
-        masks = [self._feed_requests(req[at:at + FEED_CHUNK]) for at in range(0, len(req), FEED_CHUNK)]
+        masks = [self._feed_requests(req[at : at + FEED_CHUNK]) for at in range(0, len(req), FEED_CHUNK)]
         if not any(m is not None for m in masks):
             return None
-        return np.concatenate([m if m is not None else np.zeros(min(FEED_CHUNK, len(req) - i * FEED_CHUNK), bool)
-                               for i, m in enumerate(masks)])
+        return np.concatenate(
+            [
+                m if m is not None else np.zeros(min(FEED_CHUNK, len(req) - i * FEED_CHUNK), bool)
+                for i, m in enumerate(masks)
+            ]
+        )
 
     def _feed_requests(self, req: Requests) -> npt.NDArray[np.bool_] | None:
         if not len(req):
@@ -169,8 +177,9 @@ class _Summary:
         self.write_bytes += int(lengths[writes].sum())
         self.read_bytes += int(lengths.sum()) - int(lengths[writes].sum())
         del writes
-        self.sizes += np.bincount(np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"),
-                                  minlength=len(SIZE_BUCKETS) + 1)
+        self.sizes += np.bincount(
+            np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"), minlength=len(SIZE_BUCKETS) + 1
+        )
         del lengths
         kinds = self.streams.classify(req)
         self.sequential += int(np.count_nonzero(kinds))
@@ -190,8 +199,9 @@ class _Summary:
             self._ids, self._counts = ids, counts.astype(np.int64, copy=False)
             return
         merged, index = np.unique(np.concatenate([self._ids, ids]), return_inverse=True)
-        self._counts = np.bincount(index, weights=np.concatenate([self._counts, counts]),
-                                   minlength=len(merged)).astype(np.int64)
+        self._counts = np.bincount(index, weights=np.concatenate([self._counts, counts]), minlength=len(merged)).astype(
+            np.int64
+        )
         self._ids = merged
 
     def counts(self) -> npt.NDArray[np.int64]:
@@ -207,8 +217,15 @@ def _check_block_size(block_size: int) -> None:
         raise ValueError(f"block size must be a power of two of at least 512 bytes, not {block_size}")
 
 
-def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, source_format: str,
-            stats: ImportStats, chunk: tuple[mrc.Curve, int, int] | None = None) -> Analysis:
+def _result(
+    summary: _Summary,
+    curve: mrc.Curve,
+    block_size: int,
+    source: str,
+    source_format: str,
+    stats: ImportStats,
+    chunk: tuple[mrc.Curve, int, int] | None = None,
+) -> Analysis:
     counts = summary.counts()
     hot = mrc.hot_data(counts)
     duration = summary.t_max - summary.t_min if summary.requests else 0.0
@@ -240,8 +257,9 @@ def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, s
         chunk_size=CHUNK if chunk is not None else None,
         chunk_curve_sizes_blocks=[int(x) for x in chunk[0].sizes] if chunk is not None else [],
         chunk_curve_hit_ratio=[round(float(h), 6) for h in chunk[0].hit_ratio] if chunk is not None else [],
-        chunk_curve_steady_hit_ratio=([round(float(h), 6) for h in chunk[0].steady]
-                                      if chunk is not None and chunk[0].steady is not None else []),
+        chunk_curve_steady_hit_ratio=(
+            [round(float(h), 6) for h in chunk[0].steady] if chunk is not None and chunk[0].steady is not None else []
+        ),
         chunk_footprint_blocks=chunk[1] if chunk is not None else 0,
         sequential_cutoff=summary.streams.cutoff,
         bypassed_requests=summary.bypassed,
@@ -256,15 +274,24 @@ def _result(summary: _Summary, curve: mrc.Curve, block_size: int, source: str, s
     )
 
 
-def analyze(trace: Trace, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto",
-            sequential_cutoff: int = SEQUENTIAL_CUTOFF) -> Analysis:
+def analyze(
+    trace: Trace,
+    block_size: int = MIN_BLOCK,
+    mode: Literal["auto", "exact", "shards"] = "auto",
+    sequential_cutoff: int = SEQUENTIAL_CUTOFF,
+) -> Analysis:
     """Analyse a trace held in memory. Streams past ``sequential_cutoff`` bytes (0: none) are
     counted apart from the curve, as a cache bypasses them."""
     return _analyze(trace, block_size, mode, release=False, cutoff=sequential_cutoff)
 
 
-def _analyze(trace: Trace, block_size: int, mode: Literal["auto", "exact", "shards"], release: bool,
-             cutoff: int = SEQUENTIAL_CUTOFF) -> Analysis:
+def _analyze(
+    trace: Trace,
+    block_size: int,
+    mode: Literal["auto", "exact", "shards"],
+    release: bool,
+    cutoff: int = SEQUENTIAL_CUTOFF,
+) -> Analysis:
     """analyze(); with ``release`` the trace's requests are dropped once their blocks are known
     (its caller has no further use for them), which keeps 10 million requests' 210 MB out of
     the peak."""
@@ -305,8 +332,15 @@ def _chunk_curve(chunks: mrc.Blocks, mode: Literal["exact", "shards"]) -> tuple[
     return mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids))), len(ids), accesses
 
 
-def analyze_stream(chunks: Iterable[Requests], expected_requests: int, block_size: int, source: str,
-                   source_format: str, stats: ImportStats, sequential_cutoff: int = SEQUENTIAL_CUTOFF) -> Analysis:
+def analyze_stream(
+    chunks: Iterable[Requests],
+    expected_requests: int,
+    block_size: int,
+    source: str,
+    source_format: str,
+    stats: ImportStats,
+    sequential_cutoff: int = SEQUENTIAL_CUTOFF,
+) -> Analysis:
     """Analyse a trace too long to hold, chunk by chunk, with a SHARDS curve: memory follows
     the footprint and the sample, not the trace."""
     _check_block_size(block_size)
@@ -333,14 +367,22 @@ def analyze_stream(chunks: Iterable[Requests], expected_requests: int, block_siz
     if sampler is None:
         raise ValueError("the trace holds no requests")
     curve = sampler.curve(mrc.default_sizes(len(summary.counts())))
-    chunk = ((chunk_sampler.curve(mrc.default_sizes(len(chunk_ids))), len(chunk_ids), chunk_accesses)
-             if chunk_sampler is not None else None)
+    chunk = (
+        (chunk_sampler.curve(mrc.default_sizes(len(chunk_ids))), len(chunk_ids), chunk_accesses)
+        if chunk_sampler is not None
+        else None
+    )
     return _result(summary, curve, block_size, source, source_format, stats, chunk)
 
 
-def analyze_path(path: Path, block_size: int = MIN_BLOCK, mode: Literal["auto", "exact", "shards"] = "auto",
-                 fmt: Format = "auto", layout: CsvLayout = MSR,
-                 sequential_cutoff: int = SEQUENTIAL_CUTOFF) -> tuple[Analysis, dict[str, Any]]:
+def analyze_path(
+    path: Path,
+    block_size: int = MIN_BLOCK,
+    mode: Literal["auto", "exact", "shards"] = "auto",
+    fmt: Format = "auto",
+    layout: CsvLayout = MSR,
+    sequential_cutoff: int = SEQUENTIAL_CUTOFF,
+) -> tuple[Analysis, dict[str, Any]]:
     """Analyse a trace file of any supported format: (analysis, the trace's own metadata).
     Long cachewise traces are read in chunks with a SHARDS curve, in bounded memory."""
     if fmt == "auto" and path.is_file():
@@ -348,7 +390,9 @@ def analyze_path(path: Path, block_size: int = MIN_BLOCK, mode: Literal["auto", 
     records = cachewise_records(path) if fmt == "cachewise" else 0
     if records > STREAM_REQUESTS and mode != "exact":
         stats = ImportStats(lines=records, requests=records)
-        return (analyze_stream(iter_cachewise(path), records, block_size, str(path), fmt, stats, sequential_cutoff),
-                read_cachewise_meta(path))
+        return (
+            analyze_stream(iter_cachewise(path), records, block_size, str(path), fmt, stats, sequential_cutoff),
+            read_cachewise_meta(path),
+        )
     trace = load_trace(path, fmt, layout)
     return _analyze(trace, block_size, mode, release=True, cutoff=sequential_cutoff), trace.meta

@@ -84,8 +84,9 @@ def plan_for(dev: Device, inv: Inventory) -> CapturePlan:
         if disk is None or start is None:
             raise CaptureError(f"cannot tell where {dev.name} starts on its disk; nothing was traced.")
         major, minor = (int(x) for x in disk.devnum.split(":"))
-        return CapturePlan(dev.name, dev.devnode, "block_rq_issue", major << 20 | minor, start, dev.size_bytes // 512,
-                           dev.size_bytes)
+        return CapturePlan(
+            dev.name, dev.devnode, "block_rq_issue", major << 20 | minor, start, dev.size_bytes // 512, dev.size_bytes
+        )
     major, minor = (int(x) for x in dev.devnum.split(":"))
     return CapturePlan(dev.name, dev.devnode, "block_bio_queue", major << 20 | minor, 0, 0, dev.size_bytes)
 
@@ -102,11 +103,15 @@ def tracefs(runner: CommandRunner) -> Path:
         if (root / "instances").is_dir():
             return root
     if os.geteuid() != 0:
-        raise CaptureError("tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`.")
+        raise CaptureError(
+            "tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`."
+        )
     try:
         runner.run(["mount", "-t", "tracefs", "tracefs", str(TRACEFS_CANDIDATES[0])], timeout=10)
     except CommandError as exc:
-        raise CaptureError(f"tracefs is not available ({exc}); nothing was traced. The kernel needs CONFIG_FTRACE.") from exc
+        raise CaptureError(
+            f"tracefs is not available ({exc}); nothing was traced. The kernel needs CONFIG_FTRACE."
+        ) from exc
     return TRACEFS_CANDIDATES[0]
 
 
@@ -147,7 +152,9 @@ class Capture:
 
     def __init__(self, plan: CapturePlan, runner: CommandRunner) -> None:
         if os.geteuid() != 0:
-            raise CaptureError("tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`.")
+            raise CaptureError(
+                "tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`."
+            )
         self.plan = plan
         self.root = tracefs(runner)
         self.instance = self.root / "instances" / f"cachewise-{os.getpid()}"
@@ -201,11 +208,25 @@ class Capture:
             total += int(m[1]) if m else 0
         return total
 
-    def run(self, out: IO[bytes], duration: float, on_progress: Callable[[CaptureProgress], None] | None = None,
-            should_stop: Callable[[], bool] | None = None) -> CaptureResult:
-        write_header(out, {"device": self.plan.devnode, "name": self.plan.device, "event": self.plan.event,
-                           "filter": self.plan.filter, "size_bytes": self.plan.size_bytes, "tracer": "tracefs",
-                           "started": time.time()})
+    def run(
+        self,
+        out: IO[bytes],
+        duration: float,
+        on_progress: Callable[[CaptureProgress], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> CaptureResult:
+        write_header(
+            out,
+            {
+                "device": self.plan.devnode,
+                "name": self.plan.device,
+                "event": self.plan.event,
+                "filter": self.plan.filter,
+                "size_bytes": self.plan.size_bytes,
+                "tracer": "tracefs",
+                "started": time.time(),
+            },
+        )
         buf = np.empty(FLUSH_RECORDS, REQUEST)
         n = events = bad = 0
         start = time.monotonic()
@@ -253,9 +274,14 @@ class Capture:
             os.close(fd)
             buf[:n].tofile(out)
             out.flush()
-        return CaptureResult(out.name if hasattr(out, "name") else "", events, round(time.monotonic() - start, 3),
-                             self.lost(), bad, stopped_by)
-
+        return CaptureResult(
+            out.name if hasattr(out, "name") else "",
+            events,
+            round(time.monotonic() - start, 3),
+            self.lost(),
+            bad,
+            stopped_by,
+        )
 
 
 def capture_with_blktrace(plan: CapturePlan, runner: CommandRunner, out: IO[bytes], duration: float) -> CaptureResult:
@@ -270,8 +296,10 @@ def capture_with_blktrace(plan: CapturePlan, runner: CommandRunner, out: IO[byte
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="cachewise-blktrace-") as tmp:
         try:
-            runner.run(["blktrace", "-d", disk, "-w", str(max(1, math.ceil(duration))), "-D", tmp, "-o", "trace"],
-                       timeout=duration + 60)
+            runner.run(
+                ["blktrace", "-d", disk, "-w", str(max(1, math.ceil(duration))), "-D", tmp, "-o", "trace"],
+                timeout=duration + 60,
+            )
             text = os.path.join(tmp, "trace.txt")
             runner.run(["blkparse", "-i", "trace", "-D", tmp, "-o", text], timeout=600)
         except CommandError as exc:
@@ -284,11 +312,14 @@ def capture_with_blktrace(plan: CapturePlan, runner: CommandRunner, out: IO[byte
         keep = (offset >= 0) & (offset < plan.sector_count * 512)
         requests = requests[keep]
         requests["offset"] = offset[keep]
-    write_header(out, {"device": plan.devnode, "name": plan.device, "tracer": "blktrace", "size_bytes": plan.size_bytes})
+    write_header(
+        out, {"device": plan.devnode, "name": plan.device, "tracer": "blktrace", "size_bytes": plan.size_bytes}
+    )
     requests.tofile(out)
     out.flush()
-    return CaptureResult(getattr(out, "name", ""), len(requests), round(time.monotonic() - started, 3), 0, stats.bad,
-                         "duration")
+    return CaptureResult(
+        getattr(out, "name", ""), len(requests), round(time.monotonic() - started, 3), 0, stats.bad, "duration"
+    )
 
 
 def _disk_node(plan: CapturePlan) -> str:

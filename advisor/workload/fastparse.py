@@ -29,9 +29,17 @@ MAX_OFFSET = 1 << 60
 WORD_OTHER, WORD_READ, WORD_WRITE, WORD_NOT_IO, WORD_FILE_OP = 0, 1, 2, 3, 4
 
 
-def _scan(buf: npt.NDArray[np.uint8], timed: bool, at: int, out_t: npt.NDArray[np.float64],  # pragma: no cover
-          out_offset: npt.NDArray[np.uint64], out_length: npt.NDArray[np.uint32], out_write: npt.NDArray[np.uint8],
-          counts: npt.NDArray[np.int64], bad: npt.NDArray[np.int64]) -> int:
+def _scan(
+    buf: npt.NDArray[np.uint8],
+    timed: bool,
+    at: int,
+    out_t: npt.NDArray[np.float64],  # pragma: no cover
+    out_offset: npt.NDArray[np.uint64],
+    out_length: npt.NDArray[np.uint32],
+    out_write: npt.NDArray[np.uint8],
+    counts: npt.NDArray[np.int64],
+    bad: npt.NDArray[np.int64],
+) -> int:
     """Scan the complete lines in ``buf``, writing requests from index ``at`` on; returns the
     index after the last. ``counts`` accumulates [lines, requests, skipped, bad]; the first
     EXAMPLES malformed lines are noted in ``bad`` as (start, end, line index) triples."""
@@ -78,22 +86,43 @@ def _scan(buf: npt.NDArray[np.uint8], timed: bool, at: int, out_t: npt.NDArray[n
                 length = e - s
                 if length == 4 and buf[s] == 114 and buf[s + 1] == 101 and buf[s + 2] == 97 and buf[s + 3] == 100:
                     word = 1  # read
-                elif (length == 5 and buf[s] == 119 and buf[s + 1] == 114 and buf[s + 2] == 105 and buf[s + 3] == 116
-                      and buf[s + 4] == 101):
+                elif (
+                    length == 5
+                    and buf[s] == 119
+                    and buf[s + 1] == 114
+                    and buf[s + 2] == 105
+                    and buf[s + 3] == 116
+                    and buf[s + 4] == 101
+                ):
                     word = 2  # write
                 elif length == 4 and buf[s] == 116 and buf[s + 1] == 114 and buf[s + 2] == 105 and buf[s + 3] == 109:
                     word = 3  # trim
                 elif length == 4 and buf[s] == 115 and buf[s + 1] == 121 and buf[s + 2] == 110 and buf[s + 3] == 99:
                     word = 3  # sync
-                elif (length == 8 and buf[s] == 100 and buf[s + 1] == 97 and buf[s + 2] == 116 and buf[s + 3] == 97
-                      and buf[s + 4] == 115 and buf[s + 5] == 121 and buf[s + 6] == 110 and buf[s + 7] == 99):
+                elif (
+                    length == 8
+                    and buf[s] == 100
+                    and buf[s + 1] == 97
+                    and buf[s + 2] == 116
+                    and buf[s + 3] == 97
+                    and buf[s + 4] == 115
+                    and buf[s + 5] == 121
+                    and buf[s + 6] == 110
+                    and buf[s + 7] == 99
+                ):
                     word = 3  # datasync
                 elif length == 3 and buf[s] == 97 and buf[s + 1] == 100 and buf[s + 2] == 100:
                     word = 4  # add
                 elif length == 4 and buf[s] == 111 and buf[s + 1] == 112 and buf[s + 2] == 101 and buf[s + 3] == 110:
                     word = 4  # open
-                elif (length == 5 and buf[s] == 99 and buf[s + 1] == 108 and buf[s + 2] == 111 and buf[s + 3] == 115
-                      and buf[s + 4] == 101):
+                elif (
+                    length == 5
+                    and buf[s] == 99
+                    and buf[s + 1] == 108
+                    and buf[s + 2] == 111
+                    and buf[s + 3] == 115
+                    and buf[s + 4] == 101
+                ):
                     word = 4  # close
             if fields == 2 and word == 4:
                 verdict = 1
@@ -156,14 +185,24 @@ def _compiled() -> Any:
 
     def warm(f: Any) -> None:
         z = np.zeros(1)
-        f(np.frombuffer(bytearray(b"1 f read 0 1\n"), np.uint8), True, 0, z, z.astype(np.uint64), z.astype(np.uint32),
-          z.astype(np.uint8), np.zeros(4, np.int64), np.zeros(3 * EXAMPLES, np.int64))
+        f(
+            np.frombuffer(bytearray(b"1 f read 0 1\n"), np.uint8),
+            True,
+            0,
+            z,
+            z.astype(np.uint64),
+            z.astype(np.uint32),
+            z.astype(np.uint8),
+            np.zeros(4, np.int64),
+            np.zeros(3 * EXAMPLES, np.int64),
+        )
 
     return compile_loop(_scan, SIGNATURE, warm)
 
 
-def read_fio_iolog(path: Path, timed: bool, header_bytes: int, request_dtype: np.dtype[Any],
-                   stats: Any) -> npt.NDArray[Any]:
+def read_fio_iolog(
+    path: Path, timed: bool, header_bytes: int, request_dtype: np.dtype[Any], stats: Any
+) -> npt.NDArray[Any]:
     """The requests of the fio iolog at ``path`` after its ``header_bytes``-long first line,
     into an array of ``request_dtype`` (t, offset, length, write); ``stats`` (an ImportStats)
     gets the counts and examples. Memory: the requests, sized by the file's line count, plus
@@ -198,7 +237,7 @@ def read_fio_iolog(path: Path, timed: bool, header_bytes: int, request_dtype: np
             at = scan(body, timed, at, out["t"], out["offset"], out["length"], out["write"], counts, bad)
             del body  # the buffer may be resized only with no array over it
             for k in range(seen_bad, min(int(counts[3]), EXAMPLES)):
-                text = bytes(buf[bad[3 * k]:bad[3 * k + 1]]).decode("utf-8", "replace")
+                text = bytes(buf[bad[3 * k] : bad[3 * k + 1]]).decode("utf-8", "replace")
                 stats.bad_line(int(bad[3 * k + 2]) + 2, text)  # line 1 is the header
             stats.bad = int(counts[3])
             consumed_lines = int(counts[0])

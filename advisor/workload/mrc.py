@@ -33,15 +33,25 @@ HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing spreads nei
 HASH_SHIFT = np.uint64(40)  # keep the top 24 bits
 HASH_RANGE = 1 << 24
 # Fixed salts make results reproducible; each defines an independent spatial sample.
-SALTS = (0x0, 0x5BD1E9955BD1E995, 0x27D4EB2F165667C5, 0x165667B19E3779F9,
-         0x85EBCA77C2B2AE3D, 0xC2B2AE3D27D4EB4F, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9)
+SALTS = (
+    0x0,
+    0x5BD1E9955BD1E995,
+    0x27D4EB2F165667C5,
+    0x165667B19E3779F9,
+    0x85EBCA77C2B2AE3D,
+    0xC2B2AE3D27D4EB4F,
+    0x94D049BB133111EB,
+    0xBF58476D1CE4E5B9,
+)
 SHARDS_TARGET_PER_SAMPLE = 200_000  # sampled references per sample
 SHARDS_MIN_RATE = 0.001
 INTERPRETED_LIMIT = 20_000  # accesses; shorter traces skip the numba compile
 EXACT_LIMIT = 12_000_000  # block accesses; past this, auto mode samples (memory stays under 1 GB)
 
 
-def _stack_distances(dense: npt.NDArray[np.int64], distinct: int) -> npt.NDArray[np.int64]:  # pragma: no cover - compiled
+def _stack_distances(
+    dense: npt.NDArray[np.int64], distinct: int
+) -> npt.NDArray[np.int64]:  # pragma: no cover - compiled
     n = dense.shape[0]
     last = np.full(distinct, -1, np.int64)
     tree = np.zeros(n + 1, np.int32)
@@ -82,7 +92,8 @@ def _compiled() -> Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]]
     from advisor.workload.jit import compile_loop
 
     compiled: Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]] = compile_loop(
-        _stack_distances, "int64[:](int64[:], int64)", lambda f: f(np.zeros(1, dtype=np.int64), 1))
+        _stack_distances, "int64[:](int64[:], int64)", lambda f: f(np.zeros(1, dtype=np.int64), 1)
+    )
     return compiled
 
 
@@ -147,8 +158,9 @@ class Curve:
 STEADY_SLICES = 100  # the trace is cut in this many slices to place each size's fill time
 
 
-def steady_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64],
-                          new_blocks: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float64]:
+def steady_from_distances(
+    distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], new_blocks: npt.NDArray[np.int64] | None = None
+) -> npt.NDArray[np.float64]:
     """The hit ratio each cache size settles at: an LRU cache of s blocks is full from the
     s-th first touch on, and only the accesses after that count. First touches before it are
     its warm-up; those after it are misses it keeps having (a heavy-tailed workload keeps
@@ -168,7 +180,7 @@ def steady_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[n
     edges = np.linspace(0, n, STEADY_SLICES + 1).astype(np.int64)
     hist = np.zeros((STEADY_SLICES, len(sizes) + 1), np.int64)
     for k in range(STEADY_SLICES):
-        part = distances[edges[k]:edges[k + 1]]
+        part = distances[edges[k] : edges[k + 1]]
         # An access at stack distance d hits in every cache of more than d blocks.
         hist[k] = np.bincount(np.searchsorted(sizes, part[part >= 0], side="right"), minlength=len(sizes) + 1)
     hits_by_slice = np.cumsum(hist, axis=1)[:, : len(sizes)]  # [slice, size]: hits of that size
@@ -184,12 +196,13 @@ def steady_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[n
         reused = n - int(np.count_nonzero(distances < 0))
         return hits_by_slice.sum(axis=0) / reused if reused else np.zeros(len(sizes))
     last = int(np.flatnonzero(filled)[-1])
-    out[last + 1:] = out[last]  # sizes the trace does not fill (a smaller size fills first)
+    out[last + 1 :] = out[last]  # sizes the trace does not fill (a smaller size fills first)
     return np.maximum.accumulate(np.nan_to_num(out))  # a size of 0 blocks never hits
 
 
-def _curve_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64],
-                          total: float) -> npt.NDArray[np.float64]:
+def _curve_from_distances(
+    distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], total: float
+) -> npt.NDArray[np.float64]:
     reused = np.sort(distances[distances >= 0])
     # An access with stack distance d hits in every LRU cache of more than d blocks.
     hits = np.searchsorted(reused, sizes, side="left").astype(np.float64)
@@ -198,19 +211,33 @@ def _curve_from_distances(distances: npt.NDArray[np.int64], sizes: npt.NDArray[n
 
 def exact_curve(blocks: Blocks, sizes: npt.NDArray[np.int64]) -> Curve:
     d = stack_distances(blocks)
-    return Curve("exact", sizes, _curve_from_distances(d, sizes, float(len(blocks))), len(blocks),
-                 steady=steady_from_distances(d, sizes))
+    return Curve(
+        "exact",
+        sizes,
+        _curve_from_distances(d, sizes, float(len(blocks))),
+        len(blocks),
+        steady=steady_from_distances(d, sizes),
+    )
 
 
-def exact_curve_dense(dense: npt.NDArray[np.int64], distinct: int, sizes: npt.NDArray[np.int64],
-                      per_request: npt.NDArray[np.int64] | None = None) -> Curve:
+def exact_curve_dense(
+    dense: npt.NDArray[np.int64],
+    distinct: int,
+    sizes: npt.NDArray[np.int64],
+    per_request: npt.NDArray[np.int64] | None = None,
+) -> Curve:
     """exact_curve of accesses relabelled to 0 .. distinct-1. With ``per_request`` (how many
     consecutive accesses each request made), the curve counts requests, as bcache does: a
     request hits only when every block of it does (its distance is its blocks' largest)."""
     d = dense_stack_distances(dense, distinct)
     if per_request is None:
-        return Curve("exact", sizes, _curve_from_distances(d, sizes, float(len(dense))), len(dense),
-                     steady=steady_from_distances(d, sizes))
+        return Curve(
+            "exact",
+            sizes,
+            _curve_from_distances(d, sizes, float(len(dense))),
+            len(dense),
+            steady=steady_from_distances(d, sizes),
+        )
     starts = np.cumsum(per_request) - per_request
     cold = d < 0
     new = np.add.reduceat(cold.astype(np.int64), starts)
@@ -218,8 +245,13 @@ def exact_curve_dense(dense: npt.NDArray[np.int64], distinct: int, sizes: npt.ND
     rd = np.maximum.reduceat(d, starts)
     del d, cold
     rd[rd == np.iinfo(np.int64).max] = -1
-    return Curve("exact", sizes, _curve_from_distances(rd, sizes, float(len(rd))), len(rd),
-                 steady=steady_from_distances(rd, sizes, new))
+    return Curve(
+        "exact",
+        sizes,
+        _curve_from_distances(rd, sizes, float(len(rd))),
+        len(rd),
+        steady=steady_from_distances(rd, sizes, new),
+    )
 
 
 def shards_rate(accesses: int) -> float:
@@ -261,8 +293,12 @@ class ShardsSampler:
         return Curve("shards", sizes, np.mean(curves, axis=0), self.total, self.rate, len(self.salts))
 
 
-def lru_curve(blocks: Blocks, sizes: npt.NDArray[np.int64], mode: Literal["auto", "exact", "shards"] = "auto",
-              rate: float | None = None) -> Curve:
+def lru_curve(
+    blocks: Blocks,
+    sizes: npt.NDArray[np.int64],
+    mode: Literal["auto", "exact", "shards"] = "auto",
+    rate: float | None = None,
+) -> Curve:
     """The LRU curve, exact or by SHARDS; ``auto`` is exact up to EXACT_LIMIT accesses."""
     if mode == "auto":
         mode = "exact" if len(blocks) <= EXACT_LIMIT else "shards"
@@ -326,7 +362,7 @@ def _zipf_groups(alpha: float, items: int) -> tuple[npt.NDArray[np.float64], npt
     """(items per group, reference probability of each item in the group), ranks 1..items."""
     head = np.arange(1, min(items, ZIPF_EXACT_RANKS) + 1, dtype=np.float64)
     counts = [np.ones_like(head)]
-    weights = [head ** -alpha]
+    weights = [head**-alpha]
     if items > ZIPF_EXACT_RANKS:
         edges = np.unique(np.geomspace(ZIPF_EXACT_RANKS + 1, items + 1, ZIPF_GROUPS).astype(np.int64))
         edges[-1] = items + 1

@@ -161,19 +161,23 @@ def check_target(path: str, allow_file: bool = False) -> Target:
             raise ReplayError(f"reading {real} needs root; {nothing}. Run `sudo cachewise replay ...`.") from None
         raise ReplayError(f"cannot open {real} ({exc.strerror}); {nothing}.") from None
     if size < MIN_TARGET:
-        raise ReplayError(f"{path} holds only {size:,} bytes, too small to replay onto (at least "
-                          f"{MIN_TARGET >> 20} MiB); {nothing}.")
+        raise ReplayError(
+            f"{path} holds only {size:,} bytes, too small to replay onto (at least {MIN_TARGET >> 20} MiB); {nothing}."
+        )
     return Target(path, real, stat.S_ISBLK(mode), size)
 
 
 def check_disposable(target: Target, disposable: str | None) -> None:
     """ReplayError unless the caller named the target a second time, exactly, as disposable."""
     if disposable is None:
-        raise ReplayError(f"replaying writes would overwrite data on {target.path}, so it needs "
-                          f"--disposable {target.path} as well; nothing was written. {UNDO}")
+        raise ReplayError(
+            f"replaying writes would overwrite data on {target.path}, so it needs "
+            f"--disposable {target.path} as well; nothing was written. {UNDO}"
+        )
     if disposable != target.path:
-        raise ReplayError(f"--disposable {disposable} does not repeat the target {target.path} exactly; "
-                          f"nothing was written. {UNDO}")
+        raise ReplayError(
+            f"--disposable {disposable} does not repeat the target {target.path} exactly; nothing was written. {UNDO}"
+        )
 
 
 def check_writes(target: Target, disposable: str | None, device: Device | None, runner: CommandRunner) -> None:
@@ -185,8 +189,9 @@ def check_writes(target: Target, disposable: str | None, device: Device | None, 
     if not target.block:
         return  # a regular file, which only tests may name (check_target's allow_file)
     if device is None:
-        raise ReplayError(f"discovery does not list {target.path}, so what it holds is unknown; nothing was "
-                          f"written. {UNDO}")
+        raise ReplayError(
+            f"discovery does not list {target.path}, so what it holds is unknown; nothing was written. {UNDO}"
+        )
     if device.state != "free" or device.signature is not None:
         why = device.in_use_reason if device.state != "free" else f"it holds {device.signature}"
         raise ReplayError(f"{target.path} is not free ({why}); nothing was written. {UNDO}")
@@ -205,8 +210,9 @@ def check_writes(target: Target, disposable: str | None, device: Device | None, 
 
 def check_speed(speed: float) -> None:
     if not MIN_SPEED <= speed <= MAX_SPEED:
-        raise ReplayError(f"--speed must be between {MIN_SPEED:g} and {MAX_SPEED:g} (got {speed:g}); "
-                          "nothing was replayed.")
+        raise ReplayError(
+            f"--speed must be between {MIN_SPEED:g} and {MAX_SPEED:g} (got {speed:g}); nothing was replayed."
+        )
 
 
 def map_requests(requests: Requests, target_size: int) -> tuple[Any, Any, int]:
@@ -219,8 +225,16 @@ def map_requests(requests: Requests, target_size: int) -> tuple[Any, Any, int]:
     return offsets, lengths, int((lengths != raw).sum())
 
 
-def write_iolog(requests: Requests, out: Path, target: Target, *, speed: float = 1.0,
-                duration: float | None = None, writes: bool = False, cap: int = MAX_REQUESTS) -> Iolog:
+def write_iolog(
+    requests: Requests,
+    out: Path,
+    target: Target,
+    *,
+    speed: float = 1.0,
+    duration: float | None = None,
+    writes: bool = False,
+    cap: int = MAX_REQUESTS,
+) -> Iolog:
     """Write ``requests`` as a fio version 3 iolog for ``target``. ``duration`` keeps the first
     seconds of trace time (a trace without times keeps everything); writes are dropped unless
     ``writes``. ReplayError when nothing is left to replay."""
@@ -238,9 +252,11 @@ def write_iolog(requests: Requests, out: Path, target: Target, *, speed: float =
     capped = max(0, len(reqs) - cap)
     reqs, t = reqs[:cap], t[:cap]
     if not len(reqs):
-        raise ReplayError(f"the trace holds no reads to replay ({dropped:,} writes were dropped: replays are "
-                          "read-only); nothing was replayed. Replay writes only onto a scratch device, with "
-                          "--allow-writes --disposable DEVICE.")
+        raise ReplayError(
+            f"the trace holds no reads to replay ({dropped:,} writes were dropped: replays are "
+            "read-only); nothing was replayed. Replay writes only onto a scratch device, with "
+            "--allow-writes --disposable DEVICE."
+        )
     offsets, lengths, resized = map_requests(reqs, target.size)
     stamps = (np.rint(t / speed * 1e6).astype(np.uint64) + 1) if timed else np.ones(len(reqs), np.uint64)
     name = target.real
@@ -248,9 +264,16 @@ def write_iolog(requests: Requests, out: Path, target: Target, *, speed: float =
         fh.write(f"fio version 3 iolog\n1 {name} add\n1 {name} open\n")
         for s in range(0, len(reqs), CHUNK):
             e = s + CHUNK
-            fh.writelines(f"{ts} {name} {'write' if w else 'read'} {o} {n}\n" for ts, o, n, w in zip(
-                stamps[s:e].tolist(), offsets[s:e].tolist(), lengths[s:e].tolist(), reqs["write"][s:e].tolist(),
-                strict=True))
+            fh.writelines(
+                f"{ts} {name} {'write' if w else 'read'} {o} {n}\n"
+                for ts, o, n, w in zip(
+                    stamps[s:e].tolist(),
+                    offsets[s:e].tolist(),
+                    lengths[s:e].tolist(),
+                    reqs["write"][s:e].tolist(),
+                    strict=True,
+                )
+            )
         fh.write(f"{int(stamps[-1])} {name} close\n")
     seconds = float(stamps[-1] - 1) / 1e6
     return Iolog(len(reqs), dropped, resized, capped, timed, seconds)
@@ -264,13 +287,25 @@ def iodepth_for(version: str, timed: bool) -> int:
     return DEPTH
 
 
-def fio_argv(target: str, iolog: str, output: str, *, iodepth: int, runtime: float, writes: bool,
-             chunked: bool) -> list[str]:
+def fio_argv(
+    target: str, iolog: str, output: str, *, iodepth: int, runtime: float, writes: bool, chunked: bool
+) -> list[str]:
     """The fio command line of a replay (``--readonly`` unless writes were allowed)."""
-    argv = ["fio", *([] if writes else ["--readonly"]), "--name=replay", f"--filename={target}",
-            f"--read_iolog={iolog}", "--replay_no_stall=0", "--direct=1", "--ioengine=libaio",
-            f"--iodepth={iodepth}", "--invalidate=0", f"--runtime={max(1, round(runtime * 1000))}ms",
-            "--output-format=json", f"--output={output}"]
+    argv = [
+        "fio",
+        *([] if writes else ["--readonly"]),
+        "--name=replay",
+        f"--filename={target}",
+        f"--read_iolog={iolog}",
+        "--replay_no_stall=0",
+        "--direct=1",
+        "--ioengine=libaio",
+        f"--iodepth={iodepth}",
+        "--invalidate=0",
+        f"--runtime={max(1, round(runtime * 1000))}ms",
+        "--output-format=json",
+        f"--output={output}",
+    ]
     if chunked:
         argv.insert(-2, "--read_iolog_chunked=1")
     return argv
@@ -302,29 +337,45 @@ def parse_fio_json(data: dict[str, Any]) -> Measured:
 def _notes(log: Iolog, measured: Measured, iodepth: int, runtime: float, version: str) -> tuple[str, ...]:
     notes = []
     if log.capped:
-        notes.append(f"the trace has {log.requests + log.capped:,} requests; only the first {log.requests:,} were "
-                     "replayed (use --duration to choose a shorter part).")
+        notes.append(
+            f"the trace has {log.requests + log.capped:,} requests; only the first {log.requests:,} were "
+            "replayed (use --duration to choose a shorter part)."
+        )
     if log.dropped_writes:
         notes.append(f"{log.dropped_writes:,} write requests were dropped: the replay is read-only.")
     if log.resized:
         notes.append(f"{log.resized:,} request lengths were rounded up to whole 4 KiB blocks or clamped to 1 MiB.")
     if log.timed and iodepth == 1:
-        notes.append(f"{version} cannot collect completions while it waits for the next timestamp (fio 3.36 can), "
-                     "so the replay ran at queue depth 1: requests that overlapped in the trace were issued one "
-                     "after another.")
+        notes.append(
+            f"{version} cannot collect completions while it waits for the next timestamp (fio 3.36 can), "
+            "so the replay ran at queue depth 1: requests that overlapped in the trace were issued one "
+            "after another."
+        )
     if measured.requests < log.requests:
-        why = ("the device could not keep up with the trace" if log.timed
-               else "the replay reached its time limit")
-        notes.append(f"fio stopped after {runtime:,.0f} s with {measured.requests:,} of {log.requests:,} requests "
-                     f"issued ({why}).")
+        why = "the device could not keep up with the trace" if log.timed else "the replay reached its time limit"
+        notes.append(
+            f"fio stopped after {runtime:,.0f} s with {measured.requests:,} of {log.requests:,} requests "
+            f"issued ({why})."
+        )
     return tuple(notes)
 
 
-def replay(trace_path: str | os.PathLike[str], target_path: str, runner: CommandRunner, *, label: str,
-           fmt: Format = "auto", layout: CsvLayout | None = None, speed: float = 1.0,
-           duration: float | None = None, allow_writes: bool = False, disposable: str | None = None,
-           device: Device | None = None, allow_file: bool = False,
-           on_progress: ProgressFn | None = None) -> ReplayResult:
+def replay(
+    trace_path: str | os.PathLike[str],
+    target_path: str,
+    runner: CommandRunner,
+    *,
+    label: str,
+    fmt: Format = "auto",
+    layout: CsvLayout | None = None,
+    speed: float = 1.0,
+    duration: float | None = None,
+    allow_writes: bool = False,
+    disposable: str | None = None,
+    device: Device | None = None,
+    allow_file: bool = False,
+    on_progress: ProgressFn | None = None,
+) -> ReplayResult:
     """Replay the trace at ``trace_path`` onto ``target_path`` with fio. ReplayError before
     anything runs when the target, the write permission or the options do not allow it, or
     when fio fails; TraceError when the trace cannot be read. ``device`` is the target as
@@ -340,22 +391,38 @@ def replay(trace_path: str | os.PathLike[str], target_path: str, runner: Command
     trace = load_trace(trace_path, fmt, layout)
     with tempfile.TemporaryDirectory(prefix="cachewise-replay-") as tmp:
         iolog_path, output = os.path.join(tmp, "replay.iolog"), os.path.join(tmp, "fio.json")
-        log = write_iolog(trace.requests, Path(iolog_path), target, speed=speed, duration=duration,
-                          writes=allow_writes)
+        log = write_iolog(trace.requests, Path(iolog_path), target, speed=speed, duration=duration, writes=allow_writes)
         iodepth = iodepth_for(version, log.timed)
         runtime = log.seconds * FALL_BEHIND + 30 if log.timed else duration or UNTIMED_LIMIT
-        argv = fio_argv(target.real, iolog_path, output, iodepth=iodepth, runtime=runtime, writes=allow_writes,
-                        chunked=not log.timed)
+        argv = fio_argv(
+            target.real,
+            iolog_path,
+            output,
+            iodepth=iodepth,
+            runtime=runtime,
+            writes=allow_writes,
+            chunked=not log.timed,
+        )
         data = _run_fio(argv, runner, runtime, log.seconds if log.timed else duration, on_progress)
     measured = parse_fio_json(data)
-    return ReplayResult(label=label, trace=str(trace_path), target=target.path, planned=log.requests,
-                        dropped_writes=log.dropped_writes, speed=speed, timed=log.timed, iodepth=iodepth,
-                        fio_version=version, measured=measured,
-                        notes=_notes(log, measured, iodepth, runtime, version))
+    return ReplayResult(
+        label=label,
+        trace=str(trace_path),
+        target=target.path,
+        planned=log.requests,
+        dropped_writes=log.dropped_writes,
+        speed=speed,
+        timed=log.timed,
+        iodepth=iodepth,
+        fio_version=version,
+        measured=measured,
+        notes=_notes(log, measured, iodepth, runtime, version),
+    )
 
 
-def _run_fio(argv: list[str], runner: CommandRunner, runtime: float, expected: float | None,
-             on_progress: ProgressFn | None) -> dict[str, Any]:
+def _run_fio(
+    argv: list[str], runner: CommandRunner, runtime: float, expected: float | None, on_progress: ProgressFn | None
+) -> dict[str, Any]:
     """Run fio to its end (stopping it if interrupted) and return its JSON output."""
     output = next(a.split("=", 1)[1] for a in argv if a.startswith("--output="))
     try:

@@ -36,10 +36,19 @@ INTERPRETED_LIMIT = 200_000  # requests; shorter slices are scanned in Python (0
 SLOTS = 256  # the compiled scan's hash table of stream ends (a quarter full at most)
 
 
-def _scan(t: npt.NDArray[np.float64], offset: npt.NDArray[np.int64], length: npt.NDArray[np.int64],
-          ends: npt.NDArray[np.int64], seq: npt.NDArray[np.int64], seen: npt.NDArray[np.float64],
-          links: npt.NDArray[np.int64], table: npt.NDArray[np.int64], cutoff: int, expire: float,
-          out: npt.NDArray[np.int8]) -> None:  # pragma: no cover - compiled
+def _scan(
+    t: npt.NDArray[np.float64],
+    offset: npt.NDArray[np.int64],
+    length: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    seq: npt.NDArray[np.int64],
+    seen: npt.NDArray[np.float64],
+    links: npt.NDArray[np.int64],
+    table: npt.NDArray[np.int64],
+    cutoff: int,
+    expire: float,
+    out: npt.NDArray[np.int8],
+) -> None:  # pragma: no cover - compiled
     """For each request: out 0 (starts a stream), 1 (continues one), 2 (continues one that has
     reached the cutoff: bypassed).
 
@@ -152,8 +161,14 @@ def _scan(t: npt.NDArray[np.float64], offset: npt.NDArray[np.int64], length: npt
         out[r] = 2 if cutoff > 0 and total >= cutoff else kind
 
 
-def _scan_interpreted(t: list[float], offset: list[int], length: list[int], recent: OrderedDict[int, tuple[int, float]],
-                      cutoff: int, expire: float) -> list[int]:
+def _scan_interpreted(
+    t: list[float],
+    offset: list[int],
+    length: list[int],
+    recent: OrderedDict[int, tuple[int, float]],
+    cutoff: int,
+    expire: float,
+) -> list[int]:
     """_scan for short traces, in plain Python (a dict, not 64 comparisons per request):
     ``recent`` maps each stream's end to (bytes so far, last time), least recently used first."""
     out = []
@@ -194,12 +209,22 @@ def _compiled() -> Callable[..., None]:
     from advisor.workload.jit import compile_loop
 
     def warm(f: Callable[..., None]) -> None:
-        f(np.zeros(1), np.zeros(1, np.int64), np.ones(1, np.int64), *_State().scan_args(), 1, EXPIRE_S,
-          np.zeros(1, np.int8))
+        f(
+            np.zeros(1),
+            np.zeros(1, np.int64),
+            np.ones(1, np.int64),
+            *_State().scan_args(),
+            1,
+            EXPIRE_S,
+            np.zeros(1, np.int8),
+        )
 
     compiled: Callable[..., None] = compile_loop(
-        _scan, "void(float64[:], int64[:], int64[:], int64[:], int64[:], float64[:], int64[:], int64[:], int64, "
-        "float64, int8[:])", warm)
+        _scan,
+        "void(float64[:], int64[:], int64[:], int64[:], int64[:], float64[:], int64[:], int64[:], int64, "
+        "float64, int8[:])",
+        warm,
+    )
     return compiled
 
 
@@ -219,8 +244,15 @@ class _State:
     links: npt.NDArray[np.int64] = field(default_factory=_links)
     table: npt.NDArray[np.int64] = field(default_factory=lambda: np.full(2 * SLOTS, -1, np.int64))
 
-    def scan_args(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64],
-                                 npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    def scan_args(
+        self,
+    ) -> tuple[
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.float64],
+        npt.NDArray[np.int64],
+        npt.NDArray[np.int64],
+    ]:
         return self.ends, self.seq, self.seen, self.links, self.table
 
 
@@ -244,8 +276,9 @@ class StreamDetector:
         offset = req["offset"].astype(np.int64)
         length = np.maximum(req["length"], 1).astype(np.int64)
         if self._recent is not None and len(req) <= INTERPRETED_LIMIT:
-            out[:] = _scan_interpreted(t.tolist(), offset.tolist(), length.tolist(), self._recent, self.cutoff,
-                                       EXPIRE_S)
+            out[:] = _scan_interpreted(
+                t.tolist(), offset.tolist(), length.tolist(), self._recent, self.cutoff, EXPIRE_S
+            )
             return out
         _compiled()(t, offset, length, *self._arrays().scan_args(), self.cutoff, EXPIRE_S, out)
         return out

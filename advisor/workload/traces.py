@@ -118,8 +118,10 @@ def detect_format(path: Path) -> Format:
         return "blkparse"
     if "," in (text.splitlines()[0] if text else ""):
         return "csv"
-    raise TraceError(f"{path} is not a trace cachewise knows (a cachewise trace, a fio iolog, blkparse output or CSV)",
-                     "unknown-format")
+    raise TraceError(
+        f"{path} is not a trace cachewise knows (a cachewise trace, a fio iolog, blkparse output or CSV)",
+        "unknown-format",
+    )
 
 
 def parse_fio_iolog(fh: IO[str], stats: ImportStats) -> Requests:
@@ -180,7 +182,8 @@ def parse_blkparse(fh: IO[str], stats: ImportStats, action: str | None = None) -
         if m is None:
             # The per-CPU and total summaries blkparse prints at the end, and blank lines.
             summary = line.startswith(("CPU", "Total", "Throughput", "Events", "Skips", "Input file")) or (
-                line.startswith(" ") and not re.match(r"\s*\d+,\d+\s", line))
+                line.startswith(" ") and not re.match(r"\s*\d+,\d+\s", line)
+            )
             if line.strip() and not summary:
                 stats.bad_line(number, line)
             else:
@@ -260,7 +263,9 @@ def parse_csv(fh: IO[str], stats: ImportStats, layout: CsvLayout = MSR) -> Reque
             op = row[layout.op].strip().lower()
             if op not in ("read", "write", "r", "w", "rs", "ws"):
                 raise ValueError(f"operation {op!r}")
-            builder.add(float(row[layout.time]) * scale, int(row[layout.offset]), int(row[layout.size]), op.startswith("w"))
+            builder.add(
+                float(row[layout.time]) * scale, int(row[layout.offset]), int(row[layout.size]), op.startswith("w")
+            )
         except ValueError:
             stats.bad_line(number, ",".join(row))
             continue
@@ -308,9 +313,11 @@ def _cachewise_header(path: Path) -> tuple[dict[str, Any], int, int]:
         first = fh.readline(64)
         if first != MAGIC:
             if first.startswith(MAGIC_PREFIX):
-                version = first[len(MAGIC_PREFIX):].strip().decode("ascii", "replace")
-                raise TraceError(f"{path} is a cachewise trace of format version {version!r}; this cachewise reads "
-                                 "version 1 (upgrade it)")
+                version = first[len(MAGIC_PREFIX) :].strip().decode("ascii", "replace")
+                raise TraceError(
+                    f"{path} is a cachewise trace of format version {version!r}; this cachewise reads "
+                    "version 1 (upgrade it)"
+                )
             raise TraceError(f"{path} is not a cachewise trace (bad header)")
         try:
             meta = json.loads(fh.readline(1 << 20))
@@ -345,8 +352,14 @@ def read_cachewise(path: Path, stats: ImportStats) -> tuple[Requests, dict[str, 
 
 def _valid_records(records: Requests, stats: ImportStats) -> Requests:
     """The records whose fields are in range (a damaged file's others are counted as bad)."""
-    ok = (np.isfinite(records["t"]) & (records["t"] >= 0) & (records["offset"] < MAX_OFFSET)
-          & (records["length"] > 0) & (records["length"] <= MAX_LENGTH) & (records["write"] <= 1))
+    ok = (
+        np.isfinite(records["t"])
+        & (records["t"] >= 0)
+        & (records["offset"] < MAX_OFFSET)
+        & (records["length"] > 0)
+        & (records["length"] <= MAX_LENGTH)
+        & (records["write"] <= 1)
+    )
     bad = int((~ok).sum())
     if bad:
         stats.bad += bad
@@ -361,7 +374,9 @@ def iter_cachewise(path: Path, chunk: int = 4 * CHUNK) -> Iterator[Requests]:
     """A cachewise trace in chunks of ``chunk`` requests (a truncated last record is dropped)."""
     _, start, total = _cachewise_header(path)
     for first in range(0, total, chunk):
-        records = np.fromfile(path, dtype=REQUEST, count=min(chunk, total - first), offset=start + first * REQUEST.itemsize)
+        records = np.fromfile(
+            path, dtype=REQUEST, count=min(chunk, total - first), offset=start + first * REQUEST.itemsize
+        )
         yield _valid_records(records, ImportStats())
 
 
@@ -412,7 +427,8 @@ def load_trace(path: str | os.PathLike[str], fmt: Format = "auto", csv_layout: C
             else:
                 requests = parse_csv(fh, stats, csv_layout or MSR)
     if len(requests) == 0:
-        raise TraceError(f"{p} holds no read or write requests ({stats.lines} lines, {stats.bad} malformed)"
-                         + (f"; the first problem: {stats.examples[0]}" if stats.examples else ""))
+        raise TraceError(
+            f"{p} holds no read or write requests ({stats.lines} lines, {stats.bad} malformed)"
+            + (f"; the first problem: {stats.examples[0]}" if stats.examples else "")
+        )
     return Trace(requests, chosen, str(p), stats, meta)
-
