@@ -1,7 +1,8 @@
 """The history database: an embedded SQLite file with ordered schema migrations.
 
 Lives under ``$XDG_STATE_HOME/cachewise`` (``~/.local/state/cachewise``) for users and
-``/var/lib/cachewise`` for root; ``--state-dir`` or ``CACHEWISE_STATE_DIR`` override both.
+``/var/lib/cachewise`` for root; the front ends' state directory option or ``CACHEWISE_STATE_DIR``
+override both.
 Discovery snapshots are recorded here; later steps add probes, traces, plans and warm-up
 samples as new migrations. ``PRAGMA user_version`` holds the schema version.
 """
@@ -18,10 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.errors import Described, codes, next_step
+
 if TYPE_CHECKING:  # modules that only type the records: opening the history must stay cheap
     from advisor.disks.devices import Inventory
     from advisor.disks.probe import ProbeResult
-    from advisor.watch.figures import Prediction
+    from advisor.prediction import Prediction
     from advisor.watch.sampler import Sample
     from advisor.workload.analysis import Analysis
 
@@ -110,8 +113,13 @@ MIGRATIONS: tuple[str, ...] = (
 THINNING = ((86400.0, 60.0), (30 * 86400.0, 3600.0))
 
 
-class HistoryError(Exception):
+codes({"history-unusable": "{why}"})
+
+
+class HistoryError(Described):
     """The history database cannot be used; the message says why and what to do."""
+
+    CODE = "history-unusable"
 
 
 def default_state_dir() -> Path:
@@ -143,8 +151,9 @@ class History:
             self._db = sqlite3.connect(path)
         except (OSError, sqlite3.Error) as exc:
             raise HistoryError(
-                f"cannot open the history database {path} ({exc}); nothing was recorded. "
-                f"Choose a writable place with --state-dir or {STATE_ENV}."
+                f"cannot open the history database {path} ({exc}); nothing was recorded",
+                changed=True,
+                next=[next_step("choose-state-dir")],
             ) from exc
         self._db.execute("PRAGMA foreign_keys = ON")
         try:
@@ -152,8 +161,7 @@ class History:
         except sqlite3.DatabaseError as exc:
             self._db.close()
             raise HistoryError(
-                f"{path} is not a usable cachewise history database ({exc}); nothing was changed. "
-                "Move it aside to start a new history."
+                f"{path} is not a usable cachewise history database ({exc})", next=[next_step("move-history-aside")]
             ) from exc
 
     @classmethod
@@ -168,8 +176,8 @@ class History:
         current = self.version
         if current > len(MIGRATIONS):
             raise HistoryError(
-                f"{self.path} has schema version {current}, newer than this cachewise knows "
-                f"({len(MIGRATIONS)}); nothing was changed. Upgrade cachewise or use another --state-dir."
+                f"{self.path} has schema version {current}, newer than this cachewise knows ({len(MIGRATIONS)})",
+                next=[next_step("upgrade"), next_step("choose-state-dir")],
             )
         for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
             # One transaction per migration: a crash leaves the previous version intact.
@@ -276,7 +284,7 @@ class History:
             return int(cur.lastrowid or 0)
 
     def record_cache(self, target: str, plan_kind: str, prediction: Prediction | None, made_at: float) -> int:
-        """A cache cachewise made on ``target`` (its name as `cachewise watch` knows it)."""
+        """A cache cachewise made on ``target`` (its name as the watch knows it)."""
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO caches (target, made_at, plan_kind, prediction_json) VALUES (?, ?, ?, ?)",
@@ -289,7 +297,7 @@ class History:
         rows = self._db.execute(
             "SELECT target, made_at, prediction_json FROM caches ORDER BY made_at DESC, id DESC LIMIT ?", (limit,)
         ).fetchall()
-        from advisor.watch.figures import Prediction
+        from advisor.prediction import Prediction
 
         out = []
         for target, made_at, data in rows:

@@ -17,6 +17,9 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.errors import CachewiseError, codes, next_step
 
 log = logging.getLogger("cachewise.runner")
 
@@ -50,12 +53,23 @@ TOOL_PACKAGES: dict[str, str] = {
 }
 
 
-class CommandError(Exception):
+codes(
+    {
+        "command-error": "`{command}` could not run: {why}",
+        "tool-missing": "{tool} is not installed, so `{command}` could not run",
+        "permission-denied": "`{command}` was refused ({detail})",
+        "timed-out": "`{command}` did not finish within {timeout:g} s and was stopped",
+        "command-failed": "`{command}` failed with exit code {returncode}: {tail}",
+    }
+)
+
+
+class CommandError(CachewiseError):
     """A command could not be run or did not succeed."""
 
-    def __init__(self, argv: Sequence[str], message: str) -> None:
-        super().__init__(message)
+    def __init__(self, argv: Sequence[str], why: str = "", *, code: str = "command-error", **facts: Any) -> None:
         self.argv = list(argv)
+        super().__init__(code, command=shlex.join(argv), why=why, **facts)
 
     @property
     def command(self) -> str:
@@ -68,10 +82,9 @@ class ToolMissing(CommandError):
     def __init__(self, argv: Sequence[str]) -> None:
         tool = argv[0]
         package = TOOL_PACKAGES.get(os.path.basename(tool))
-        hint = f"install the {package} package (apt-get install {package})" if package else f"install {tool}"
-        super().__init__(argv, f"{tool} is not installed, so `{shlex.join(argv)}` could not run; {hint}.")
         self.tool = tool
         self.package = package
+        super().__init__(argv, code="tool-missing", tool=tool, next=[next_step("install", package=package or tool)])
 
 
 class PermissionDenied(CommandError):
@@ -79,16 +92,16 @@ class PermissionDenied(CommandError):
 
     def __init__(self, argv: Sequence[str], stderr: str) -> None:
         detail = stderr.strip().splitlines()[-1] if stderr.strip() else "permission denied"
-        super().__init__(argv, f"`{shlex.join(argv)}` was refused ({detail}); run cachewise as root (sudo).")
         self.stderr = stderr
+        super().__init__(argv, code="permission-denied", detail=detail, next=[next_step("become-root")])
 
 
 class TimedOut(CommandError):
     """The command did not finish within its timeout and was killed."""
 
     def __init__(self, argv: Sequence[str], timeout: float) -> None:
-        super().__init__(argv, f"`{shlex.join(argv)}` did not finish within {timeout:g} s and was stopped.")
         self.timeout = timeout
+        super().__init__(argv, code="timed-out", timeout=timeout)
 
 
 class CommandFailed(CommandError):
@@ -96,9 +109,9 @@ class CommandFailed(CommandError):
 
     def __init__(self, argv: Sequence[str], returncode: int, stderr: str) -> None:
         tail = " ".join(stderr.strip().splitlines()[-3:]) or "no error output"
-        super().__init__(argv, f"`{shlex.join(argv)}` failed with exit code {returncode}: {tail}")
         self.returncode = returncode
         self.stderr = stderr
+        super().__init__(argv, code="command-failed", returncode=returncode, tail=tail)
 
 
 @dataclass(frozen=True)

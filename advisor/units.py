@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+from advisor.errors import Described, codes
+
 KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 # bcache's default sequential_cutoff: streams longer than this bypass the cache (the analysis,
 # the recommendation and the bcache recipe all start from it).
@@ -18,8 +20,13 @@ DURATION_SUFFIX = {"": 1, "s": 1, "m": 60, "h": 3600}
 MAX_DURATION = 31 * 86400
 
 
-class UnitError(ValueError):
+codes({"bad-unit": "{why}"})
+
+
+class UnitError(Described, ValueError):
     """Text that is not a size, duration or rate."""
+
+    CODE = "bad-unit"
 
 
 MAX_SIZE = 1 << 60  # 1 EiB: far beyond any disk; larger numbers are typing mistakes

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from advisor.runner import CommandResult, CommandRunner
 from advisor.watch.sampler import Sampler
-from cachewise.core import Core, LiveDiscovery
+from cachewise.core import Core, LiveDiscovery, watch
 from tests.unit.fakesys import many
 
 
@@ -68,11 +68,11 @@ def main() -> None:
         runner = ReplayingRunner(table, status)
         core = Core(LiveDiscovery(runner), runner, state_dir=Path(tmp) / "state")
         core._sampler = Sampler(runner, sysfs)
-        refs = [core.watch_target("labvg/data")]
-        watch = core.watch(refs)
+        refs = [watch.target(core, "labvg/data")]
+        session = watch.session(core, refs)
         seconds = args.minutes * 60
-        share = at_1hz(seconds, watch.step)
-        watch.flush()
+        share = at_1hz(seconds, session.step)
+        session.flush()
         floor = at_1hz(
             min(seconds, 60), lambda: subprocess.run(["dmsetup", "status"], capture_output=True, check=False)
         )
@@ -90,7 +90,7 @@ def main() -> None:
         for _ in range(5):
             core._sampler = Sampler(runner, sysfs)
             start = time.perf_counter()
-            rows = core.status()
+            rows = watch.status(core)
             times.append(time.perf_counter() - start)
         print(f"status with {len(rows)} caches: median {sorted(times)[2] * 1000:.1f} ms (target < 1000 ms)")
 

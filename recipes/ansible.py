@@ -17,14 +17,20 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from advisor.errors import Described, codes
 from advisor.plan.checks import Check, kname_var
 from advisor.plan.model import Plan
 
 Task = dict[str, Any]
 
 
-class AnsibleError(ValueError):
+codes({"no-playbook": "{why}"})
+
+
+class AnsibleError(Described, ValueError):
     """The plan cannot be expressed as a playbook (yet)."""
+
+    CODE = "no-playbook"
 
 
 def _probe(name: str, argv: list[str] | tuple[str, ...], register: str, when: str | None = None) -> Task:

@@ -1,7 +1,7 @@
 """bcache recipes: a cached device on empty disks, and a safe detach.
 
 bcache needs its own superblock on the backing device, so it is only made on devices without
-data (or with --wipe, which lists what is destroyed); for data in place, lvmcache is the
+data (or when the user allows the wipe, which the plan lists as destroyed); for data in place, lvmcache is the
 answer (T-LVM-2). Tunables and detach are sysfs writes; paths start with ``{backing}``, the
 backing device's sysfs directory, resolved when the step runs (kernel names change).
 """
@@ -9,8 +9,13 @@ backing device's sysfs directory, resolved when the step runs (kernel names chan
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, replace
 
+from advisor.advice.recommend import CacheConfig
+from advisor.backends import BCACHE, Mode
 from advisor.disks.devices import Device, Inventory
+from advisor.disks.discovery import find_device
+from advisor.errors import codes, next_step
 from advisor.plan.checks import (
     BcacheSuperblock,
     NoSignature,
@@ -19,9 +24,33 @@ from advisor.plan.checks import (
     Sysfs,
     SysfsExists,
 )
+from advisor.plan.language import Use
 from advisor.plan.model import Plan, Step
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF, human_size
-from recipes.common import NOTHING, RecipeError, bind
+from recipes.common import RecipeError, bind, check_backend
+from recipes.registry import Recipe, option, register
+
+CREATE, DETACH = "bcache-create", BCACHE.remover
+codes(
+    {
+        "bcache-not-a-disk": "{device} is a {kind} device; bcache's {role} must be a disk, a partition or an md array",
+        "device-in-use": "{device} is in use ({why})",
+        "backing-holds-data": "{device} holds data ({signature}). bcache needs a reformat of the backing device: its "
+        "own superblock goes where the data starts, so the data would be lost",
+        "bad-writeback-percent": "writeback_percent must be 0 to 40, not {value}",
+        "same-device": "{backing} and {cache} are the same device; name the HDD and the SSD",
+        "bcache-cache-too-small": "{device} is too small for a bcache cache: {size} is {buckets} buckets of "
+        '{bucket}, and the kernel refuses a cache of {minimum} buckets or fewer (dmesg: "ca->sb.nbuckets is too '
+        'small"; registering fails with "Operation not permitted"); it takes an SSD or partition larger than '
+        "{smallest}",
+        "bcache-sector-mismatch": "{cache} has larger logical sectors ({cache_sector}) than {backing} "
+        "({backing_sector})",
+        "not-bcache": "{device} is not a bcache device",
+        "not-bcache-backing": "{device} is not a bcache backing device or bcacheN",
+        "no-cache-attached": "{device} has no cache attached (state: {state})",
+        "cache-device-missing": "the cache device of cache set {cset} was not found, so it cannot be wiped",
+    }
+)
 
 B = "{backing}/bcache"
 # make-bcache's default bucket (1024 sectors); the kernel's cache_alloc() refuses a cache whose
@@ -35,28 +64,27 @@ def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | N
     """Refuse devices that are mounted or in use; return the signature that --wipe destroys."""
     # An md array the user made (two SSDs in RAID1, say) is a disk to bcache; cachewise never makes one.
     if dev.kind not in ("disk", "partition") and not (dev.md is not None and dev.md.role == "array"):
-        raise RecipeError(
-            f"{dev.display_path} is a {dev.kind} device; bcache's {role} must be a disk, a partition "
-            f"or an md array. {NOTHING}"
-        )
+        raise RecipeError("bcache-not-a-disk", device=dev.display_path, kind=dev.kind, role=role)
     if dev.mountpoints or dev.swap or dev.holders:
-        raise RecipeError(f"{dev.display_path} is in use ({dev.in_use_reason or 'mounted or held'}). {NOTHING}")
+        raise RecipeError("device-in-use", device=dev.display_path, why=dev.in_use_reason or "mounted or held")
     for part in dev.partitions:
         p = inv.by_name(part)
         if p is not None and (p.mountpoints or p.holders):
-            raise RecipeError(f"{dev.display_path} has a partition in use ({p.display_path}). {NOTHING}")
+            raise RecipeError(
+                "partition-in-use", device=dev.display_path, partition=p.display_path, why=p.in_use_reason or "in use"
+            )
     signature = dev.signature
     if signature and not wipe:
+        wipe_it = next_step("allow-wipe", device=dev.display_path)
         if role == "backing":
             raise RecipeError(
-                f"{dev.display_path} holds data ({signature}). bcache needs a reformat of the backing device: its own "
-                "superblock goes where the data starts, so the data would be lost. Back it up and restore it onto "
-                "the bcache device afterwards (then pass --wipe), or keep the data in place with lvmcache "
-                f"(`cachewise plan lvmcache-attach`, on LVM). {NOTHING}"
+                "backing-holds-data",
+                device=dev.display_path,
+                signature=signature,
+                next=[next_step("restore-after"), next_step("keep-data-with-lvmcache")],
             )
         raise RecipeError(
-            f"{dev.display_path} holds data ({signature}); making it a bcache cache destroys that. "
-            f"If it can go, pass --wipe. {NOTHING}"
+            "holds-data", device=dev.display_path, signature=signature, use="making it a bcache cache", next=[wipe_it]
         )
     return signature
 
@@ -71,21 +99,19 @@ def bcache_create(
     writeback_percent: int = 10,
     wipe: bool = False,
 ) -> Plan:
-    from advisor.disks.discovery import find_device
-
-    if mode not in ("writethrough", "writeback"):
-        raise RecipeError(f"cache mode {mode!r} is not writethrough or writeback. {NOTHING}")
+    if mode not in BCACHE.modes:
+        raise RecipeError("bad-mode", mode=mode)
     if not 0 <= writeback_percent <= 40:
-        raise RecipeError(f"writeback_percent must be 0 to 40, not {writeback_percent}. {NOTHING}")
+        raise RecipeError("bad-writeback-percent", value=writeback_percent)
     devs = []
     for path in (backing_path, cache_path):
         dev = find_device(inv, path)
         if dev is None:
-            raise RecipeError(f"{path} is not a block device on this machine (see `cachewise scan`). {NOTHING}")
+            raise RecipeError("no-such-device", path=path, next=[next_step("see-devices")])
         devs.append(dev)
     backing, cache = devs
     if backing.name == cache.name or cache.parent == backing.name or backing.parent == cache.name:
-        raise RecipeError(f"{backing_path} and {cache_path} are the same device; name the HDD and the SSD. {NOTHING}")
+        raise RecipeError("same-device", backing=backing_path, cache=cache_path)
     destroys = []
     for dev, role in ((backing, "backing"), (cache, "cache")):
         signature = _empty_device(inv, dev, role, wipe)
@@ -94,16 +120,21 @@ def bcache_create(
     buckets = cache.size_bytes // BUCKET
     if buckets <= MIN_BUCKETS:
         raise RecipeError(
-            f"{cache.display_path} is too small for a bcache cache: {human_size(cache.size_bytes)} is "
-            f"{buckets} buckets "
-            f"of {human_size(BUCKET)}, and the kernel refuses a cache of {MIN_BUCKETS} buckets or fewer (dmesg: "
-            '"ca->sb.nbuckets is too small"; registering fails with "Operation not permitted"). Use an SSD or '
-            f"partition larger than {human_size(BUCKET * MIN_BUCKETS)}. {NOTHING}"
+            "bcache-cache-too-small",
+            device=cache.display_path,
+            size=human_size(cache.size_bytes),
+            buckets=buckets,
+            bucket=human_size(BUCKET),
+            minimum=MIN_BUCKETS,
+            smallest=human_size(BUCKET * MIN_BUCKETS),
         )
     if (cache.logical_sector_size or 512) > (backing.logical_sector_size or 512):
         raise RecipeError(
-            f"{cache.display_path} has larger logical sectors ({cache.logical_sector_size}) than "
-            f"{backing.display_path} ({backing.logical_sector_size}). {NOTHING}"
+            "bcache-sector-mismatch",
+            cache=cache.display_path,
+            cache_sector=cache.logical_sector_size,
+            backing=backing.display_path,
+            backing_sector=backing.logical_sector_size,
         )
     cset = str(uuid.uuid4())
     bp, cp = backing.display_path, cache.display_path
@@ -189,7 +220,7 @@ def bcache_create(
         )
     )
     return Plan(
-        kind="bcache-create",
+        kind=CREATE,
         title=f"Make a {mode} bcache of {bp} with {cp}",
         devices=(bind(backing, "backing"), bind(cache, "cache")),
         steps=tuple(steps),
@@ -207,7 +238,7 @@ def bcache_create(
             f"{{backing}} is the backing device's sysfs directory, found when the step runs "
             f"(/sys/class/block/{backing.name} now).",
             "Make the file system on the bcache device, not on the backing disk.",
-            "Undo with `cachewise plan bcache-detach --device /dev/bcache/by-uuid/...`.",
+            "Undo it by detaching the cache; dirty data is written back first.",
         )
         + (
             ("Writeback: dirty data lives only on the SSD until written back (T-MODE-1).",)
@@ -220,21 +251,19 @@ def bcache_create(
 def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Plan:
     """Detach the cache safely: writethrough, writeback_percent 0, wait until clean, detach,
     wait for 'no cache', stop the cache set, optionally wipe the cache device."""
-    from advisor.disks.discovery import find_device
-
     dev = find_device(inv, path)
     if dev is None:
-        raise RecipeError(f"{path} is not a block device on this machine (see `cachewise scan`). {NOTHING}")
+        raise RecipeError("no-such-device", path=path, next=[next_step("see-devices")])
     if dev.bcache is None:
-        raise RecipeError(f"{dev.display_path} is not a bcache device. {NOTHING}")
+        raise RecipeError("not-bcache", device=dev.display_path)
     backing = dev
     if dev.bcache.role == "bcache" and dev.bcache.backing_device:
         backing = inv.by_name(dev.bcache.backing_device) or dev
     if backing.bcache is None or backing.bcache.role != "backing":
-        raise RecipeError(f"{dev.display_path} is not a bcache backing device or bcacheN. {NOTHING}")
+        raise RecipeError("not-bcache-backing", device=dev.display_path)
     cset = backing.bcache.cache_set_uuid
     if not cset or backing.bcache.state == "no cache":
-        raise RecipeError(f"{backing.display_path} has no cache attached (state: {backing.bcache.state}). {NOTHING}")
+        raise RecipeError("no-cache-attached", device=backing.display_path, state=backing.bcache.state)
     cache = next(
         (
             d
@@ -262,7 +291,7 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
             "wait until every dirty block is on the disk (state clean)",
             (),
             wait=(f"{B}/state", "clean|no cache"),
-            progress="bcache_dirty",
+            progress=BCACHE.progress,
             seconds=30.0,
             post=(Sysfs(path=f"{B}/state", value="clean|no cache"),),
         ),
@@ -292,7 +321,7 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
     devices = [bind(backing, "backing")]
     if wipe_cache:
         if cache is None:
-            raise RecipeError(f"the cache device of cache set {cset} was not found, so it cannot be wiped. {NOTHING}")
+            raise RecipeError("cache-device-missing", cset=cset)
         devices.append(bind(cache, "cache"))
         steps.append(
             Step(
@@ -304,7 +333,7 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
             )
         )
     return Plan(
-        kind="bcache-detach",
+        kind=DETACH,
         title=f"Detach the cache from {backing.display_path} safely",
         devices=tuple(devices),
         steps=tuple(steps),
@@ -315,3 +344,97 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
         destroys=(f"{cache.display_path}: bcache cache superblock",) if wipe_cache and cache else (),
         notes=("Dirty data is written back before the detach; with a large writeback cache this takes minutes.",),
     )
+
+
+# --- the recipes, as the registry knows them ------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreateOptions:
+    backing: str = option("the slow device (empty)", "device", metavar="DEV")
+    cache: str = option("the SSD (empty)", "device", metavar="DEV")
+    mode: Mode | None = option("cache mode (default writethrough)", "choice", choices=BCACHE.modes, default=None)
+    sequential_cutoff: int | None = option(
+        "default 4m (T-SEQ-1)", "size", default=None, minimum=0, maximum=(1 << 32) - 1
+    )
+    writeback_percent: int | None = option("default 10", "number", metavar="N", default=None)
+    wipe: bool = option("the devices hold data that may be destroyed", "flag")
+
+
+def _create(inv: Inventory, o: CreateOptions) -> Plan:
+    return bcache_create(
+        inv,
+        o.backing,
+        o.cache,
+        mode=o.mode or "writethrough",
+        sequential_cutoff=BCACHE_SEQUENTIAL_CUTOFF if o.sequential_cutoff is None else o.sequential_cutoff,
+        writeback_percent=10 if o.writeback_percent is None else o.writeback_percent,
+        wipe=o.wipe,
+    )
+
+
+def _adopt(o: CreateOptions, cfg: CacheConfig) -> CreateOptions:
+    """The recommendation's mode and tunables where the options give none."""
+    check_backend(cfg, BCACHE)
+    return replace(
+        o,
+        mode=o.mode or cfg.mode,
+        sequential_cutoff=o.sequential_cutoff
+        if o.sequential_cutoff is not None
+        else (cfg.sequential_cutoff_bytes or BCACHE_SEQUENTIAL_CUTOFF),
+        writeback_percent=o.writeback_percent if o.writeback_percent is not None else (cfg.writeback_percent or 0),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DetachOptions:
+    device: str = option("the bcache device or its backing device", "device", metavar="DEV")
+    wipe_cache: bool = option("then erase the cache device's bcache superblock", "flag")
+
+
+register(
+    Recipe(
+        CREATE,
+        "make a bcache device on empty disks",
+        "Format an empty HDD as bcache backing and an empty SSD as its cache (make-bcache), register and attach "
+        "them, set cache_mode, sequential_cutoff and writeback_percent. Refuses a backing device that holds data "
+        "(use lvmcache).",
+        CreateOptions,
+        _create,
+        "makes",
+        BCACHE,
+        uses=(
+            Use("wipefs", "backing|cache"),
+            Use("make-bcache", "backing", "cache"),
+            Use("bcache-register", "backing|cache"),
+            Use("bcache-attach"),
+            Use("bcache-cache-mode"),
+            Use("bcache-sequential-cutoff"),
+            Use("bcache-writeback-percent"),
+        ),
+        slow="backing",
+        fast="cache",
+        adopt=_adopt,
+        adopts="mode, sequential_cutoff and writeback_percent",
+    )
+)
+register(
+    Recipe(
+        DETACH,
+        "detach a bcache cache safely (flush first)",
+        "Switch to writethrough, write back every dirty block, wait for state clean, detach, wait for 'no cache', "
+        "stop the cache set.",
+        DetachOptions,
+        lambda inv, o: bcache_detach(inv, o.device, wipe_cache=o.wipe_cache),
+        "removes",
+        BCACHE,
+        uses=(
+            Use("bcache-cache-mode"),
+            Use("bcache-writeback-percent"),
+            Use("bcache-state"),
+            Use("bcache-detach"),
+            Use("bcache-stop-set"),
+            Use("wipefs", "cache"),
+        ),
+    )
+)

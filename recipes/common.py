@@ -1,31 +1,35 @@
-"""What every recipe shares: its refusal and binding a device to a plan."""
+"""What every recipe shares: its error and binding a device to a plan."""
 
 from __future__ import annotations
 
+from advisor.advice.recommend import CacheConfig
+from advisor.backends import Backend
 from advisor.disks.devices import Device
+from advisor.errors import CachewiseError, codes, next_step
 from advisor.plan.model import BoundDevice
 
-NOTHING = "Nothing was changed."
+codes(
+    {
+        "no-identity": "{device} reports no serial, WWN or UUID, so a plan could not tell it from another device "
+        "later; cachewise does not plan on it",
+        "other-backend": "the recommendation is not {wanted} ({backend})",
+        "no-stable-path": "{device} has no stable path (/dev/disk/by-id/...): its kernel name can change between "
+        "boots, so a plan could name another disk",
+    }
+)
 
 
-class RecipeError(ValueError):
-    """The plan cannot be made; the message says why, that nothing changed, and what to do."""
+class RecipeError(CachewiseError, ValueError):
+    """The plan cannot be made: what is wrong with the devices or the options, as facts."""
 
 
 def bind(dev: Device, role: str) -> BoundDevice:
     """The device as it is now, so applying the plan later can tell whether it changed. A plan
     needs a device it can recognise: an identity (serial, WWN or UUID) and a stable path."""
     if not dev.identity:
-        raise RecipeError(
-            f"{dev.display_path} reports no serial, WWN or UUID, so a plan could not tell it from "
-            f"another device later; cachewise does not plan on it. {NOTHING}"
-        )
+        raise RecipeError("no-identity", device=dev.display_path)
     if not dev.stable_path:
-        raise RecipeError(
-            f"{dev.devnode} has no stable path (/dev/disk/by-id/...): its kernel name can change "
-            "between boots, so a plan could name another disk. Start udev (it makes those links) and "
-            f"plan again. {NOTHING}"
-        )
+        raise RecipeError("no-stable-path", device=dev.devnode, next=[next_step("start-udev")])
     return BoundDevice(
         role=role,
         path=dev.display_path,
@@ -36,3 +40,9 @@ def bind(dev: Device, role: str) -> BoundDevice:
         size_bytes=dev.size_bytes,
         signature=dev.signature,
     )
+
+
+def check_backend(cfg: CacheConfig | None, wanted: Backend) -> None:
+    """Refused when the recommendation is for another backend (or for no cache)."""
+    if cfg is None or cfg.backend != wanted.id:
+        raise RecipeError("other-backend", wanted=wanted.noun, backend=cfg.label if cfg else "no cache")

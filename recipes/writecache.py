@@ -14,15 +14,34 @@ from the file system's block size as blkid reports it (XFS: its sector size).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.advice.lvmrules import LVM_EXTENT
+from advisor.advice.recommend import CacheConfig
+from advisor.backends import WRITECACHE
 from advisor.disks.devices import Device, Inventory
+from advisor.errors import codes, next_step
 from advisor.plan.checks import NotSegtype, Segtype
+from advisor.plan.language import Use
 from advisor.plan.model import Plan, Step
 from advisor.units import human_size
-from recipes.common import NOTHING, RecipeError
-from recipes.lvmcache import RAID_META, fast_side, remove_cache, uncached_lv
+from recipes.common import RecipeError, check_backend
+from recipes.lvm import RAID_META, fast_side, remove_cache, too_small, uncached_lv
+from recipes.lvmcache import UNDO
+from recipes.registry import Recipe, option, register
+
+ATTACH, DETACH = "writecache-attach", WRITECACHE.remover
+
+codes(
+    {
+        "bad-writecache-block": "writecache block size {block} is not 512 or 4096",
+        "writecache-block-too-big": "a {block}-byte writecache block would stop {lv} from mounting: {why} "
+        "(lvmcache(7))",
+        "bad-setting": "{name} {value} is not between 0 and {top}",
+        "watermarks-inverted": "low_watermark ({low}) is above high_watermark ({high})",
+        "bad-size": "the cache size must be above 0",
+    }
+)
 
 BLOCK_SIZES = (512, 4096)
 
@@ -76,11 +95,10 @@ def writecache_attach(
     chosen, why = block_size_for(origin)
     block = spec.block_size or chosen
     if block not in BLOCK_SIZES:
-        raise RecipeError(f"writecache block size {block} is not 512 or 4096. {NOTHING}")
+        raise RecipeError("bad-writecache-block", block=block)
     if block > chosen and origin.fs_type:
         raise RecipeError(
-            f"a {block}-byte writecache block would stop {vg}/{lv} from mounting: {why} "
-            f"(lvmcache(7)). Use --block-size 512. {NOTHING}"
+            "writecache-block-too-big", block=block, lv=f"{vg}/{lv}", why=why, next=[next_step("writecache-block-512")]
         )
     for name, value, top in (
         ("high_watermark", spec.high_watermark, 100),
@@ -88,22 +106,16 @@ def writecache_attach(
         ("writeback_jobs", spec.writeback_jobs, 1 << 20),
     ):
         if value is not None and not 0 <= value <= top:
-            raise RecipeError(f"{name} {value} is not between 0 and {top}. {NOTHING}")
+            raise RecipeError("bad-setting", name=name, value=value, top=top)
     if spec.high_watermark is not None and spec.low_watermark is not None and spec.low_watermark > spec.high_watermark:
-        raise RecipeError(
-            f"low_watermark ({spec.low_watermark}) is above high_watermark ({spec.high_watermark}). {NOTHING}"
-        )
+        raise RecipeError("watermarks-inverted", low=spec.low_watermark, high=spec.high_watermark)
     fast = fast_side(inv, ssd_path, origin, vg, wipe=wipe, allow_partition=allow_partition)
     size = -(-spec.size_bytes // LVM_EXTENT) * LVM_EXTENT
     if size <= 0:
-        raise RecipeError(f"the writecache size must be above 0. {NOTHING}")
+        raise RecipeError("bad-size")
     need = size + fast.header_bytes() + (RAID_META if fast.mirrored else 0)
     if need > fast.size_bytes:
-        which = "each SSD" if fast.mirrored else fast.paths[0]
-        raise RecipeError(
-            f"{which} ({human_size(fast.size_bytes)}) is too small for a {human_size(size)} writecache "
-            f"({human_size(need)} with LVM's own space); choose a smaller --size. {NOTHING}"
-        )
+        raise too_small(fast, f"a {human_size(size)} writecache", need)
 
     vglv, cvol = f"{vg}/{lv}", f"{lv}_wcache"
     settings = spec.settings(block)
@@ -139,21 +151,20 @@ def writecache_attach(
             seconds=3.0,
         )
     )
-    release = " ".join(f"--release-ssd {p}" for p in fast.paths)
     notes = [
         f"dm-writecache caches writes only; reads of data not recently written still go to {vglv}'s disk.",
         f"Block size {block}: {why}.",
-        f"Undo with `cachewise plan writecache-detach --lv {vglv} {release}` (flushes dirty blocks first).",
+        UNDO,
     ]
     if fast.mirrored:
         notes.append("The cache volume is LVM raid1 on both SSDs: either can fail without losing written blocks.")
     else:
         notes.append(
             "Every write waits on this SSD until written back: an SSD failure loses those blocks "
-            "(T-MODE-1). Two SSDs (--ssd twice) mirror it."
+            "(T-MODE-1). A second SSD would mirror it."
         )
     return fast.attach_plan(
-        "writecache-attach",
+        ATTACH,
         f"{human_size(size)}{{mirror}} dm-writecache",
         origin,
         steps,
@@ -171,4 +182,101 @@ def writecache_detach(
 ) -> Plan:
     """Flush and remove the writecache of an LV (lvconvert --uncache; --splitcache keeps the
     cache volume), then release the SSD(s) named."""
-    return remove_cache(inv, lv_name, "writecache", keep=keep_cachevol, release=release)
+    return remove_cache(inv, lv_name, WRITECACHE, DETACH, keep=keep_cachevol, release=release)
+
+
+# --- the recipes, as the registry knows them ------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttachOptions:
+    lv: str = option("the LV to cache, as VG/LV", "lv")
+    ssd: tuple[str, ...] = option(
+        "the SSD (a whole disk, or a PV of the same VG); twice to mirror the cache volume (raid1)",
+        "device",
+        metavar="DEV",
+        repeat=True,
+    )
+    size: int | None = option("cache size, e.g. 40g (or the recommendation's)", "size", default=None)
+    block_size: int | None = option(
+        "writecache block size (default: from the file system)", "number", choices=BLOCK_SIZES, default=None
+    )
+    high_watermark: int | None = option("start writeback at this fill", "number", metavar="PERCENT", default=None)
+    low_watermark: int | None = option("stop writeback at this fill", "number", metavar="PERCENT", default=None)
+    writeback_jobs: int | None = option("blocks in flight during writeback", "number", metavar="N", default=None)
+    allow_partition: bool = option("use a partition of the SSD, not the whole disk", "flag")
+    wipe: bool = option("the SSD holds data that may be destroyed", "flag")
+
+
+def _attach(inv: Inventory, o: AttachOptions) -> Plan:
+    if o.size is None:
+        raise RecipeError("no-size", next=[next_step("give-size")])
+    spec = WritecacheSpec(o.size, o.block_size, o.high_watermark, o.low_watermark, o.writeback_jobs)
+    return writecache_attach(inv, o.lv, o.ssd, spec, wipe=o.wipe, allow_partition=o.allow_partition)
+
+
+def _adopt(o: AttachOptions, cfg: CacheConfig) -> AttachOptions:
+    """The recommendation's size and block size where the options give none."""
+    check_backend(cfg, WRITECACHE)
+    return replace(o, size=o.size or cfg.size_bytes, block_size=o.block_size or cfg.writecache_block_size)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DetachOptions:
+    lv: str = option("the LV with the writecache, as VG/LV", "lv")
+    keep_cachevol: bool = option("split the cache off but keep its volume", "flag")
+    release_ssd: tuple[str, ...] = option(
+        "then take this SSD out of the VG and remove its label (twice for a mirrored one)",
+        "device",
+        metavar="DEV",
+        repeat=True,
+        default=(),
+    )
+
+
+_JOIN = (
+    Use("pvcreate", "ssd|ssd2"),
+    Use("pvremove", "ssd|ssd2"),
+    Use("vgextend", "ssd|ssd2"),
+    Use("vgreduce", "ssd|ssd2"),
+)
+register(
+    Recipe(
+        ATTACH,
+        "attach a dm-writecache (caches writes only) to an LV",
+        "Attach a dm-writecache on an SSD (or mirrored on two) to an existing LV in place: pvcreate, vgextend, "
+        "lvcreate (the cache volume, raid1 on two SSDs), lvchange -an, lvconvert --type writecache --cachevol. The "
+        "block size (512 or 4096) follows the file system's, so that it still mounts.",
+        AttachOptions,
+        _attach,
+        "makes",
+        WRITECACHE,
+        uses=(
+            *_JOIN,
+            Use("lvcreate", "ssd"),
+            Use("lvcreate-raid1", "ssd", "ssd2"),
+            Use("lvremove"),
+            Use("deactivate"),
+            Use("writecache-attach"),
+            Use("splitcache"),
+        ),
+        slow="lv",
+        fast="ssd",
+        adopt=_adopt,
+        adopts="size and block size",
+        reads_fs_block_size=True,
+    )
+)
+register(
+    Recipe(
+        DETACH,
+        "remove a dm-writecache (dirty blocks are flushed first)",
+        "Flush and remove the writecache of an LV (lvconvert --uncache), or keep the cache volume as an LV "
+        "(lvconvert --splitcache).",
+        DetachOptions,
+        lambda inv, o: writecache_detach(inv, o.lv, keep_cachevol=o.keep_cachevol, release=o.release_ssd or None),
+        "removes",
+        WRITECACHE,
+        uses=(Use("uncache"), Use("splitcache"), *_JOIN),
+    )
+)

@@ -2,39 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Header, Input, Static
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
 
 from advisor.workload.analysis import Analysis
 from cachewise.render import analysis_report
 from screens.widgets import Curve, CurveChart
-
-
-class OpenTrace(ModalScreen[Path | None]):
-    """Ask for a trace file (a cachewise trace, a fio iolog, blkparse text or CSV)."""
-
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="open-trace"):
-            yield Static("Trace to analyse (cachewise trace, fio iolog, blkparse text or CSV):")
-            yield Input(placeholder="/path/to/trace", id="trace-path")
-            yield Static("", id="open-error")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        path = Path(event.value.strip()).expanduser()
-        if not path.is_file():
-            self.query_one("#open-error", Static).update(f"[red]{path} is not a readable file.[/]")
-            return
-        self.dismiss(path)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class AnalysisScreen(Screen[None]):

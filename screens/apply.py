@@ -1,31 +1,31 @@
 """Applying a plan in the TUI: the dry-run preview, the checks of the live system (preflight),
 then the user types the target device's name, then the journaled run with each command and
 the flush progress as it happens. Also the prompt shown at start when an earlier plan was
-interrupted. The order (checks before the confirmation) is the core's: Core.apply_checked."""
+interrupted. The order (checks before the confirmation) is the core's: cachewise.core.apply.run."""
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Literal
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Footer, Header, Input, RichLog, Static
 
 from advisor.apply.journal import Journal
 from advisor.apply.run import ApplyError, Event
+from advisor.errors import CachewiseError
 from advisor.plan.model import Plan
-from cachewise.core import MAKES_CACHE, Refused
+from cachewise.core import apply
 from cachewise.render import event_line, plan_preview
+from recipes.registry import makes_cache
 from screens.base import CoreScreen
-
-if TYPE_CHECKING:
-    from screens.flow import Flow
-    from screens.widgets import Curve
+from screens.flows.model import Flow
+from screens.flows.steps import StepBar
+from screens.phrases import word
+from screens.widgets import Curve
 
 
 class ApplyScreen(CoreScreen):
@@ -64,8 +64,6 @@ class ApplyScreen(CoreScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         if self.flow is not None:
-            from screens.flow import StepBar
-
             yield StepBar(self.flow, self.flow.steps[-2] if self.flow.kind == "add" else self.flow.steps[-1])
         with VerticalScroll(id="apply"):
             yield Static(plan_preview(self.plan), id="plan-preview")
@@ -136,14 +134,14 @@ class ApplyScreen(CoreScreen):
             self.app.call_from_thread(self._log, event_line(e))
 
         try:
-            outcome = self.core.apply_checked(self.plan, self._wait_for_name, report, self.journal, self.rollback)
-        except Refused as exc:
+            outcome = apply.run(self.core, self.plan, self._wait_for_name, report, self.journal, self.rollback)
+        except ApplyError as exc:  # it ran and stopped: where the system stands
+            self.app.call_from_thread(self._finished, None, word(exc))
+            return
+        except CachewiseError as exc:  # refused before anything ran (not news once the screen is left)
             if not self._cancelled:
                 self.checked = self.checked or False
-                self.app.call_from_thread(self._finished, None, str(exc))
-            return
-        except ApplyError as exc:
-            self.app.call_from_thread(self._finished, None, str(exc))
+                self.app.call_from_thread(self._finished, None, word(exc))
             return
         self.app.call_from_thread(self._finished, outcome, "")
 
@@ -159,7 +157,7 @@ class ApplyScreen(CoreScreen):
             self.query_one("#confirm-name", Input).disabled = True
             self._status(error, "red")
         else:
-            self.made_cache = not self.rollback and self.plan.kind in MAKES_CACHE
+            self.made_cache = not self.rollback and makes_cache(self.plan.kind)
             # The question is answered: "Nothing has run yet" and the box would be stale now.
             self.query_one("#confirm-hint").display = False
             self.query_one("#confirm-name").display = False
@@ -178,40 +176,4 @@ class ApplyScreen(CoreScreen):
 
     @work(group="warmup", exclusive=True, description="find the cache the plan made", exit_on_error=False)
     async def action_warmup(self) -> None:
-        from screens.warmup import open_warmup
-
-        await open_warmup(self.app, self.target, flow=self.flow, curve=self.curve)
-
-
-class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):
-    """Shown at start when the journal holds a plan that did not finish."""
-
-    # Enter, not r: r rescans on the Disks screen underneath (one meaning per key).
-    BINDINGS = [
-        Binding("enter", "choose('resume')", "Resume"),
-        Binding("b", "choose('rollback')", "Roll back"),
-        Binding("escape", "choose('')", "Later"),
-    ]
-    HELP = (
-        "A plan cachewise was applying did not finish (a crash, a power cut, a killed process). Resume runs "
-        "the steps that did not take effect; roll back undoes the ones that did; Later leaves everything as "
-        "it is (`cachewise apply --resume`, `--rollback` or `--abandon` from a shell)."
-    )
-
-    def __init__(self, plan: Plan, done_steps: list[str]) -> None:
-        super().__init__()
-        self.plan = plan
-        self.done_steps = done_steps
-
-    def compose(self) -> ComposeResult:
-        done = ", ".join(self.done_steps) or "none"
-        with Vertical(id="interrupted"):
-            yield Static(
-                f"[b]An earlier plan did not finish:[/] {self.plan.title}\n"
-                f"Steps that ran: {done}.\n\n"
-                "[b]Enter[/] resume it (steps already in effect are skipped), [b]b[/] roll back the steps that "
-                "took effect, [b]Esc[/] decide later (`cachewise apply --resume` / `--rollback`)."
-            )
-
-    def action_choose(self, choice: str) -> None:
-        self.dismiss(choice or None)  # type: ignore[arg-type]
+        await self.nav.warmup(self.target, flow=self.flow, curve=self.curve)

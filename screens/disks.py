@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import logging
-import threading
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -17,27 +14,22 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker
 
-from advisor.disks.collect import ScanInterrupted
 from advisor.disks.devices import Device, Inventory
+from advisor.disks.eligibility import probe_key
+from advisor.disks.hotplug import HotplugWatcher
 from advisor.disks.probe import ProbeResult
+from advisor.disks.scheduler import Pass, ScanScheduler
+from advisor.errors import CachewiseError
 from advisor.units import human_size
+from advisor.workload.analysis import Analysis
+from cachewise.core import discover, measure, plans
+from cachewise.core.advise import AdviceRequest, prepare
+from recipes.removal import RemoveOptions
 from screens.base import CoreScreen
-from screens.probing import (
-    ConfirmProbe,
-    ProbeFinished,
-    ProbePanel,
-    ProbeUpdate,
-    measured_text,
-    probe_each,
-)
-
-if TYPE_CHECKING:
-    from advisor.workload.analysis import Analysis
-    from screens.app import CachewiseApp
-
-log = logging.getLogger("cachewise.screens")
+from screens.phrases import TUI, word
+from screens.probing import ProbeFinished, ProbePanel, ProbeUpdate, measured_text, probe_each
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
 
@@ -105,21 +97,17 @@ def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:
     if dev.caching is not None:
         part = dev.caching
         row("Cache", Text(f"{part.kind}: {part.part}; {part.state}", style="bold red" if part.degraded else ""))
-        row(
-            "",
-            Text(
-                part.can[0].upper() + part.can[1:] + ("." if not part.can.endswith(".") else ""),
-                style="dim" if part.remove else "yellow",
-            ),
-        )
+        can = " ".join(x for x in (_sentence(part.can), TUI.next_steps(part.next)) if x)
+        if can:
+            row("", Text(can, style="dim" if part.remove else "yellow"))
     for item in dev.unreadable:
         row("Not read", f"{item.fact}: {item.reason}")
     return grid
 
 
-def probe_key(dev: Device) -> str:
-    """Probe results follow the device's identity: kernel names change between boots."""
-    return dev.identity or dev.name
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return (text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")) if text else ""
 
 
 class DevicesChanged(Message):
@@ -167,22 +155,16 @@ class DisksScreen(CoreScreen):
         self.show_all = False
         self.watch_hotplug = watch_hotplug
         self._recorded = False
-        self._watcher: object | None = None
-        self._scan_lock = threading.Lock()
-        self._scanning = False
-        self._want_quick = False
-        self._changed: set[str] = set()
-        self._want_full = False
-        self._settle_until = 0.0
-        self._generation = 0
+        self._watcher: HotplugWatcher | None = None
+        self.scheduler = ScanScheduler(self._scan, self._scanned)
         self.marked: set[str] = set()
-        self.probes: dict[str, ProbeResult] = {}
         self.probing: set[str] = set()
         self.analysis: Analysis | None = None  # the latest trace analysed here, for Recommend
 
     @property
-    def cw_app(self) -> CachewiseApp:
-        return self.app  # type: ignore[return-value]
+    def probes(self) -> dict[str, ProbeResult]:
+        """This session's probe results, shared with the guided flows."""
+        return self.services.probes
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -212,12 +194,10 @@ class DisksScreen(CoreScreen):
 
     def on_unmount(self) -> None:
         if self._watcher is not None:
-            self._watcher.stop()  # type: ignore[attr-defined]
+            self._watcher.stop()
 
     def action_guide(self) -> None:
-        from screens.flow import StartScreen
-
-        self.app.push_screen(StartScreen())
+        self.nav.start()
 
     def action_rescan(self) -> None:
         self.scan()
@@ -229,82 +209,33 @@ class DisksScreen(CoreScreen):
         self._status_line()
 
     def scan(self, quick_first: bool = False, changed: set[str] | None = None) -> None:
-        """Ask for a rescan; ``quick_first`` (a hot-plug event) shows the change at once.
-
-        One worker does all scanning, so scans never compete for the CPU. Each request starts
-        a new generation: a full scan in flight stops at its next tool run and the loop
-        starts over, quick pass first. After a hot-plug event the full pass (blkid, LVM
-        reports: seconds on a slow machine) waits for events to settle.
-        """
-        with self._scan_lock:
-            self._generation += 1
-            self._want_quick |= quick_first
-            self._changed |= changed or set()
-            self._want_full = True
-            if quick_first:
-                self._settle_until = time.monotonic() + self.SETTLE_SECONDS
-            start = not self._scanning
-            self._scanning = True
-        if start:
+        """Ask for a rescan (advisor.disks.scheduler): ``quick_first`` (a hot-plug event) shows
+        the change at once, the full pass following once the events settle."""
+        if self.scheduler.request(quick_first, changed):
             self._scan_loop()
 
-    SETTLE_SECONDS = 0.5
+    def _scan(
+        self, quick: bool = False, should_stop: Callable[[], bool] | None = None, changed: set[str] | None = None
+    ) -> Inventory:
+        return discover.scan(self.core, quick, should_stop, changed)
 
-    @work(thread=True, group="scan", description="discover block devices", exit_on_error=False)
+    @work(thread=True, group="scan", description="Discovery", exit_on_error=False)
     def _scan_loop(self) -> None:
-        core = self.core
-        try:
-            while True:
-                with self._scan_lock:
-                    generation = self._generation
-                    if self._want_quick:
-                        self._want_quick = False
-                        changed, self._changed = self._changed, set()
-                        mode = "quick"
-                    elif self._want_full and time.monotonic() < self._settle_until:
-                        mode = "settle"
-                    elif self._want_full:
-                        self._want_full = False
-                        mode = "full"
-                    else:
-                        self._scanning = False
-                        return
-                if mode == "settle":
-                    time.sleep(0.05)
-                    continue
-                started = time.monotonic()
-                log.info(
-                    "%s scan starts (generation %d, changed %s)",
-                    mode,
-                    generation,
-                    sorted(changed) if mode == "quick" else "",
-                )
-                if mode == "quick":
-                    inv = core.scan(quick=True, changed=changed or None)
-                else:
-                    try:
-                        inv = core.scan(should_stop=lambda gen=generation: gen != self._generation)  # type: ignore[misc]
-                    except ScanInterrupted:
-                        continue
-                    if generation != self._generation:
-                        continue
-                self.app.call_from_thread(self._show, inv, time.monotonic() - started)
-                log.info("%s scan shown after %.2f s", mode, time.monotonic() - started)
-                if mode == "full":
-                    self._record(inv)
-        except BaseException:
-            with self._scan_lock:
-                self._scanning = False
-            raise
+        self.scheduler.run()
+
+    def _scanned(self, inv: Inventory, seconds: float, done: Pass) -> None:
+        """A scan to show (from the scan thread); the first full one is recorded, and earlier
+        probe results of these devices are shown."""
+        self.app.call_from_thread(self._show, inv, seconds)
+        if done == "full":
+            self._record(inv)
 
     def _record(self, inv: Inventory) -> None:
-        """Record the first full scan, and show earlier probe results of these devices."""
-        core = self.core
         if not self._recorded:
             self._recorded = True
-            self.cw_app.warn_from_thread(core.record_inventory(inv))
-        earlier, warning = core.earlier_probes(inv)
-        self.cw_app.warn_from_thread(warning)
+            self.services.warn_from_thread(discover.record_inventory(self.core, inv))
+        earlier, warning = discover.earlier_probes(self.core, inv)
+        self.services.warn_from_thread(warning)
         if earlier:
             self.app.call_from_thread(self._add_probes, earlier)
 
@@ -335,10 +266,10 @@ class DisksScreen(CoreScreen):
         if busy:
             question = "\n".join(f"{d.name} is {d.in_use_reason}." for d in busy)
             question += (
-                f"\n\nThe probe only reads, but it adds about {self.cw_app.probe_seconds:g} s of read load. "
+                f"\n\nThe probe only reads, but it adds about {self.services.probe_seconds:g} s of read load. "
                 "Probe anyway?"
             )
-            if not await self.app.push_screen_wait(ConfirmProbe(question)):
+            if not await self.nav.ask_probe_busy(question):
                 return
         self.marked.clear()
         self.probing |= {d.name for d in devices}
@@ -363,35 +294,26 @@ class DisksScreen(CoreScreen):
 
     @work(group="analyze", description="open and analyse a trace", exit_on_error=False)
     async def action_analyze_trace(self) -> None:
-        # Imported here: numpy and the analysis are not needed to show the disks.
-        from advisor.workload.traces import TraceError
-        from cachewise.core import Refused
-        from screens.analysis import AnalysisScreen, OpenTrace
-
-        path = await self.app.push_screen_wait(OpenTrace())
+        path = await self.nav.ask_trace()
         if path is None:
             return
         self.notify(f"Analysing {path}…")
         try:
             analysis = await asyncio.to_thread(self._analyze, path)
-        except (TraceError, Refused) as exc:
-            self.notify(str(exc), severity="error")
+        except CachewiseError as exc:
+            self.refuse(exc, "error")
             return
         self.analysis = analysis
-        await self.app.push_screen(AnalysisScreen(analysis))
+        self.nav.analysis(analysis)
 
     def _analyze(self, path: Path) -> Analysis:
-        core = self.core
-        analysis, meta = core.analyze(path)
-        self.cw_app.warn_from_thread(core.record_analysis(analysis, path, meta))
+        analysis, meta = measure.analyze(self.core, path)
+        self.services.warn_from_thread(measure.record_analysis(self.core, analysis, path, meta))
         return analysis
 
     @work(group="recommend", description="gather the facts for a recommendation", exit_on_error=False)
     async def action_recommend(self) -> None:
         """Recommend a cache for the highlighted device (the slow one) with the marked SSDs."""
-        from cachewise.core import Refused
-        from screens.recommend import RecommendScreen
-
         inv, slow_name = self.inventory, self.selected_name
         fast_names = sorted(self.marked - {slow_name}) if slow_name else []
         if inv is None or slow_name is None or not fast_names:
@@ -399,51 +321,45 @@ class DisksScreen(CoreScreen):
                 "Mark the SSD(s) with space, then highlight the slow disk or LV and press c.", severity="warning"
             )
             return
+        request = AdviceRequest(
+            slow_name, tuple(fast_names), analysis=self.analysis, known_probes=self.probes, inventory=inv
+        )
         try:
-            inputs, warnings = await asyncio.to_thread(
-                self.core.recommend_inputs, inv, slow_name, fast_names, analysis=self.analysis, known_probes=self.probes
-            )
-        except Refused as exc:
-            self.notify(str(exc), severity="error")
+            prepared = await asyncio.to_thread(prepare, self.core, request)
+        except CachewiseError as exc:
+            self.refuse(exc, "error")
             return
-        for warning in warnings:
-            self.notify(warning, severity="warning")
-        await self.app.push_screen(RecommendScreen(inputs, inv))
+        for warning in prepared.warnings:
+            self.notify(word(warning), severity="warning")
+        self.nav.recommend(prepared.inputs, inv)
 
     @work(group="warmup", exclusive=True, description="find the cache to watch", exit_on_error=False)
     async def action_warmup(self) -> None:
         """Watch the highlighted cache warm up: a cached LV, a bcacheN or its backing device."""
-        from screens.warmup import open_warmup
-
         name = self.selected_name
         dev = self.inventory.by_name(name) if self.inventory and name else None
         if dev is None:
             return
         lvm = dev.lvm
-        await open_warmup(self.app, f"{lvm.vg}/{lvm.lv}" if lvm is not None and lvm.lv else dev.devnode)
+        await self.nav.warmup(f"{lvm.vg}/{lvm.lv}" if lvm is not None and lvm.lv else dev.devnode)
 
     def action_uncache(self) -> None:
         """Remove the highlighted cache: the plan (flush first, then detach) is previewed and runs
         once its device's name is typed, with the flush counting down in its log."""
-        from cachewise.core import Refused
-        from screens.apply import ApplyScreen
-
         name = self.selected_name
         inv = self.inventory
         dev = inv.by_name(name) if inv and name else None
         if inv is None or dev is None:
             return
         try:
-            plan = self.core.plan(inv, "remove", path=dev.devnode)
-        except Refused as exc:
-            self.notify(str(exc), severity="warning")
+            plan = plans.make(self.core, inv, "remove", RemoveOptions(device=dev.devnode))
+        except CachewiseError as exc:
+            self.refuse(exc)
             return
-        self.app.push_screen(ApplyScreen(plan))
+        self.nav.apply(plan)
 
     @work(thread=True, group="hotplug", description="watch for disks being added or removed", exit_on_error=False)
     def watch_devices(self) -> None:
-        from advisor.disks.hotplug import HotplugWatcher
-
         def changed(changes: list[tuple[str, str]]) -> None:
             self.post_message(DevicesChanged(changes))
 
@@ -461,11 +377,14 @@ class DisksScreen(CoreScreen):
         self.query_one("#status", Static).update(f"Change seen: {message.reason}; rescanning…")
         self.scan(quick_first=True, changed={name for _action, name in message.changes})
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "scan" and event.state == WorkerState.ERROR:
-            self.query_one("#detail", Static).update(
-                Text(f"Discovery failed: {event.worker.error}. Nothing was changed; press r to try again.", style="red")
-            )
+    def worker_failed(self, worker: Worker[object], error: BaseException) -> None:
+        if worker.group != "scan":
+            super().worker_failed(worker, error)
+            return
+        why = error.what if isinstance(error, CachewiseError) else error
+        self.query_one("#detail", Static).update(
+            Text(f"Discovery failed: {why}. Nothing was changed; press r to try again.", style="red")
+        )
 
     def _show(self, inv: Inventory, seconds: float) -> None:
         self.inventory = inv

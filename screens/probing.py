@@ -1,21 +1,20 @@
-"""Probing from the Disks screen: the confirmation for busy disks, live progress, results."""
+"""Probing from the Disks screen and the Measure step: live progress and the results."""
 
 from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Button, Static
+from textual.widgets import Static
 
 from advisor.disks.devices import Device
 from advisor.disks.probe import ProbeProgress, ProbeResult
+from advisor.errors import CachewiseError
 from advisor.units import rate
+from cachewise.core import measure
 from screens.base import CoreScreen
+from screens.phrases import word
 
 
 class ProbeUpdate(Message):
@@ -51,14 +50,16 @@ def probe_each(screen: CoreScreen, devices: list[Device]) -> None:
     def progress(p: ProbeProgress) -> None:
         screen.post_message(ProbeUpdate(p))
 
-    app = screen.app
+    services = screen.services
     for dev in devices:
         try:
-            result, warning = screen.core.probe(dev, app.probe_seconds, progress)  # type: ignore[attr-defined]
+            result, warning = measure.probe(screen.core, dev, services.probe_seconds, progress)
         except Exception as exc:  # noqa: BLE001 - every failure is shown, none is fatal
-            screen.post_message(ProbeFinished(dev.name, None, str(exc)))
+            screen.post_message(
+                ProbeFinished(dev.name, None, word(exc) if isinstance(exc, CachewiseError) else str(exc))
+            )
             continue
-        app.warn_from_thread(warning)  # type: ignore[attr-defined]
+        services.warn_from_thread(warning)
         screen.post_message(ProbeFinished(dev.name, result, None))
 
 
@@ -117,26 +118,3 @@ class ProbePanel(Static):
             grid.add_row(line)
         self.update(grid)
         self.display = bool(self.lines)
-
-
-class ConfirmProbe(ModalScreen[bool]):
-    """Ask before adding read load to a disk that is in use."""
-
-    BINDINGS = [Binding("y", "answer(True)", "Probe"), Binding("n,escape", "answer(False)", "Cancel")]
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="confirm"):
-            yield Static(self.question, id="question")
-            with Horizontal(id="buttons"):
-                yield Button("Probe anyway (y)", id="yes", variant="warning")
-                yield Button("Cancel (n)", id="no", variant="primary")
-
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")

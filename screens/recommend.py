@@ -4,7 +4,7 @@ Why panel where each reason shows the findings it rests on and their sources."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -19,13 +19,14 @@ from advisor.advice.recommend import Inputs, Reason, Recommendation, RecommendEr
 from advisor.advice.recommend import Option as Choice
 from advisor.advice.workloads import WORKLOADS
 from advisor.disks.devices import Inventory
-from cachewise.core import Refused
+from advisor.errors import CachewiseError
+from cachewise.core import advise, plans
 from cachewise.render import VERDICT_STYLE, config_table
 from screens.base import CoreScreen
+from screens.flows.model import Flow
+from screens.flows.steps import StepBar
+from screens.phrases import WIPE, word
 from screens.widgets import Curve, CurveChart
-
-if TYPE_CHECKING:
-    from screens.flow import Flow
 
 
 class Tick(Checkbox):
@@ -89,8 +90,6 @@ class RecommendScreen(CoreScreen):
         fs = self.base.filesystem or (self.base.slow.fs_type if self.base.slow.fs_type in ("ext4", "xfs") else "other")
         yield Header()
         if self.flow is not None:
-            from screens.flow import StepBar
-
             yield StepBar(self.flow, "Recommendation")
         with Horizontal(id="recommend"):
             # Scrolls: at 80x24 the checkboxes are below the fold, and focus must bring them into view.
@@ -110,6 +109,7 @@ class RecommendScreen(CoreScreen):
                 yield Tick("SSDs mirrored", self.base.fast_mirrored, id="mirrored")
                 yield Tick("Accept writeback risk", self.base.accept_writeback_risk, id="accept")
                 yield Tick("Reformat allowed (bcache)", self.base.reformat_ok, id="reformat")
+                yield Tick(WIPE, False, id="wipe")
             with VerticalScroll(id="recommend-result"):
                 yield Static("Working out a recommendation…", id="rec-summary")
                 yield Static("", id="rec-choice")
@@ -146,12 +146,12 @@ class RecommendScreen(CoreScreen):
         self._generation += 1
         self._compute(self.current_inputs(), self._generation)
 
-    @work(thread=True, group="recommend")
+    @work(thread=True, group="recommend", description="The recommendation", exit_on_error=False)
     def _compute(self, inputs: Inputs, generation: int) -> None:
         try:
-            rec = self.core.recommend(inputs)
+            rec = advise.recommend(inputs)
         except RecommendError as exc:
-            self.app.call_from_thread(self._show_error, ASK_WORKLOAD if exc.code == "no-workload" else f"{exc}.")
+            self.app.call_from_thread(self._show_error, ASK_WORKLOAD if exc.code == "no-workload" else word(exc))
             return
         if generation == self._generation:  # a newer choice supersedes this one
             self.app.call_from_thread(self._show, rec)
@@ -243,23 +243,22 @@ class RecommendScreen(CoreScreen):
     def action_plan(self) -> None:
         """Turn the chosen cache into a plan and preview it: to apply on confirmation, or (Plan
         only) to save."""
-        from screens.apply import ApplyScreen
-
         rec, inv = self.chosen, self.inventory
         if rec is None or inv is None:
             self.notify("There is no recommendation to set up yet.", severity="warning")
             return
+        wipe = self.query_one("#wipe", Checkbox).value
         try:
-            plan = self.core.plan_recommended(inv, rec, self.base.slow.path, [f.path for f in self.base.fast])
-        except Refused as exc:
-            self.notify(str(exc), severity="error")
+            plan = plans.recommended(
+                self.core, inv, rec, self.base.slow.path, [f.path for f in self.base.fast], wipe=wipe
+            )
+        except CachewiseError as exc:
+            self.refuse(exc, "error")
             return
         if self.flow is not None and self.flow.kind == "plan":
-            from screens.flow import SavePlan
-
-            self.app.push_screen(SavePlan(self.flow, plan))
+            self.nav.save_plan(self.flow, plan)
             return
-        self.app.push_screen(ApplyScreen(plan, flow=self.flow, curve=rec_curve(rec)))
+        self.nav.apply(plan, flow=self.flow, curve=rec_curve(rec))
 
     @on(OptionList.OptionHighlighted, "#why")
     def _reason_highlighted(self, event: OptionList.OptionHighlighted) -> None:

@@ -6,35 +6,34 @@ survive a restart."""
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual import events, on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Footer, Header, Static
-from textual.worker import Worker, WorkerState, get_current_worker
+from textual.worker import Worker, get_current_worker
 
+from advisor.errors import CachewiseError
 from advisor.units import duration, human_size, rate
 from advisor.watch.figures import Figures
 from advisor.watch.sampler import CacheRef
-from cachewise.core import Refused
+from cachewise.core import watch
 from cachewise.render import stall_text
 from screens.base import CoreScreen
+from screens.flows.model import Flow
+from screens.flows.steps import StepBar
+from screens.phrases import word
 from screens.widgets import Curve, CurveChart
-
-if TYPE_CHECKING:
-    from screens.flow import Flow
 
 HISTORY_SECONDS = 6 * 3600.0  # the recorded past the charts start with
 STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800)  # seconds per chart column, the smallest that fits
@@ -211,7 +210,7 @@ def glance(ref: CacheRef, f: Figures | None) -> Table:
 class Sampled(Message):
     """New figures from the sampling thread; ``gone``: the cache was not found any more."""
 
-    def __init__(self, figures: list[Figures], gone: bool = False, warning: str | None = None) -> None:
+    def __init__(self, figures: list[Figures], gone: bool = False, warning: CachewiseError | None = None) -> None:
         super().__init__()
         self.figures, self.gone, self.warning = figures, gone, warning
 
@@ -253,8 +252,6 @@ class WarmupScreen(CoreScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         if self.flow is not None:
-            from screens.flow import StepBar
-
             yield StepBar(self.flow, "Warm-up")
         yield Static(glance(self.ref, None), id="glance")
         note = Static("", id="warmup-note")
@@ -284,27 +281,19 @@ class WarmupScreen(CoreScreen):
     @work(thread=True, exclusive=True, group="warmup", description="sample the cache", exit_on_error=False)
     def _sample(self) -> None:
         worker, core, name = get_current_worker(), self.core, self.ref.name
-        watch = core.watch([self.ref], record=self.record)
-        try:
-            tracker = watch.trackers[name]
-            past = core.recorded_samples(self.ref, since=time.time() - HISTORY_SECONDS)
-            self.post_message(Sampled([tracker.add(s) for s in past]))
-            next_at = time.monotonic()
-            while not worker.is_cancelled:
-                figs = [f for s, f in watch.step() if s.target == name]
-                self.post_message(Sampled(figs, gone=not figs, warning=watch.warning))
-                if not figs:
-                    return
-                next_at = max(next_at + self.interval, time.monotonic())  # a slow step delays, never bunches
-                worker.cancelled_event.wait(max(0.0, next_at - time.monotonic()))
-        finally:
-            watch.flush()  # leaving the screen cancels this worker: record what is still pending
+        session = watch.session(core, [self.ref], record=self.record)
+        past = watch.recorded_samples(core, self.ref, since=time.time() - HISTORY_SECONDS)
+        self.post_message(Sampled(session.replay(past)))
+        # Leaving the screen cancels this worker; the session then records what is still pending.
+        for tick in session.follow(self.interval, wait=worker.cancelled_event.wait):
+            figs = [f for s, f in tick.figures if s.target == name]
+            self.post_message(Sampled(figs, gone=not figs, warning=session.warning))
 
     @on(Sampled)
     def _sampled(self, message: Sampled) -> None:
-        if message.warning and not self._warned:
+        if message.warning is not None and not self._warned:
             self._warned = True
-            self.notify(message.warning, severity="warning")
+            self.notify(word(message.warning), severity="warning")
         if message.gone:
             self.gone = True
             self._note(
@@ -331,35 +320,11 @@ class WarmupScreen(CoreScreen):
         note.update(Text(text, style="bold red"))
         note.display = True
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "warmup" and event.state == WorkerState.ERROR:
-            self._note(
-                f"Reading {self.ref.name} failed: {event.worker.error}. Nothing was changed; press Esc and "
-                "open the screen again to retry."
-            )
-
-
-async def open_warmup(app: App[None], target: str, flow: Flow | None = None, curve: Curve | None = None) -> bool:
-    """Find the cache ``target`` names (in a thread: the core runs dmsetup) and open its Warm-up
-    screen; a refusal is shown as a notification. At the end of a guided flow the flow's steps
-    are closed first, so Esc on the Warm-up screen goes back to the start."""
-    core = app.core  # type: ignore[attr-defined]
-    try:
-        ref = await asyncio.to_thread(core.watch_target, target)
-    except Refused as exc:
-        app.notify(str(exc), severity="error", timeout=15)
-        return False
-    screen = WarmupScreen(ref, flow=flow, curve=curve)
-    if flow is None:
-        await app.push_screen(screen)
-        return True
-
-    async def land() -> None:  # after this worker's screen has closed
-        from screens.flow import StartScreen
-
-        while len(app.screen_stack) > 2 and not isinstance(app.screen, StartScreen):
-            await app.pop_screen()
-        await app.push_screen(screen)
-
-    app.call_later(land)
-    return True
+    def worker_failed(self, worker: Worker[object], error: BaseException) -> None:
+        if worker.group != "warmup":
+            super().worker_failed(worker, error)
+            return
+        why = error.what if isinstance(error, CachewiseError) else error
+        self._note(
+            f"Reading {self.ref.name} failed: {why}. Nothing was changed; press Esc and open the screen again to retry."
+        )

@@ -9,28 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 from advisor.advice.recommend import DeviceFacts, Versions
-from advisor.disks.devices import Device, Inventory
+from advisor.disks.devices import Device, Inventory, underlying_disks
 from advisor.readers.lvm import parse_version
 from advisor.readers.smart import Endurance, parse_smartctl
 from advisor.runner import CommandError, CommandRunner
 
 ProbeLookup = Callable[[Device], dict[str, Any] | None]
-
-
-def underlying_disks(inv: Inventory, dev: Device) -> list[Device]:
-    """The whole disks a device sits on: itself for a disk, its parent for a partition, the
-    disks under an LV, md array or bcache device (through the slaves)."""
-    if dev.kind == "disk":
-        return [dev]
-    if dev.kind == "partition" and dev.parent:
-        parent = inv.by_name(dev.parent)
-        return [parent] if parent else []
-    out: list[Device] = []
-    for name in dev.slaves:
-        lower = inv.by_name(name)
-        if lower is not None:
-            out += [d for d in underlying_disks(inv, lower) if d not in out]
-    return out
 
 
 # md levels and LVM segment types that keep every block on two devices or more.

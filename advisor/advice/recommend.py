@@ -30,6 +30,7 @@ import numpy as np
 from advisor.advice.findings import finding
 from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
 from advisor.advice.workloads import WORKLOADS, WorkloadType
+from advisor.errors import CachewiseError, codes, next_step
 from advisor.readers.smart import Endurance
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF, KiB, MiB, cache_size, duration
 from advisor.workload import mrc
@@ -264,17 +265,22 @@ class Recommendation:
         return out
 
 
-class RecommendError(ValueError):
-    """The inputs cannot give a recommendation. ``code`` says which input is missing or wrong,
-    so each front end can ask for it in its own terms; the message words it for the CLI."""
+codes(
+    {
+        "no-workload": "there is neither a trace nor a declared workload",
+        "bad-hot-fraction": "the hot fraction must be between 0 and 1, not {value}",
+        "no-fast": "no fast device was given",
+        "slow-is-fast": "the same device is named twice; the slow and fast devices must differ",
+        "already-cached": "{path} is already cached: {how}. cachewise does not stack a second cache on the first",
+        "fast-already-cached": "{path} is already part of a cache: {how}",
+        "no-data-size": "the size of the data on {path} is unknown",
+    }
+)
 
-    def __init__(
-        self,
-        message: str,
-        code: Literal["no-workload", "bad-hot-fraction", "no-fast", "same-device", "no-data-size", "already-cached"],
-    ) -> None:
-        super().__init__(message)
-        self.code = code
+
+class RecommendError(CachewiseError, ValueError):
+    """The inputs cannot give a recommendation: ``code`` says which input is missing or wrong,
+    so each front end can ask for it in its own terms."""
 
 
 # --- the workload profile -------------------------------------------------------------------
@@ -401,13 +407,12 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
     wc = WORKLOADS[inp.workload] if inp.workload else None
     if wc is None and inp.hot_fraction is None:
         raise RecommendError(
-            "there is neither a trace nor a declared workload; give --trace FILE (see `cachewise "
-            "trace`) or --workload TYPE, or --hot-fraction for a Zipf-like random workload",
             "no-workload",
+            next=[next_step("record-trace"), next_step("choose-workload"), next_step("declare-hot-fraction")],
         )
     hot_fraction = inp.hot_fraction if inp.hot_fraction is not None else wc.hot_fraction  # type: ignore[union-attr]
     if not 0 < hot_fraction <= 1:
-        raise RecommendError(f"the hot fraction must be between 0 and 1, not {hot_fraction}", "bad-hot-fraction")
+        raise RecommendError("bad-hot-fraction", value=hot_fraction)
     items = max(data_bytes // BLOCK, 1)
     alpha = zipf_alpha_for_hot_fraction(items, hot_fraction)
     sizes = np.unique(np.concatenate([mrc.default_sizes(items), [items]]))
@@ -692,25 +697,29 @@ def _tradeoff(cfg: CacheConfig, blockers: list[Blocker]) -> str:
 
 def recommend(inp: Inputs) -> Recommendation:
     if not inp.fast:
-        raise RecommendError("no fast device was given; name the SSD to cache with (--fast DEV)", "no-fast")
+        raise RecommendError("no-fast", next=[next_step("name-fast")])
     slow = inp.slow
     paths = [slow.path, *(f.path for f in inp.fast)]
     if len(set(paths)) != len(paths):
-        raise RecommendError("the same device is named twice; the slow and fast devices must differ", "same-device")
+        raise RecommendError("slow-is-fast")
     if slow.cached:
-        remove = "lvmcache-uncache --lv" if slow.is_lv else "bcache-detach --device"
         raise RecommendError(
-            f"{slow.path} is already cached: {slow.cached}. cachewise does not stack a second cache "
-            f"on the first; `cachewise watch` shows how the one there does. To replace it, remove it "
-            f"first (cachewise plan {remove} ...), then ask again",
             "already-cached",
+            path=slow.path,
+            how=slow.cached,
+            next=[
+                next_step("watch", target=slow.path),
+                next_step(
+                    "remove-cache", device=slow.path, recipe="lvmcache-uncache" if slow.is_lv else "bcache-detach"
+                ),
+            ],
         )
     for f in inp.fast:
         if f.cached:
-            raise RecommendError(f"{f.path} is already part of a cache: {f.cached}. Name a free SSD", "already-cached")
+            raise RecommendError("fast-already-cached", path=f.path, how=f.cached, next=[next_step("free-ssd")])
     data_bytes = inp.data_bytes or slow.size_bytes
     if data_bytes <= 0:
-        raise RecommendError(f"the size of the data on {slow.path} is unknown; give --data-size", "no-data-size")
+        raise RecommendError("no-data-size", path=slow.path, next=[next_step("give-data-size")])
     fs_raw = (inp.filesystem or slow.fs_type or "other").lower()
     fs: FileSystem = fs_raw if fs_raw in ("ext4", "xfs") else "other"  # type: ignore[assignment]
     # Redundancy from what discovery saw, never from the number of devices named: two SSDs

@@ -3,7 +3,7 @@
 The journal is append-only JSON lines, one file per plan run, fsynced after every record: the
 plan itself first, then each step's begin, end or skip, and how the run ended (``done``,
 ``rolled-back``, ``abandoned``). A journal without an end is an interrupted plan, which
-``cachewise apply --resume`` or ``--rollback`` finishes. The audit log has one line per
+resuming or rolling back finishes. The audit log has one line per
 command run: time, step, exit code, duration, command.
 """
 
@@ -20,21 +20,33 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from advisor.errors import CachewiseError, codes, next_step, what_of
 from advisor.plan.model import Plan, PlanError
 
 ENDINGS = ("done", "rolled-back", "abandoned")
 
 
-class JournalError(Exception):
-    """A journal cannot be read or written; the message names it and says why."""
+codes(
+    {
+        "journal-unusable": "{what} {path} {why}",
+        "busy": "another cachewise is applying a plan with {dir} (it holds {lock})",
+    }
+)
+
+
+class JournalError(CachewiseError):
+    """A journal cannot be read or written: which one, and why."""
 
     def __init__(self, path: Path, why: str, what: str = "the apply journal") -> None:
-        super().__init__(f"{what} {path} {why}")
         self.path = path
+        super().__init__("journal-unusable", path=path, why=why, what=what)
 
 
-class Busy(Exception):
+class Busy(CachewiseError):
     """Another cachewise is applying a plan with the same state directory."""
+
+    def __init__(self, state_dir: Path) -> None:
+        super().__init__("busy", dir=state_dir, lock=state_dir / "apply.lock", next=[next_step("wait-for-it")])
 
 
 def journal_dir(state_dir: Path) -> Path:
@@ -51,10 +63,7 @@ def locked(state_dir: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise Busy(
-                    f"another cachewise is applying a plan with {state_dir} (it holds "
-                    f"{state_dir / 'apply.lock'}); wait for it to end"
-                ) from None
+                raise Busy(state_dir) from None
             raise
         try:
             yield
@@ -116,7 +125,7 @@ class Journal:
         try:
             return Plan.from_json(records[0]["plan"])
         except PlanError as exc:
-            raise JournalError(self.path, f"holds a plan that is refused: {exc}") from None
+            raise JournalError(self.path, f"holds a plan that is refused: {what_of(exc)}") from None
 
     @property
     def finished(self) -> bool:
@@ -127,7 +136,7 @@ class Journal:
         try:
             self.plan  # noqa: B018 - reading it is the check
         except JournalError as exc:
-            return str(exc)
+            return exc.what
         return None
 
     def steps_run(self) -> list[str]:
@@ -137,7 +146,7 @@ class Journal:
 
 def unfinished_journals(state_dir: Path) -> list[Journal]:
     """Journals without an ending, oldest first: interrupted plans, and journals that cannot be
-    read at all (see :meth:`Journal.problem`), which only --abandon clears."""
+    read at all (see :meth:`Journal.problem`), which only abandoning clears."""
     d = journal_dir(state_dir)
     if not d.is_dir():
         return []

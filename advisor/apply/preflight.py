@@ -17,7 +17,6 @@ from advisor.apply.state import LiveState
 from advisor.plan.model import Plan
 from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
 
-NOTHING = "Nothing was changed."
 Code = Literal[
     "not-root", "tool-missing", "module-missing", "device-missing", "device-replaced", "device-resized", "precondition"
 ]
@@ -51,15 +50,12 @@ class Problem:
         return f"before '{self.subject}': expected that {self.detail}, but it is not so"
 
 
-def refusal(problems: list[Problem]) -> str:
-    """The whole refusal: what stands in the way, that nothing changed, and what to do."""
+def refusal(problems: list[Problem]) -> tuple[str, list[str]]:
+    """The refusal's lead (whether the devices changed, or the system does not allow the plan
+    now) and one sentence per problem."""
     changed = any(p.device_changed for p in problems)
     lead = "the devices changed since the plan was made" if changed else "the plan cannot run as things stand"
-    return (
-        f"{lead}:\n  - "
-        + "\n  - ".join(p.sentence() for p in problems)
-        + f"\n{NOTHING} Make a new plan if the disks changed."
-    )
+    return lead, [p.sentence() for p in problems]
 
 
 def verify_devices(plan: Plan, state: LiveState) -> list[Problem]:
@@ -83,7 +79,7 @@ def _load_module(module: str, runner: CommandRunner) -> Problem | None:
     try:
         result = runner.run(["modprobe", module], timeout=30, check=False)
     except CommandError as exc:
-        return Problem("module-missing", module, str(exc))
+        return Problem("module-missing", module, exc.what)
     if result.returncode != 0:
         return Problem("module-missing", module, result.stderr.strip() or "modprobe failed")
     return None

@@ -21,8 +21,10 @@ from typing import Literal
 
 from advisor.apply.journal import Journal, JournalError, audit
 from advisor.apply.state import LiveState, RoleMissing
+from advisor.backends import BCACHE, by_progress
+from advisor.errors import CachewiseError, codes, next_step
 from advisor.plan.model import Plan, Step
-from advisor.readers import bcache, dmstatus
+from advisor.readers import bcache
 from advisor.runner import CommandRunner
 from advisor.watch.figures import FlushMeter
 
@@ -31,8 +33,22 @@ FAILURE_PATIENCE = 10.0  # s for a failed step's goal to show anyway (udev got t
 POLL = 0.5  # s between looks at progress and at postconditions
 
 
-class ApplyError(Exception):
-    """The plan did not run (or stopped); the message says what state the system is in."""
+codes(
+    {
+        "apply-role-missing": "{why}; nothing more was changed",
+        "apply-journal-unwritable": "{why}; no step ran",
+        "apply-journal-failed": "{why}; the plan stopped there (steps done: {done})",
+        "apply-stopped": "stopped at '{step}': {why}. The plan is half applied ({state}); later steps did not run",
+        "rollback-journal-failed": "{why}; the roll back stopped",
+        "rollback-interrupted": "cachewise received {signal} and stopped rolling back before '{step}'",
+        "rollback-failed": "rolling back '{step}' failed: `{command}` exit {code}: {output}. The steps before it "
+        "are still in effect",
+    }
+)
+
+
+class ApplyError(CachewiseError):
+    """The plan did not run (or stopped): where the system stands, and what can be done."""
 
 
 @dataclass(frozen=True)
@@ -64,19 +80,15 @@ def _run_step(step: Step, runner: CommandRunner, state_dir: Path, report: Report
     start = time.monotonic()
     if step.write is not None or step.wait is not None:
         code, message = _sysfs_step(step, runner, report, plan)
-    elif step.progress in ("cache_dirty", "writecache_dirty"):
+    elif (backend := by_progress(step.progress)) is not None and backend.dirty is not None:
+        # lvconvert or lvchange flushing an LV's cache: its dirty blocks, read from the kernel meanwhile
         vg, _, lv = step.argv[-1].partition("/")
         proc = runner.start(list(step.argv), timeout=None)
         meter = _FlushReporter(step, report)
         while proc.running():
-            if step.progress == "cache_dirty":
-                status = dmstatus.cache_status(runner, vg, lv)
-                if status is not None:
-                    meter.add(status.dirty, "blocks")
-            else:  # dm-writecache holds only written blocks: those in use are the ones left to write back
-                wc = dmstatus.writecache_status(runner, vg, lv)
-                if wc is not None:
-                    meter.add(wc.used_blocks, "blocks")
+            dirty = backend.dirty(runner, vg, lv)
+            if dirty is not None:
+                meter.add(dirty, "blocks")
             time.sleep(POLL)
         result = proc.wait(check=False)
         code, message = result.returncode, (result.stderr or result.stdout).strip()
@@ -129,7 +141,7 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
         assert step.wait is not None
         path = state.resolve(step.wait[0])
     except RoleMissing as exc:
-        raise ApplyError(f"{exc}; nothing more was changed") from None
+        raise ApplyError("apply-role-missing", changed=True, why=exc) from None
     directory = Path(path).parent
     wanted = step.wait[1].split("|")
     deadline = time.monotonic() + step.timeout
@@ -139,7 +151,7 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
         value = current.get(Path(path).name)
         if value is not None and any(w in value for w in wanted):
             return 0, ""
-        if step.progress == "bcache_dirty" and "dirty_data" in current:
+        if step.progress == BCACHE.progress and "dirty_data" in current:
             meter.add(bcache.hprint_bytes(current["dirty_data"]) or 0, "bytes", current["dirty_data"], value or "")
         time.sleep(POLL)
     return (
@@ -195,15 +207,18 @@ def apply(
         else:
             journal.write("resume")
     except JournalError as exc:
-        raise ApplyError(f"{exc}; no step ran. Free space or fix the state directory, then apply again.") from None
+        raise ApplyError("apply-journal-unwritable", why=exc, next=[next_step("fix-state-dir")]) from None
     done: list[str] = []
     try:
         with _signals_deferred() as stop:
             return _run_steps(plan, runner, state_dir, report, journal, read, done, stop)
     except JournalError as exc:
         raise ApplyError(
-            f"{exc}; the plan stopped there (steps done: {', '.join(done) or 'none'}). Free space, then "
-            "`cachewise apply --resume` to finish it or `--rollback` to undo it."
+            "apply-journal-failed",
+            changed=True,
+            why=exc,
+            done=", ".join(done) or "none",
+            next=[next_step("free-space"), next_step("resume"), next_step("rollback")],
         ) from None
 
 
@@ -224,7 +239,7 @@ def _run_steps(
     for index, step in enumerate(plan.steps):
         if stop:
             journal.write("interrupted", signal=stop[0], step=step.id)
-            raise ApplyError(_stopped(plan, step, done, f"cachewise received {stop[0]} and stopped between steps"))
+            raise _stopped(plan, step, done, f"cachewise received {stop[0]} and stopped between steps")
         if index <= last_done or _in_effect(step, state):
             journal.write("step-skip", step=step.id)
             report(Event("skip", step, "already in effect"))
@@ -233,7 +248,7 @@ def _run_steps(
         unmet = [c.describe() for c in step.pre if not c.holds(state)]
         if unmet:
             journal.write("step-blocked", step=step.id, unmet=unmet)
-            raise ApplyError(_stopped(plan, step, done, f"its precondition does not hold: {'; '.join(unmet)}"))
+            raise _stopped(plan, step, done, f"its precondition does not hold: {'; '.join(unmet)}")
         journal.write("step-begin", step=step.id, argv=list(step.argv))
         report(Event("run", step, step.command))
         code, output = _run_step(step, runner, state_dir, report, plan)
@@ -243,11 +258,11 @@ def _run_steps(
         patience = WRITE_PATIENCE if code == 0 and step.write is not None else (FAILURE_PATIENCE if code else 0.0)
         state, missing = _settled(step, read, patience)
         if code != 0 and (missing or not step.post):
-            raise ApplyError(_stopped(plan, step, done, f"`{step.command}` failed with exit code {code}: {output}"))
+            raise _stopped(plan, step, done, f"`{step.command}` failed with exit code {code}: {output}")
         if code != 0:  # failed, yet what it was for is in effect (udev registered the device first, say)
             journal.write("step-effective", step=step.id)
         if missing:
-            raise ApplyError(_stopped(plan, step, done, f"it ran but did not take effect: {'; '.join(missing)}"))
+            raise _stopped(plan, step, done, f"it ran but did not take effect: {'; '.join(missing)}")
         done.append(step.id)
         report(Event("ok", step))
     journal.write("done")
@@ -274,12 +289,15 @@ def _settled(step: Step, read: StateReader, patience: float) -> tuple[LiveState,
         time.sleep(POLL)
 
 
-def _stopped(plan: Plan, step: Step, done: list[str], why: str) -> str:
+def _stopped(plan: Plan, step: Step, done: list[str], why: str) -> ApplyError:
     state = f"steps done: {', '.join(done)}" if done else "no step had taken effect"
-    return (
-        f"stopped at '{step.description}': {why}. The plan is half applied ({state}); later steps did not run. "
-        "Run `cachewise apply --resume` to retry from here once the cause is fixed, or `cachewise apply "
-        "--rollback` to undo the steps that took effect."
+    return ApplyError(
+        "apply-stopped",
+        changed=True,
+        step=step.description,
+        why=why,
+        state=state,
+        next=[next_step("fix-and-resume"), next_step("rollback")],
     )
 
 
@@ -294,7 +312,10 @@ def rollback(
             _undo_steps(plan, journal, runner, state_dir, report, read, stop)
     except JournalError as exc:
         raise ApplyError(
-            f"{exc}; the roll back stopped. Free space, then run `cachewise apply --rollback` again."
+            "rollback-journal-failed",
+            changed=True,
+            why=exc,
+            next=[next_step("free-space"), next_step("rollback-again")],
         ) from None
 
 
@@ -311,8 +332,11 @@ def _undo_steps(
     for step in reversed(plan.steps):
         if stop:
             raise ApplyError(
-                f"cachewise received {stop[0]} and stopped rolling back before '{step.description}'. "
-                "Run `cachewise apply --rollback` again to finish."
+                "rollback-interrupted",
+                changed=True,
+                signal=stop[0],
+                step=step.description,
+                next=[next_step("rollback-again")],
             )
         if not _in_effect(step, read()):
             continue
@@ -323,8 +347,12 @@ def _undo_steps(
             journal.write("undo-end", step=step.id, argv=list(argv), returncode=code)
             if code != 0:
                 raise ApplyError(
-                    f"rolling back '{step.description}' failed: `{undo.command}` exit {code}: {output}. "
-                    "The steps before it are still in effect; fix the cause and run "
-                    "`cachewise apply --rollback` again."
+                    "rollback-failed",
+                    changed=True,
+                    step=step.description,
+                    command=undo.command,
+                    code=code,
+                    output=output,
+                    next=[next_step("fix-and-rollback")],
                 )
     journal.write("rolled-back")

@@ -11,18 +11,21 @@ from pathlib import Path
 from advisor.disks.collect import collect
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import build_inventory, find_device
+from advisor.errors import CachewiseError, codes
 from advisor.plan.model import Plan
 from advisor.readers import lvm
 from advisor.readers.lvm import Lv
 from advisor.runner import CommandRunner
 
+codes({"role-missing": "the plan's {role} device is not present"})
 
-class RoleMissing(Exception):
+
+class RoleMissing(CachewiseError):
     """A ``{role}`` path names a plan device that is not present."""
 
     def __init__(self, role: str) -> None:
-        super().__init__(f"the plan's {role} device is not present")
         self.role = role
+        super().__init__("role-missing", role=role)
 
 
 @dataclass

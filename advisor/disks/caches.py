@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from advisor.backends import BCACHE, LVMCACHE, WRITECACHE
 from advisor.disks.devices import Caching, Device
+from advisor.errors import next_step
 
 NEVER = (
     "cachewise never sets up, changes or removes {what}: it is an out-of-tree kernel module, unmaintained "
@@ -67,25 +69,26 @@ def lvm_caching(
             "lvmcache",
             "cached LV" + mirrored,
             _join(what, health),
-            f"follow it with `cachewise watch {vglv}`; switch its mode with `cachewise plan lvmcache-mode "
-            f"--lv {vglv}`; remove it with `cachewise plan lvmcache-uncache --lv {vglv}` (flushes first)"
-            + (
-                "; repair the mirror with `lvconvert --repair` on its cache pool once a new SSD is in the VG"
-                if degraded
-                else ""
-            ),
-            remove="lvmcache-uncache",
+            "repair the mirror with `lvconvert --repair` on its cache pool once a new SSD is in the VG"
+            if degraded
+            else "",
+            remove=LVMCACHE.remover,
             degraded=degraded,
+            next=(
+                next_step("watch", target=vglv),
+                next_step("change-mode", target=vglv),
+                next_step("remove", target=vglv),
+            ),
         )
     if lvm.segtype == "writecache":
         return Caching(
             "dm-writecache",
             "LV with a writecache (caches writes only)" + mirrored,
             _join("writeback", health),
-            f"follow it with `cachewise watch {vglv}`; remove it with `cachewise plan writecache-detach --lv "
-            f"{vglv}` (flushes first)",
-            remove="writecache-detach",
+            "",
+            remove=WRITECACHE.remover,
             degraded=degraded,
+            next=(next_step("watch", target=vglv), next_step("remove", target=vglv)),
         )
     if lvm.segtype == "cache-pool":
         return Caching(
@@ -119,9 +122,9 @@ def bcache_caching(dev: Device) -> Caching | None:
             "bcache",
             "bcache device",
             state or "unknown",
-            f"follow it with `cachewise watch {dev.name}`; detach its cache with `cachewise plan "
-            f"bcache-detach --device {dev.devnode}` (writes dirty data back first)",
-            remove="bcache-detach",
+            "",
+            remove=BCACHE.remover,
+            next=(next_step("watch", target=dev.name), next_step("remove", target=dev.devnode)),
         )
     if b.role == "backing":
         if not b.cache_set_uuid:
@@ -136,15 +139,17 @@ def bcache_caching(dev: Device) -> Caching | None:
             "bcache",
             "bcache backing device",
             _join(b.state or "", b.cache_mode or ""),
-            f"detach its cache with `cachewise plan bcache-detach --device {dev.devnode}`",
-            remove="bcache-detach",
+            "",
+            remove=BCACHE.remover,
+            next=(next_step("remove", target=dev.devnode),),
         )
     if b.role == "cache":
         return Caching(
             "bcache",
             "bcache cache device",
             f"cache set {b.cache_set_uuid}",
-            "detach it from its bcache devices with `cachewise plan bcache-detach --device BCACHE --wipe-cache`",
+            "",
+            next=(next_step("free-bcache-cache"),),
         )
     return Caching(
         "bcache",

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from advisor.errors import Described, codes, what_of
 from advisor.readers import bcache as bcache_reader
 from advisor.readers import lvm
 from advisor.readers.blkid import parse_export
@@ -321,8 +322,13 @@ def _needs_signature_probe(block: RawBlock) -> bool:
     return not block.udev_initialized or skipped
 
 
-class ScanInterrupted(Exception):
+codes({"scan-interrupted": "the scan was overtaken by a newer one{why}"})
+
+
+class ScanInterrupted(Described):
     """A newer request made this scan pointless (see ``should_stop`` in :func:`collect`)."""
+
+    CODE = "scan-interrupted"
 
 
 def collect(
@@ -343,7 +349,7 @@ def collect(
 
     def checkpoint() -> None:
         if should_stop is not None and should_stop():
-            raise ScanInterrupted
+            raise ScanInterrupted("")
 
     runner = runner or CommandRunner()
     if not tools:
@@ -374,7 +380,7 @@ def collect(
         try:
             res = runner.run(["blkid", "-p", "-o", "export", block.devnode], check=False, timeout=15)
         except CommandError as exc:
-            unread.append({"fact": "signature", "device": block.name, "reason": str(exc)})
+            unread.append({"fact": "signature", "device": block.name, "reason": what_of(exc)})
             continue
         # Exit 2 with no error text: no signature found, which is an answer, not an error.
         if res.returncode == 0 or (res.returncode == 2 and not res.stderr.strip()):
@@ -414,9 +420,9 @@ def collect(
                 checkpoint()
                 lvs = lvm.lvs(runner)
             except ToolMissing as exc:
-                unread.append({"fact": "LVM reports", "reason": str(exc)})
+                unread.append({"fact": "LVM reports", "reason": f"{exc.what} (install {exc.package or exc.tool})"})
             except (CommandError, lvm.ReportError) as exc:
-                unread.append({"fact": "LVM reports", "reason": f"pvs/lvs failed: {exc}"})
+                unread.append({"fact": "LVM reports", "reason": f"pvs/lvs failed: {what_of(exc)}"})
 
     return RawSystem(
         taken_at=datetime.now(UTC).isoformat(timespec="seconds"),

@@ -1,6 +1,6 @@
 """What discovery reports: block devices with stable identity, role and why they are in use.
 
-The JSON form of :class:`Inventory` is the `cachewise scan --json` schema, documented in
+The JSON form of :class:`Inventory` is the scan's JSON schema, documented in
 docs/scan-json.md. Bump :data:`SCAN_SCHEMA` when a field changes meaning or disappears;
 adding a field is backwards compatible and does not bump it.
 """
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
+
+from advisor.errors import Next
 
 SCAN_SCHEMA = "cachewise.scan/1"
 
@@ -61,9 +63,21 @@ class Caching:
     kind: CacheKind
     part: str  # "cached LV", "bcache backing device", "member of ZFS pool tank" ...
     state: str  # "writeback, smq policy", "degraded: a mirror leg is missing", "dirty" ...
-    can: str  # what cachewise can do for it, as a sentence (with the command where there is one)
-    remove: str | None = None  # the plan kind that removes this cache, when cachewise can
+    can: str  # what can be done for it besides cachewise's own actions, as a sentence
+    remove: str | None = None  # the kind of plan that removes this cache, when cachewise can
     degraded: bool = False
+    next: tuple[Next, ...] = ()  # what cachewise can do for it: each front end words these
+
+    def to_json(self) -> dict[str, Any]:
+        """The scan JSON's object."""
+        return {
+            "kind": self.kind,
+            "part": self.part,
+            "state": self.state,
+            "can": self.can,
+            "remove": self.remove,
+            "degraded": self.degraded,
+        }
 
 
 @dataclass(frozen=True)
@@ -164,7 +178,8 @@ class Device:
         return ""
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = asdict(replace(self, caching=None))
+        data["caching"] = self.caching.to_json() if self.caching is not None else None
         data["role"] = self.role
         return data
 
@@ -247,3 +262,19 @@ class Inventory:
 def _natural_key(dev: Device) -> tuple[int, str]:
     order = {"disk": 0, "md": 1, "bcache": 2, "lvm": 3, "dm": 4, "loop": 5, "virtual": 6, "partition": 7}
     return (order.get(dev.kind, 9), dev.name)
+
+
+def underlying_disks(inv: Inventory, dev: Device) -> list[Device]:
+    """The whole disks a device sits on: itself for a disk, its parent for a partition, the
+    disks under an LV, md array or bcache device (through the slaves)."""
+    if dev.kind == "disk":
+        return [dev]
+    if dev.kind == "partition" and dev.parent:
+        parent = inv.by_name(dev.parent)
+        return [parent] if parent else []
+    out: list[Device] = []
+    for name in dev.slaves:
+        lower = inv.by_name(name)
+        if lower is not None:
+            out += [d for d in underlying_disks(inv, lower) if d not in out]
+    return out

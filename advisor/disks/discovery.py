@@ -24,7 +24,10 @@ from advisor.disks.devices import (
     State,
     Unread,
 )
+from advisor.errors import codes
 from advisor.readers.bcache import selected
+
+codes({"no-such-device": "{path} is not a block device on this machine"})
 
 
 def _kind(block: RawBlock) -> Kind:

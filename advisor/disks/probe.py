@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from advisor.disks.devices import Device
+from advisor.errors import Described, codes, next_step
 from advisor.runner import CommandError, CommandFailed, CommandRunner, TimedOut
 
 ProbeClass = Literal["hdd", "ssd", "nvme", "unknown"]
@@ -72,8 +73,13 @@ PHASES: tuple[Phase, ...] = (
 DEFAULT_SECONDS = 4.5  # of fio run time; with fio start-up a probe stays under 8 s even on a slow HDD
 
 
-class ProbeError(Exception):
+codes({"probe-failed": "{why}"})
+
+
+class ProbeError(Described):
     """The probe could not start or run; the message says why and that nothing changed."""
+
+    CODE = "probe-failed"
 
 
 @dataclass(frozen=True)
@@ -294,18 +300,18 @@ def sample_zero_reads(devnode: str, size_bytes: int, samples: int = ZERO_SAMPLES
 def check_target(path: str) -> str:
     """The device node to probe, or a ProbeError that says what is wrong with ``path``."""
     if not os.path.exists(path):
-        raise ProbeError(f"{path} does not exist; nothing was probed. `cachewise scan` lists the disks.")
+        raise ProbeError(f"{path} does not exist; nothing was probed", next=[next_step("see-devices")])
     mode = os.stat(path).st_mode
     if not stat.S_ISBLK(mode):
         raise ProbeError(
-            f"{path} is not a block device; nothing was probed. Give a disk such as /dev/sdb or a "
-            "/dev/disk/by-id/ path (`cachewise scan` lists them)."
+            f"{path} is not a block device; nothing was probed",
+            next=[next_step("name-disk"), next_step("see-devices")],
         )
     real = os.path.realpath(path)
     if not os.access(real, os.R_OK):
         raise ProbeError(
-            f"reading {real} needs root (it is readable only by {_owner(real)}); nothing was probed. "
-            "Run `sudo cachewise probe ...`."
+            f"reading {real} needs root (it is readable only by {_owner(real)}); nothing was probed",
+            next=[next_step("become-root")],
         )
     return real
 

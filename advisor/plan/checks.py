@@ -20,6 +20,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Protocol, TypeVar
 
 from advisor.disks.devices import Device
+from advisor.errors import Described, codes
 from advisor.readers.lvm import Lv
 
 # Paths a plan may write or read in sysfs. ``{ROLE}`` stands for the sysfs directory of the
@@ -31,8 +32,13 @@ SYSFS_PATH = re.compile(r"(/sys/fs/bcache/|\{[a-z]+\}/)[A-Za-z0-9_.:/-]*")
 C = TypeVar("C", bound="Check")
 
 
-class CheckError(ValueError):
+codes({"bad-check": "{why}"})
+
+
+class CheckError(Described, ValueError):
     """A check in a plan file is not one cachewise knows, or has bad arguments."""
+
+    CODE = "bad-check"
 
 
 class SystemView(Protocol):

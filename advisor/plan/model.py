@@ -17,23 +17,17 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from advisor import strict
+from advisor.errors import what_of
+from advisor.plan import checks, language
 from advisor.plan.checks import Check
-from advisor.watch.figures import Prediction
+from advisor.plan.language import PlanError
+from advisor.prediction import Prediction
 
 PLAN_SCHEMA = "cachewise.plan/1"
 PLAN_SCHEMA_VERSION = 1
 
-# Kernel modules each kind of plan needs loaded (preflight loads them with modprobe).
-KERNEL_MODULES: dict[str, tuple[str, ...]] = {
-    "lvmcache-attach": ("dm_cache", "dm_cache_smq"),
-    "lvmcache-new": ("dm_cache", "dm_cache_smq"),
-    "bcache-create": ("bcache",),
-    "writecache-attach": ("dm_writecache",),
-}
-
-
-class PlanError(ValueError):
-    """A plan file cannot be used; the message says why and that nothing was changed."""
+__all__ = ["PLAN_SCHEMA", "BoundDevice", "Plan", "PlanError", "Step"]
 
 
 @dataclass(frozen=True)
@@ -96,8 +90,8 @@ class Plan:
 
     @property
     def kernel_modules(self) -> tuple[str, ...]:
-        raid = ("dm_raid",) if any("raid1" in s.argv for s in self.steps) else ()
-        return KERNEL_MODULES.get(self.kind, ()) + raid
+        """What preflight loads with modprobe: the plan kind's and its commands' (advisor.plan.language)."""
+        return language.modules(self.kind, [s.argv for s in self.steps if s.argv])
 
     @property
     def target(self) -> str:
@@ -132,12 +126,12 @@ class Plan:
                 f"the plan uses schema {schema}, newer than this cachewise understands "
                 f"({PLAN_SCHEMA}); upgrade cachewise or make the plan again with this one"
             )
-        from advisor.plan import language, strict
-
         try:
-            plan = strict.load(cls, data, "the plan", ignore=frozenset({"expected_seconds"}))
+            plan = strict.load(
+                cls, data, "the plan", ignore=frozenset({"expected_seconds"}), readers={Check: checks.from_json}
+            )
         except strict.StrictError as exc:
-            raise PlanError(f"the plan file is incomplete or damaged ({exc})") from None
+            raise PlanError(f"the plan file is incomplete or damaged ({what_of(exc)})") from None
         language.check(plan)
         return plan
 

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.errors import Described, codes
 from advisor.runner import CommandError, CommandRunner
 
+codes({"dm-status-unreadable": "{why}"})
 
-class StatusError(ValueError):
+
+class StatusError(Described, ValueError):
     """The line is not a status line of the expected target."""
+
+    CODE = "dm-status-unreadable"
 
 
 def _fields(line: str, target: str) -> list[str]:

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.errors import Described, codes
 from advisor.runner import CommandFailed, CommandRunner
 
 PVS_FIELDS = ("pv_name", "vg_name", "pv_uuid", "pv_size", "dev_size")
@@ -45,8 +46,13 @@ FORMATS = ("json_std", "json")
 _accepted: dict[str, str] = {}
 
 
-class ReportError(ValueError):
+codes({"lvm-report-unreadable": "{why}"})
+
+
+class ReportError(Described, ValueError):
     """lvm2's report could not be read; the message names the command."""
+
+    CODE = "lvm-report-unreadable"
 
 
 def rows(text: str, key: str) -> list[dict[str, str]]:

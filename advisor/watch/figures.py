@@ -13,25 +13,15 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from advisor.prediction import Prediction
 from advisor.watch.sampler import Io, Sample
+
+__all__ = ["STALL_SECONDS", "Figures", "FlushMeter", "Prediction", "Stall", "Tracker"]
 
 # A flush has stalled when dirty data is left and has not gone down for this long.
 STALL_SECONDS = 30.0
 # The fill has settled when it grew by less than this share of the cache over the window.
 STEADY_FILL_GROWTH = 0.002
-
-
-@dataclass(frozen=True)
-class Prediction:
-    """What the recommendation behind a cache predicted (advisor.advice.recommend: the hit ratio
-    at its size and the warm-up model C-FILL-1), kept with the plan and the history."""
-
-    hit_ratio: float | None
-    hot_bytes: int | None  # the hot data the cache should come to hold
-    seconds_63: float | None  # model: reads until 63% / 95% of the hot data is cached, in time
-    seconds_95: float | None
-    promotion_probability: float | None = None
-    applied_at: float | None = None  # when the cache was made (seconds since the epoch)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from advisor.errors import Described, codes, next_step
 from advisor.readers import bcache as bcache_reader
 from advisor.readers.dmstatus import CacheStatus, StatusError, WritecacheStatus
 from advisor.runner import CommandError, CommandRunner
@@ -33,8 +34,13 @@ SECTOR = 512
 CacheKind = Literal["dm-cache", "dm-writecache", "bcache"]
 
 
-class WatchError(Exception):
+codes({"not-a-cache": "{why}"})
+
+
+class WatchError(Described):
     """The target is not a cache this machine has; the message says what to do."""
+
+    CODE = "not-a-cache"
 
 
 @dataclass(frozen=True)
@@ -250,8 +256,8 @@ class Sampler:
                 return ref
         names = ", ".join(c.name for c in caches) or "none"
         raise WatchError(
-            f"{target} is not a cache on this machine (caches found: {names}); nothing was read. "
-            "Name an lvmcache LV as VG/LV or a bcache device as bcacheN (see `cachewise status`)."
+            f"{target} is not a cache on this machine (caches found: {names}); nothing was read",
+            next=[next_step("name-cache"), next_step("see-caches")],
         )
 
     # -- reading them --

@@ -73,7 +73,8 @@ def blocks_per_request(requests: Requests, block_size: int) -> tuple[mrc.Blocks,
     if int(counts.sum()) > MAX_ACCESSES:
         raise TraceError(
             f"its {len(requests):,} requests make {int(counts.sum()):,} accesses of {block_size} bytes, "
-            f"more than the {MAX_ACCESSES:,} analysed at once; give a larger --block-size"
+            f"more than the {MAX_ACCESSES:,} analysed at once",
+            code="too-many-accesses",
         )
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     blocks: mrc.Blocks = np.repeat(first, counts) + (np.arange(int(counts.sum()), dtype=np.int64) - starts)

@@ -25,6 +25,7 @@ import numpy as np
 
 from advisor.disks.collect import devnum_of
 from advisor.disks.devices import Device, Inventory
+from advisor.errors import Described, codes, next_step, what_of
 from advisor.runner import CommandError, CommandRunner
 from advisor.workload.traces import REQUEST, write_header
 
@@ -40,8 +41,13 @@ LINE = re.compile(
 )
 
 
-class CaptureError(Exception):
+codes({"trace-refused": "{why}"})
+
+
+class CaptureError(Described):
     """Tracing could not start; the message says why and that nothing was changed."""
+
+    CODE = "trace-refused"
 
 
 @dataclass(frozen=True)
@@ -66,7 +72,7 @@ class CapturePlan:
 
 def plan_capture(inv: Inventory, path: str) -> CapturePlan:
     if not os.path.exists(path):
-        raise CaptureError(f"{path} does not exist; nothing was traced. `cachewise scan` lists the devices.")
+        raise CaptureError(f"{path} does not exist; nothing was traced", next=[next_step("see-devices")])
     devnum = devnum_of(path)
     dev = next((d for d in inv.devices if d.devnum == devnum), None) if devnum else None
     if dev is None:
@@ -104,13 +110,13 @@ def tracefs(runner: CommandRunner) -> Path:
             return root
     if os.geteuid() != 0:
         raise CaptureError(
-            "tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`."
+            "tracing block I/O needs root (tracefs); nothing was traced", next=[next_step("become-root")]
         )
     try:
         runner.run(["mount", "-t", "tracefs", "tracefs", str(TRACEFS_CANDIDATES[0])], timeout=10)
     except CommandError as exc:
         raise CaptureError(
-            f"tracefs is not available ({exc}); nothing was traced. The kernel needs CONFIG_FTRACE."
+            f"tracefs is not available ({what_of(exc)}); nothing was traced. The kernel needs CONFIG_FTRACE."
         ) from exc
     return TRACEFS_CANDIDATES[0]
 
@@ -153,7 +159,7 @@ class Capture:
     def __init__(self, plan: CapturePlan, runner: CommandRunner) -> None:
         if os.geteuid() != 0:
             raise CaptureError(
-                "tracing block I/O needs root (tracefs); nothing was traced. Run `sudo cachewise trace ...`."
+                "tracing block I/O needs root (tracefs); nothing was traced", next=[next_step("become-root")]
             )
         self.plan = plan
         self.root = tracefs(runner)
@@ -188,7 +194,9 @@ class Capture:
             (self.event_dir / "enable").write_text("1")
         except OSError as exc:
             self.__exit__()
-            raise CaptureError(f"could not set up tracing in {self.instance} ({exc}); nothing was traced.") from exc
+            raise CaptureError(
+                f"could not set up tracing in {self.instance} ({what_of(exc)}); nothing was traced"
+            ) from exc
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -303,7 +311,7 @@ def capture_with_blktrace(plan: CapturePlan, runner: CommandRunner, out: IO[byte
             text = os.path.join(tmp, "trace.txt")
             runner.run(["blkparse", "-i", "trace", "-D", tmp, "-o", text], timeout=600)
         except CommandError as exc:
-            raise CaptureError(f"blktrace could not trace {disk} ({exc}); nothing was traced.") from exc
+            raise CaptureError(f"blktrace could not trace {disk} ({what_of(exc)}); nothing was traced") from exc
         stats = ImportStats()
         with open(text, encoding="utf-8", errors="replace") as fh:
             requests = parse_blkparse(fh, stats)

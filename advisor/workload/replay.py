@@ -35,6 +35,7 @@ import numpy as np
 
 from advisor.disks.devices import Device
 from advisor.disks.probe import fio_version
+from advisor.errors import Described, codes, next_step
 from advisor.readers.blkid import parse_export
 from advisor.runner import CommandError, CommandRunner
 from advisor.workload.traces import CsvLayout, Format, Requests, load_trace
@@ -50,14 +51,28 @@ REAPS_WHILE_WAITING = (3, 36)  # fio b85c01f7: completions are reaped during a r
 FALL_BEHIND = 1.5  # a timed replay may run this much longer than the trace before fio stops it
 UNTIMED_LIMIT = 3600.0  # seconds an untimed replay may run without --duration
 CHUNK = 1 << 16
-UNDO = "Replay writes only onto a scratch device that holds nothing, or drop --allow-writes to replay the reads."
+UNDO = (next_step("scratch-only"),)
 
 ProgressFn = Callable[[float, float | None], None]  # (elapsed seconds, expected seconds or None)
 
 
-class ReplayError(Exception):
+codes(
+    {
+        "replay-refused": "{why}",
+        "bad-speed": "the replay speed must be between {low:g} and {high:g} (got {speed:g}); nothing was replayed",
+        "needs-disposable": "replaying writes would overwrite data on {target}, so it must be named disposable as "
+        "well; nothing was written",
+        "disposable-mismatch": "the device named disposable ({disposable}) does not repeat the target {target} "
+        "exactly; nothing was written",
+    }
+)
+
+
+class ReplayError(Described):
     """The replay did not run, or fio failed; the message says what happened, what was left
     unchanged, and what to do."""
+
+    CODE = "replay-refused"
 
 
 @dataclass(frozen=True)
@@ -137,19 +152,19 @@ def check_target(path: str, allow_file: bool = False) -> Target:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
-        raise ReplayError(f"{path} does not exist; {nothing}. `cachewise scan` lists the disks.") from None
+        raise ReplayError(f"{path} does not exist; {nothing}", next=[next_step("see-devices")]) from None
     except OSError as exc:
-        raise ReplayError(f"cannot look at {path} ({exc.strerror}); {nothing}.") from None
-    hint = "Give a disk, partition or LV such as /dev/sdb (`cachewise scan` lists them)."
+        raise ReplayError(f"cannot look at {path} ({exc.strerror}); {nothing}") from None
+    hint = [next_step("name-disk"), next_step("see-devices")]
     if stat.S_ISDIR(mode):
-        raise ReplayError(f"{path} is a directory, not a block device; {nothing}. {hint}")
+        raise ReplayError(f"{path} is a directory, not a block device; {nothing}", next=hint)
     if stat.S_ISCHR(mode):
-        raise ReplayError(f"{path} is a character device, not a block device; {nothing}. {hint}")
+        raise ReplayError(f"{path} is a character device, not a block device; {nothing}", next=hint)
     if not (stat.S_ISBLK(mode) or (allow_file and stat.S_ISREG(mode))):
-        raise ReplayError(f"{path} is not a block device; {nothing}. {hint}")
+        raise ReplayError(f"{path} is not a block device; {nothing}", next=hint)
     real = os.path.realpath(path)
     if re.search(r"[\s:]", real) or len(real) > 255:
-        raise ReplayError(f"fio cannot name {real} in an iolog (spaces, colons or too long); {nothing}.")
+        raise ReplayError(f"fio cannot name {real} in an iolog (spaces, colons or too long); {nothing}")
     try:
         fd = os.open(real, os.O_RDONLY)
         try:
@@ -158,11 +173,11 @@ def check_target(path: str, allow_file: bool = False) -> Target:
             os.close(fd)
     except OSError as exc:
         if isinstance(exc, PermissionError) and os.geteuid() != 0:
-            raise ReplayError(f"reading {real} needs root; {nothing}. Run `sudo cachewise replay ...`.") from None
-        raise ReplayError(f"cannot open {real} ({exc.strerror}); {nothing}.") from None
+            raise ReplayError(f"reading {real} needs root; {nothing}", next=[next_step("become-root")]) from None
+        raise ReplayError(f"cannot open {real} ({exc.strerror}); {nothing}") from None
     if size < MIN_TARGET:
         raise ReplayError(
-            f"{path} holds only {size:,} bytes, too small to replay onto (at least {MIN_TARGET >> 20} MiB); {nothing}."
+            f"{path} holds only {size:,} bytes, too small to replay onto (at least {MIN_TARGET >> 20} MiB); {nothing}"
         )
     return Target(path, real, stat.S_ISBLK(mode), size)
 
@@ -170,14 +185,9 @@ def check_target(path: str, allow_file: bool = False) -> Target:
 def check_disposable(target: Target, disposable: str | None) -> None:
     """ReplayError unless the caller named the target a second time, exactly, as disposable."""
     if disposable is None:
-        raise ReplayError(
-            f"replaying writes would overwrite data on {target.path}, so it needs "
-            f"--disposable {target.path} as well; nothing was written. {UNDO}"
-        )
+        raise ReplayError(code="needs-disposable", target=target.path, next=UNDO)
     if disposable != target.path:
-        raise ReplayError(
-            f"--disposable {disposable} does not repeat the target {target.path} exactly; nothing was written. {UNDO}"
-        )
+        raise ReplayError(code="disposable-mismatch", disposable=disposable, target=target.path, next=UNDO)
 
 
 def check_writes(target: Target, disposable: str | None, device: Device | None, runner: CommandRunner) -> None:
@@ -190,29 +200,30 @@ def check_writes(target: Target, disposable: str | None, device: Device | None, 
         return  # a regular file, which only tests may name (check_target's allow_file)
     if device is None:
         raise ReplayError(
-            f"discovery does not list {target.path}, so what it holds is unknown; nothing was written. {UNDO}"
+            f"discovery does not list {target.path}, so what it holds is unknown; nothing was written", next=UNDO
         )
     if device.state != "free" or device.signature is not None:
         why = device.in_use_reason if device.state != "free" else f"it holds {device.signature}"
-        raise ReplayError(f"{target.path} is not free ({why}); nothing was written. {UNDO}")
+        raise ReplayError(f"{target.path} is not free ({why}); nothing was written", next=UNDO)
     if any(u.fact == "signature" for u in device.unreadable):
-        raise ReplayError(f"the signature of {target.path} could not be read; nothing was written. Run as root. {UNDO}")
+        raise ReplayError(
+            f"the signature of {target.path} could not be read; nothing was written",
+            next=(next_step("become-root"), *UNDO),
+        )
     try:
         probe = runner.run(["blkid", "-p", "-o", "export", target.real], check=False, timeout=15)
     except CommandError as exc:
-        raise ReplayError(f"could not check {target.path} for signatures: {exc} Nothing was written.") from None
+        raise ReplayError(f"could not check {target.path} for signatures: {exc.what}", next=exc.next) from None
     found = parse_export(probe.stdout)
     kind = found.get("TYPE") or found.get("PTTYPE")
     if kind or probe.returncode not in (0, 2):  # 2: blkid found no signature
         what = f"holds a {kind} signature (blkid)" if kind else f"could not be probed ({probe.stderr.strip()})"
-        raise ReplayError(f"{target.path} {what}; nothing was written. {UNDO}")
+        raise ReplayError(f"{target.path} {what}; nothing was written", next=UNDO)
 
 
 def check_speed(speed: float) -> None:
     if not MIN_SPEED <= speed <= MAX_SPEED:
-        raise ReplayError(
-            f"--speed must be between {MIN_SPEED:g} and {MAX_SPEED:g} (got {speed:g}); nothing was replayed."
-        )
+        raise ReplayError(code="bad-speed", low=MIN_SPEED, high=MAX_SPEED, speed=speed)
 
 
 def map_requests(requests: Requests, target_size: int) -> tuple[Any, Any, int]:
@@ -253,9 +264,9 @@ def write_iolog(
     reqs, t = reqs[:cap], t[:cap]
     if not len(reqs):
         raise ReplayError(
-            f"the trace holds no reads to replay ({dropped:,} writes were dropped: replays are "
-            "read-only); nothing was replayed. Replay writes only onto a scratch device, with "
-            "--allow-writes --disposable DEVICE."
+            f"the trace holds no reads to replay ({dropped:,} writes were dropped: replays are read-only); nothing "
+            "was replayed",
+            next=UNDO,
         )
     offsets, lengths, resized = map_requests(reqs, target.size)
     stamps = (np.rint(t / speed * 1e6).astype(np.uint64) + 1) if timed else np.ones(len(reqs), np.uint64)
@@ -339,7 +350,7 @@ def _notes(log: Iolog, measured: Measured, iodepth: int, runtime: float, version
     if log.capped:
         notes.append(
             f"the trace has {log.requests + log.capped:,} requests; only the first {log.requests:,} were "
-            "replayed (use --duration to choose a shorter part)."
+            "replayed (a shorter part of the trace can be chosen)."
         )
     if log.dropped_writes:
         notes.append(f"{log.dropped_writes:,} write requests were dropped: the replay is read-only.")
@@ -387,7 +398,7 @@ def replay(
     try:
         version = fio_version(runner)
     except CommandError as exc:
-        raise ReplayError(f"{exc} Nothing was replayed.") from None
+        raise ReplayError(f"{exc.what}; nothing was replayed", next=exc.next) from None
     trace = load_trace(trace_path, fmt, layout)
     with tempfile.TemporaryDirectory(prefix="cachewise-replay-") as tmp:
         iolog_path, output = os.path.join(tmp, "replay.iolog"), os.path.join(tmp, "fio.json")
@@ -428,7 +439,7 @@ def _run_fio(
     try:
         proc = runner.start(argv, timeout=runtime + 60)
     except CommandError as exc:
-        raise ReplayError(f"{exc} Nothing was replayed.") from None
+        raise ReplayError(f"{exc.what}; nothing was replayed", next=exc.next) from None
     try:
         while proc.running():
             time.sleep(0.25)
@@ -436,8 +447,11 @@ def _run_fio(
                 on_progress(proc.elapsed, expected)
         proc.wait(check=True)
     except CommandError as exc:
-        unchanged = " Nothing was written (the replay was read-only)." if "--readonly" in argv else ""
-        raise ReplayError(f"the replay failed: {exc}{unchanged}") from None
+        readonly = "--readonly" in argv
+        raise ReplayError(
+            f"the replay failed: {exc.what}" + ("; nothing was written (the replay was read-only)" if readonly else ""),
+            changed=not readonly,
+        ) from None
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): fio must not go on
         proc.kill()
         raise

@@ -23,6 +23,8 @@ from typing import IO, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from advisor.errors import CachewiseError, codes, next_step
+
 REQUEST = np.dtype([("t", "<f8"), ("offset", "<u8"), ("length", "<u4"), ("write", "u1")])
 MAGIC_PREFIX = b"CACHEWISE-TRACE "
 MAGIC = MAGIC_PREFIX + b"1\n"
@@ -37,13 +39,28 @@ CHUNK = 1 << 20
 Requests = npt.NDArray[Any]
 
 
-class TraceError(Exception):
-    """The trace cannot be read at all; the message says why, and that nothing was analysed.
-    ``code`` "unknown-format" means the format could not be detected (the caller may name it)."""
+codes(
+    {
+        "trace-unreadable": "{why}; nothing was analysed",
+        "unknown-format": "{why}; nothing was analysed",
+        "too-many-accesses": "{why}; nothing was analysed",
+        "bad-csv-columns": "the CSV column description {spec!r} is not time=N,op=N,offset=N,size=N (0-based column "
+        "numbers); nothing was analysed",
+    }
+)
 
-    def __init__(self, what: str, code: str = "") -> None:
-        super().__init__(f"{what}; nothing was analysed.")
-        self.code = code
+
+class TraceError(CachewiseError):
+    """The trace cannot be read at all: why. The code "unknown-format" means its format could not
+    be detected (the user may name it); "bad-csv-columns" that the CSV layout given is wrong."""
+
+    def __init__(self, what: str = "", code: str = "trace-unreadable", **facts: Any) -> None:
+        nxt = {
+            "unknown-format": [next_step("trace-format")],
+            "bad-csv-columns": [next_step("trace-columns")],
+            "too-many-accesses": [next_step("larger-block-size")],
+        }
+        super().__init__(code or "trace-unreadable", why=what, next=nxt.get(code, []), **facts)
 
 
 @dataclass
@@ -233,9 +250,7 @@ class CsvLayout:
             cols = {k.strip(): int(v) for k, v in (item.split("=") for item in spec.split(","))}
             return cls(cols["time"], cols["op"], cols["offset"], cols["size"], time_unit, header)
         except (KeyError, ValueError) as exc:
-            raise TraceError(
-                f"bad --csv-columns {spec!r}: give time=N,op=N,offset=N,size=N (0-based column numbers)"
-            ) from exc
+            raise TraceError(code="bad-csv-columns", spec=spec) from exc
 
 
 # MSR Cambridge traces: Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime.

@@ -7,8 +7,9 @@ from pathlib import Path
 from textual.widgets import Input, Static
 
 from cachewise.core import Core
-from screens.analysis import AnalysisScreen, OpenTrace
+from screens.analysis import AnalysisScreen
 from screens.app import CachewiseApp
+from screens.dialogs import OpenTrace
 from screens.disks import DisksScreen
 from tests.conftest import FIXTURES
 from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory

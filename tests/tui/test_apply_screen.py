@@ -18,7 +18,8 @@ from advisor.units import GiB
 from cachewise.core import Core
 from recipes.lvmcache import CacheSpec, lvmcache_attach
 from screens.app import CachewiseApp
-from screens.apply import ApplyScreen, InterruptedPlan
+from screens.apply import ApplyScreen
+from screens.dialogs import InterruptedPlan
 from screens.recommend import RecommendScreen
 from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
 

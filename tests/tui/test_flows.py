@@ -21,16 +21,14 @@ from cachewise.core import Core
 from screens.app import CachewiseApp
 from screens.apply import ApplyScreen
 from screens.disks import DisksScreen
-from screens.flow import (
-    MeasureStep,
-    PickCached,
-    PickFast,
-    PickSlow,
-    SavePlan,
-    StartScreen,
-    StepBar,
-    WorkloadStep,
-)
+from screens.flows.measure import MeasureStep
+from screens.flows.pick_cached import PickCached
+from screens.flows.pick_fast import PickFast
+from screens.flows.pick_slow import PickSlow
+from screens.flows.save_plan import SavePlan
+from screens.flows.start import StartScreen
+from screens.flows.steps import StepBar
+from screens.flows.workload import WorkloadStep
 from screens.recommend import RecommendScreen
 from screens.warmup import WarmupScreen
 from screens.widgets import CurveChart
@@ -374,7 +372,6 @@ async def test_tracing_from_the_workload_step_shows_progress_the_curve_so_far_an
     from tests.tui.test_fit import TRACE
 
     app = make_app(tmp_path)
-    core = app.core
     traced: list[tuple[str, float]] = []
 
     def fake_trace(device: str, output: Path, seconds: float, on_progress: object = None, **_: object) -> dict:
@@ -384,7 +381,7 @@ async def test_tracing_from_the_workload_step_shows_progress_the_curve_so_far_an
             on_progress(type("P", (), {"events": int(1000 * t), "elapsed": t})())  # type: ignore[operator]
         return {}
 
-    monkeypatch.setattr(core, "trace", fake_trace)
+    monkeypatch.setattr("cachewise.core.measure.trace", lambda _core, *a, **k: fake_trace(*a, **k))
     monkeypatch.setattr(WorkloadStep, "PREVIEW_SECONDS", 0.0)
     async with app.run_test(size=(120, 36)) as pilot:
         await to_measure(app, pilot, "/dev/labvg/data", "nvme0n1 (")

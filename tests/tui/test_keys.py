@@ -20,7 +20,7 @@ from cachewise.core import Core
 from screens.app import CachewiseApp
 from screens.apply import ApplyScreen
 from screens.disks import DisksScreen
-from screens.flow import StartScreen
+from screens.flows.start import StartScreen
 from screens.help import HelpScreen
 from screens.recommend import RecommendScreen
 from tests.tui.test_apply_screen import FakeExecutor, lab_inputs
@@ -31,8 +31,8 @@ CLOSE = "escape"  # closes the screen on top: Back, Cancel or Later, by what the
 
 def screen_classes() -> list[type[Screen[object]]]:
     found: dict[str, type[Screen[object]]] = {}
-    for info in pkgutil.iter_modules(screens.__path__):
-        module = importlib.import_module(f"screens.{info.name}")
+    for info in pkgutil.walk_packages(screens.__path__, "screens."):  # the flows' steps too
+        module = importlib.import_module(info.name)
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if issubclass(cls, Screen) and cls.__module__ == module.__name__:
                 found[cls.__qualname__] = cls

@@ -13,8 +13,9 @@ from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeProgress, ProbeResult, classify, parse_fio
 from cachewise.core import Core
 from screens.app import CachewiseApp
+from screens.dialogs import ConfirmProbe
 from screens.disks import DisksScreen
-from screens.probing import ConfirmProbe, ProbePanel
+from screens.probing import ProbePanel
 from tests.conftest import FIXTURES
 from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
 

@@ -195,7 +195,7 @@ CASES = [
     Case("plan-size-too-big-for-ssd", [*PLAN, "--size", "40g"], "is too small"),
     Case("plan-chunk-48k", [*PLAN, "--size", "256m", "--chunk", "48k"], "not a multiple of 32 KiB"),
     Case("plan-metadata-zero", [*PLAN, "--size", "256m", "--metadata", "0"], "--metadata: a size of 0 is zero"),
-    Case("plan-no-size", PLAN, "give the cache size"),
+    Case("plan-no-size", PLAN, "Give the cache size"),
     Case("plan-recommendation-missing", [*PLAN, "--recommendation", "{tmp}/none.json"], "cannot read the recommendation"),
     Case("plan-recommendation-garbage", [*PLAN, "--recommendation", "{tmp}/g.json"], "cannot read the recommendation",
          setup=text_file("g.json", "{")),
@@ -353,8 +353,8 @@ def test_broken_pipe_is_quiet() -> None:
 
 async def test_tui_refuses_a_bad_trace_path_and_a_trace_that_is_not_one(tmp_path: Path) -> None:
     from cachewise.core import Core
-    from screens.analysis import OpenTrace
     from screens.app import CachewiseApp
+    from screens.dialogs import OpenTrace
     from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
 
     garbage = tmp_path / "garbage"

@@ -14,7 +14,8 @@ from advisor.disks.caches import explain
 from advisor.disks.collect import RawSystem, _enhanceio, parse_dm_targets
 from advisor.disks.devices import BcacheInfo, Device, Inventory, LvmInfo, MdInfo
 from advisor.disks.discovery import build_inventory
-from cachewise.core import Core, Refused
+from cachewise.core import Core, Refused, plans
+from recipes.removal import RemoveOptions
 from tests.conftest import FIXTURES
 
 CACHES = FIXTURES / "lab-caches"
@@ -162,13 +163,13 @@ def test_remove_refuses_what_cachewise_does_not_remove_with_the_reason(path: str
               }.get(path, lambda: path)()
     core = Core.for_snapshot(RawSystem.load(CACHES / "raw-layers.json"))
     with pytest.raises(Refused, match=f"{why}.*Nothing was changed"):
-        core.plan(inv, "remove", path=target)
+        plans.make(core, inv, "remove", RemoveOptions(device=target))
 
 
 def test_remove_picks_the_recipe_of_the_cache_type() -> None:
     inv = lab_inventory("raw-layers.json")
     core = Core.for_snapshot(RawSystem.load(CACHES / "raw-layers.json"))
-    assert core.plan(inv, "remove", path="/dev/labvg/data").kind == "lvmcache-uncache"
+    assert plans.make(core, inv, "remove", RemoveOptions(device="/dev/labvg/data")).kind == "lvmcache-uncache"
     wc = lab_inventory("raw-writecache.json")
-    assert Core.for_snapshot(RawSystem.load(CACHES / "raw-writecache.json")).plan(wc, "remove",
-                                                                               path="/dev/labvg/data").kind == "writecache-detach"
+    assert plans.make(Core.for_snapshot(RawSystem.load(CACHES / "raw-writecache.json")), wc, "remove",
+                      RemoveOptions(device="/dev/labvg/data")).kind == "writecache-detach"

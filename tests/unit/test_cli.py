@@ -164,7 +164,7 @@ def test_plan_cli_for_writecache_mirrors_and_remove(capsys: pytest.CaptureFixtur
                                           "mirrored_pool": True}}))
     assert main(["plan", "lvmcache-attach", "--lv", "labvg/data", "--ssd", nvme, "--recommendation", str(rec),
                  "--from-raw", raw]) == 1
-    assert "name both with --ssd A --ssd B" in capsys.readouterr().err
+    assert "Name both with --ssd A --ssd B" in capsys.readouterr().err
     assert main(["plan", "lvmcache-attach", "--lv", "labvg/data", "--ssd", nvme, "--ssd", sda, "--recommendation",
                  str(rec), "--json", "--from-raw", raw]) == 0
     assert any("raid1" in s["argv"] for s in json.loads(capsys.readouterr().out)["steps"])

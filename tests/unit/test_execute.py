@@ -22,7 +22,7 @@ from advisor.readers.dmstatus import CacheStatus, StatusError
 from advisor.readers.lvm import Lv
 from advisor.runner import CommandResult
 from recipes.lvmcache import CacheSpec, lvmcache_attach
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, cli_words
 
 INV = build_inventory(RawSystem.load(FIXTURES / "lab-scan" / "raw-udev.json"))
 # modprobe's own words when a module is missing (kmod 30, Debian 12).
@@ -149,7 +149,7 @@ def test_a_failing_step_stops_says_where_and_rolls_back(tmp_path: Path, monkeypa
     lvm, p = FakeLvm(fail="data_cache_meta"), plan()
     with pytest.raises(ApplyError) as err:
         apply(p, lvm, tmp_path, quiet, read_state=lvm.state)  # type: ignore[arg-type]
-    message = str(err.value)
+    message = cli_words(err.value)
     assert "failed with exit code 5" in message and "half applied" in message and "--rollback" in message
     assert "steps done: pvcreate, vgextend, lvcreate-data" in message
     journal = unfinished_journals(tmp_path)[0]

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from cachewise.cli import build_parser, main
-from cachewise.completion import Node, bash, tree, walk, zsh
-from cachewise.manpage import escape, render
+from cachewise.cli.completion import Node, bash, tree, walk, zsh
+from cachewise.cli.manpage import escape, render
 
 
 def _all_nodes() -> list[Node]:
@@ -117,7 +117,7 @@ def test_zsh_completes_in_a_real_shell(tmp_path: Path) -> None:
 
 
 def test_value_kinds_follow_the_parser() -> None:
-    from cachewise.completion import value_kind
+    from cachewise.cli.completion import value_kind
 
     p = argparse.ArgumentParser()
     flag = p.add_argument("--yes", action="store_true")
@@ -130,7 +130,7 @@ def test_value_kinds_follow_the_parser() -> None:
 
 def test_readme_cli_reference_is_the_generated_table() -> None:
     """The README's command table is `python -m cachewise.manpage --markdown`, kept current."""
-    from cachewise.manpage import reference_table
+    from cachewise.cli.manpage import reference_table
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     start = readme.index("<!-- cli-reference")

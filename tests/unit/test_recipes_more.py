@@ -181,15 +181,15 @@ def recommendation(**config: object) -> object:
 
 
 def test_a_mirrored_pool_recommendation_plans_that_pool_on_both_ssds(inv: Inventory) -> None:
-    from cachewise.core import Core
+    from cachewise.core import Core, plans
 
     core = Core.for_snapshot(RawSystem.load(FIXTURES / "lab-scan" / "raw-udev.json"))
-    plan = core.plan_recommended(inv, recommendation(mirrored_pool=True), "labvg/data", [NVME, SECOND])  # type: ignore[arg-type]
+    plan = plans.recommended(core, inv, recommendation(mirrored_pool=True), "labvg/data", [NVME, SECOND])  # type: ignore[arg-type]
     assert plan.kind == "lvmcache-attach" and {d.role for d in plan.devices} == {"origin", "ssd", "ssd2"}
     assert "raid1" in plan.steps[4].argv
-    single = core.plan_recommended(inv, recommendation(mode="writethrough"), "labvg/data", [NVME, SECOND])  # type: ignore[arg-type]
+    single = plans.recommended(core, inv, recommendation(mode="writethrough"), "labvg/data", [NVME, SECOND])  # type: ignore[arg-type]
     assert {d.role for d in single.devices} == {"origin", "ssd"}, "writethrough needs no mirror: one SSD"
-    wc = core.plan_recommended(inv, recommendation(backend="lvmcache-writecache", writecache_block_size=4096),  # type: ignore[arg-type]
+    wc = plans.recommended(core, inv, recommendation(backend="lvmcache-writecache", writecache_block_size=4096),  # type: ignore[arg-type]
                                "labvg/data", [NVME])
     assert wc.kind == "writecache-attach" and "block_size=4096" in wc.steps[-1].argv
 

@@ -28,6 +28,7 @@ from advisor.units import GiB, MiB
 from advisor.workload import mrc
 from advisor.workload.analysis import analyze
 from advisor.workload.traces import load_trace
+from tests.conftest import raises_worded
 
 TiB = 1 << 40
 ROOT = Path(__file__).resolve().parents[2]
@@ -234,7 +235,7 @@ def test_not_slow_or_not_fast_means_dont_cache() -> None:
 
 
 def test_bad_inputs_say_what_to_supply() -> None:
-    with pytest.raises(RecommendError, match="--trace FILE"):
+    with raises_worded(RecommendError, "--trace FILE"):
         rec()
     with pytest.raises(RecommendError, match="named twice"):
         rec(workload="database", fast=(dataclasses.replace(SSD, path=HDD_LV.path),))

@@ -35,7 +35,7 @@ from advisor.workload.replay import (
 )
 from advisor.workload.traces import REQUEST, Requests, write_trace
 from cachewise.cli import main
-from tests.conftest import FIXTURES, LAB_SCAN
+from tests.conftest import FIXTURES, LAB_SCAN, raises_worded
 
 REPLAY = FIXTURES / "replay"
 TRACE = str(FIXTURES / "traces" / "fio-v3.iolog")
@@ -137,7 +137,7 @@ def test_the_cap_keeps_the_first_requests(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("speed", [0.001, 5000.0])
 def test_speed_out_of_range_is_refused(tmp_path: Path, speed: float) -> None:
-    with pytest.raises(ReplayError, match="--speed must be between 0.01 and 1000"):
+    with raises_worded(ReplayError, "--speed must be between 0.01 and 1000"):
         write_iolog(requests([(0.0, 0, 4096, False)]), tmp_path / "r.iolog", target(tmp_path), speed=speed)
 
 
@@ -203,9 +203,9 @@ def block(path: str) -> Target:
 
 def test_writes_need_the_target_named_again_exactly() -> None:
     sda = block("/dev/sda")
-    with pytest.raises(ReplayError, match="needs --disposable /dev/sda as well; nothing was written"):
+    with raises_worded(ReplayError, "needs --disposable /dev/sda as well; nothing was written"):
         check_writes(sda, None, lab_device("sda"), Blkid())
-    with pytest.raises(ReplayError, match="--disposable /dev/sdb does not repeat the target /dev/sda exactly"):
+    with raises_worded(ReplayError, "--disposable /dev/sdb does not repeat the target /dev/sda exactly"):
         check_writes(sda, "/dev/sdb", lab_device("sda"), Blkid())
     with pytest.raises(ReplayError, match="does not repeat"):
         check_writes(sda, "sda", lab_device("sda"), Blkid())
@@ -343,7 +343,7 @@ def test_cli_missing_trace_and_missing_fio(tmp_path: Path, capsys: pytest.Captur
     monkeypatch.setattr("advisor.disks.probe._FIO_VERSIONS", {})
     assert main(["replay", TRACE, "--target", "/dev/sdz"]) == 1
     err = capsys.readouterr().err
-    assert "fio is not installed" in err and "install the fio package" in err and "Nothing was replayed." in err
+    assert "fio is not installed" in err and "Install the fio package" in err and "nothing was replayed" in err
 
 
 def test_cli_speed_must_be_positive(capsys: pytest.CaptureFixture[str]) -> None:
@@ -359,7 +359,7 @@ def test_cli_compare_table_puts_runs_side_by_side(tmp_path: Path, capsys: pytest
     (tmp_path / "before.json").write_text(json.dumps(before.to_json()))
     after = ReplayResult("with cache", TRACE, "/dev/sdz", 1359, 641, 1.0, True, 1, "fio-3.33",
                          parse_fio_json(json.loads((REPLAY / "fio-untimed-writes.json").read_text())))
-    monkeypatch.setattr("cachewise.core.Core.replay_trace", lambda self, *a, **k: after)
+    monkeypatch.setattr("cachewise.core.measure.replay_trace", lambda *a, **k: after)
     assert main(["replay", TRACE, "--target", "/dev/sdz", "--compare", str(tmp_path / "before.json")]) == 0
     out = capsys.readouterr().out
     assert "hdd alone" in out and "with cache" in out and "last / first" in out

@@ -15,7 +15,7 @@ from advisor.workload.traces import (
     load_trace,
     write_trace,
 )
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, raises_worded
 
 TRACES = FIXTURES / "traces"
 
@@ -70,7 +70,7 @@ def test_csv_with_msr_layout_and_custom_columns(tmp_path: Path) -> None:
 
 
 def test_bad_csv_columns_spec() -> None:
-    with pytest.raises(TraceError, match="bad --csv-columns"):
+    with raises_worded(TraceError, "bad --csv-columns"):
         CsvLayout.parse("time=0,op=x")
 
 

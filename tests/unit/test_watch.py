@@ -10,13 +10,17 @@ from pathlib import Path
 import pytest
 
 from advisor.history import History
+from advisor.prediction import Prediction as _Prediction
 from advisor.runner import CommandResult
 from advisor.watch.export import prometheus_text, write_textfile
 from advisor.watch.figures import FlushMeter, Prediction, Tracker
 from advisor.watch.sampler import CacheRef, Io, Sample, Sampler, WatchError, _lvm_name
 from cachewise import cli
-from cachewise.core import Core, prediction_from_config
+from cachewise.cli import common
+from cachewise.core import Core, watch
 from tests.unit.fakesys import CACHE_LINE, TABLE, WC_LINE, make_sys, many
+
+prediction_from_config = _Prediction.from_config
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 WATCH = FIXTURES / "lab-watch"
@@ -286,7 +290,7 @@ def core_with(sampler: Sampler, state: Path) -> Core:
 
 def test_cli_status_json_and_table(sampler: Sampler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                    capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(cli, "_core", lambda args: core_with(sampler, tmp_path / "state"))
+    monkeypatch.setattr(common, "core_for", lambda args: core_with(sampler, tmp_path / "state"))
     assert cli.main(["status", "--json", "--prometheus", str(tmp_path / "c.prom")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [c["name"] for c in data["caches"]] == ["bcache0", "labvg/data", "labvg/wc"]
@@ -298,7 +302,7 @@ def test_cli_status_json_and_table(sampler: Sampler, tmp_path: Path, monkeypatch
 
 def test_cli_watch_json_lines_records_samples(sampler: Sampler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(cli, "_core", lambda args: core_with(sampler, tmp_path / "state"))
+    monkeypatch.setattr(common, "core_for", lambda args: core_with(sampler, tmp_path / "state"))
     assert cli.main(["watch", "labvg/data", "--json-lines", "--count", "3", "--interval", "0.01"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(records) == 3 and records[0]["schema"] == "cachewise.watch/1"
@@ -311,7 +315,7 @@ def test_cli_watch_until_clean_stops_when_the_cache_goes(sampler: Sampler, tmp_p
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     core = core_with(sampler, tmp_path / "state")
-    monkeypatch.setattr(cli, "_core", lambda args: core)
+    monkeypatch.setattr(common, "core_for", lambda args: core)
     ref = sampler.find("labvg/data")
     monkeypatch.setattr(sampler, "find", lambda target: ref)
     sampler.runner = DmRunner(TABLE, "")  # type: ignore[assignment]
@@ -326,7 +330,7 @@ def test_cli_watch_until_clean_stops_when_the_cache_goes(sampler: Sampler, tmp_p
 ])
 def test_cli_watch_refusals(sampler: Sampler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                             capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
-    monkeypatch.setattr(cli, "_core", lambda args: core_with(sampler, tmp_path / "state"))
+    monkeypatch.setattr(common, "core_for", lambda args: core_with(sampler, tmp_path / "state"))
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
@@ -337,9 +341,9 @@ def test_prediction_of_a_cache_made_by_cachewise(sampler: Sampler, tmp_path: Pat
     p = Prediction(0.6, 1 << 30, 10.0, 30.0, 0.125)
     ref = sampler.find("labvg/data")
     core.record(lambda h: h.record_cache("dm-0", "lvmcache-attach", p, 123.0))
-    found = core.prediction(ref)
+    found = watch.prediction(core, ref)
     assert found is not None and found.hit_ratio == 0.6 and found.applied_at == 123.0
-    assert core.prediction(sampler.find("bcache0")) is None
+    assert watch.prediction(core, sampler.find("bcache0")) is None
 
 
 def test_many_caches_are_all_found_and_sampled(tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cachewise.manpage import subcommands
+from cachewise.cli.manpage import subcommands
+from cachewise.cli.parser import build_parser
 
 # Metavars that name a block device, and ones that name a file, when the type does not say.
 DEVICE_METAVARS = {"DEV", "DEVICE", "TARGET"}
@@ -265,3 +267,8 @@ _cachewise "$@"
 
 
 SHELLS = {"bash": bash, "zsh": zsh}
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    sys.stdout.write(SHELLS[args.shell](build_parser()))
+    return 0

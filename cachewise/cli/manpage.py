@@ -1,6 +1,6 @@
-"""cachewise(8), generated from the argparse definitions (`python -m cachewise.manpage`).
+"""cachewise(8), generated from the argparse definitions (`python -m cachewise.cli.manpage`).
 
-The options and their help come from `cachewise.cli.build_parser()` alone, so the man page cannot
+The options and their help come from `cachewise.cli.parser.build_parser()` alone, so the man page cannot
 drift from the program; only the sections argparse has no place for (files, environment, exit
 status, see also) are written here. The Debian package builds the page with this module.
 """
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 
 from cachewise import __version__
+from cachewise.cli.parser import build_parser
 
 SECTION = "8"
 
@@ -164,8 +165,6 @@ def reference_table(parser: argparse.ArgumentParser) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from cachewise.cli import build_parser
-
     markdown = "--markdown" in (sys.argv[1:] if argv is None else argv)
     sys.stdout.write((reference_table if markdown else render)(build_parser()))
     return 0

@@ -1,0 +1,100 @@
+"""Which devices can play which part in a cache, and why not: the rules the guided flows list
+their choices by (the slow device, the SSDs, the caches to remove), as facts with codes that
+each front end words."""
+
+from __future__ import annotations
+
+from advisor.disks.devices import Device, Inventory, underlying_disks
+from advisor.errors import CachewiseError, codes, next_step
+
+codes(
+    {
+        "slow-cached": "{device} is already cached ({kind}, {state}); cachewise does not stack a second cache",
+        "slow-is-layer": "{device} is a {part}: {can}",
+        "slow-partitioned": "{name} has partitions ({partitions})",
+        "slow-in-use": "{device} is {why}. A cache goes in front of an LV while it is in use (lvmcache), or in "
+        "front of a device nothing uses (bcache formats it)",
+        "fast-in-use": "{device} is {why}; a cache needs the whole device",
+    }
+)
+
+
+class Ineligible(CachewiseError):
+    """A device cannot play the part it was chosen for; the code says why."""
+
+
+def probe_key(dev: Device) -> str:
+    """Probe results follow the device's identity: kernel names change between boots."""
+    return dev.identity or dev.name
+
+
+def usable(dev: Device) -> bool:
+    """Shown, sized, and of a kind a cache can be made of or put in front of."""
+    return not dev.hidden and dev.size_bytes > 0 and dev.kind in ("disk", "partition", "lvm", "md", "dm")
+
+
+def slow_candidates(inv: Inventory) -> list[Device]:
+    """What a cache may go in front of: disks, partitions and LVs; bcache devices too, to be
+    refused with their reason (a cache is there already). Never a PV (its LV is chosen) or a
+    bcache cache device."""
+    return [
+        d
+        for d in inv.devices
+        if (usable(d) or (d.kind == "bcache" and not d.hidden))
+        and not (d.lvm and d.lvm.role == "pv")
+        and not (d.bcache is not None and d.bcache.role == "cache")
+    ]
+
+
+def slow_refusal(dev: Device) -> Ineligible | None:
+    """Why a cache cannot go in front of ``dev`` (None: it can)."""
+    c = dev.caching
+    if c is not None and c.remove is not None:
+        return Ineligible(
+            "slow-cached", device=dev.display_path, kind=c.kind, state=c.state, next=[next_step("remove-first")]
+        )
+    if c is not None and c.kind not in ("dm-crypt", "md"):
+        return Ineligible("slow-is-layer", device=dev.display_path, part=c.part, can=c.can, next=c.next)
+    if dev.partitions:
+        return Ineligible(
+            "slow-partitioned",
+            name=dev.name,
+            partitions=", ".join(dev.partitions),
+            next=[next_step("choose-partition")],
+        )
+    if dev.state == "in-use" and dev.lvm is None:
+        return Ineligible("slow-in-use", device=dev.display_path, why=dev.in_use_reason)
+    return None
+
+
+def fast_candidates(inv: Inventory, slow: Device | None) -> list[Device]:
+    """What can hold the cache: free disks, partitions and md arrays, not the slow device nor
+    anything it is built on."""
+    under = {d.name for d in underlying_disks(inv, slow)} if slow else set()
+    return [
+        d
+        for d in inv.devices
+        if usable(d)
+        and d.kind in ("disk", "partition", "md")
+        and d.name not in under
+        and (slow is None or d.name != slow.name)
+        and not d.partitions
+        and d.caching is None
+    ]
+
+
+def fast_refusal(chosen: list[Device]) -> Ineligible | None:
+    """Why these devices cannot hold the cache (None: they can)."""
+    busy = next((d for d in chosen if d.state == "in-use"), None)
+    if busy is not None:
+        return Ineligible("fast-in-use", device=busy.display_path, why=busy.in_use_reason)
+    return None
+
+
+def removable(inv: Inventory) -> list[Device]:
+    """The caches cachewise can remove, each once (a bcache device, not its backing device)."""
+    return [
+        d
+        for d in inv.devices
+        if d.caching is not None and d.caching.remove is not None and (d.bcache is None or d.bcache.role == "bcache")
+    ]

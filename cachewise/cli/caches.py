@@ -1,0 +1,106 @@
+"""`cachewise status` and `watch`: every cache on this machine, and one followed live."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from advisor.errors import codes, next_step
+from advisor.units import UnitError, parse_duration
+from advisor.watch.export import prometheus_text, write_textfile
+from advisor.watch.sampler import Sample
+from cachewise.cli import common
+from cachewise.cli.output import error, print_json, show, warn
+from cachewise.core import Refused, watch
+from cachewise.render import stall_text, status_table, watch_line
+
+codes(
+    {
+        "export-unwritable": "cannot write {path} ({why}); the samples were read but not exported",
+        "export-folder": "the folder of {path} is missing or not writable; nothing was read",
+    }
+)
+
+
+def _prometheus(path: Path | None, samples: list[Sample]) -> None:
+    if path is None:
+        return
+    try:
+        write_textfile(path, prometheus_text(samples))
+    except OSError as exc:
+        raise Refused(
+            "export-unwritable", changed=True, path=path, why=exc.strerror or exc, next=[next_step("export-folder")]
+        ) from None
+
+
+def _check_export(path: Path | None) -> None:
+    if path is not None and not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
+        raise Refused("export-folder", path=path, next=[next_step("choose-output")])
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    _check_export(args.prometheus)
+    rows = watch.status(common.core_for(args))
+    _prometheus(args.prometheus, [s for _, s in rows if s is not None])
+    if not rows and not args.json:
+        print("No dm-cache (lvmcache), dm-writecache or bcache device on this machine.")
+        return 0
+    if args.json:
+        return print_json(
+            {
+                "schema": "cachewise.status/1",
+                "caches": [
+                    {
+                        "name": ref.name,
+                        "kind": ref.kind,
+                        "device": ref.device,
+                        "slow_device": ref.origin,
+                        "fast_device": ref.cache,
+                        "hit_ratio": None if s is None else s.hit_ratio,
+                        "sample": None if s is None else s.to_json(),
+                    }
+                    for ref, s in rows
+                ],
+            }
+        )
+    show(status_table(rows))
+    return 0
+
+
+def cmd_watch(args: argparse.Namespace) -> int:
+    seconds = None
+    if args.duration is not None:
+        try:
+            seconds = parse_duration(args.duration)
+        except UnitError as exc:
+            return error(f"--duration: {exc.what}; nothing was read.")
+    _check_export(args.prometheus)
+    core = common.core_for(args)
+    ref = watch.target(core, args.target)
+    session = watch.session(core, [ref], record=not args.no_record, stall_seconds=args.stall_after)
+    notes = sys.stderr if args.json_lines else sys.stdout
+    code = 0
+    try:
+        for tick in session.follow(args.interval, args.count, seconds, args.until_clean):
+            if tick.gone:  # uncached, detached, or the device went away
+                print(f"{ref.name} is no longer a cache on this machine.", flush=True, file=notes)
+                code = 0 if args.until_clean else 1
+            for sample, fig in tick.figures:
+                if args.json_lines:
+                    line = {"schema": "cachewise.watch/1", "sample": sample.to_json(), "figures": fig.to_json()}
+                    print(json.dumps(line), flush=True)
+                else:
+                    print(time.strftime("%H:%M:%S ", time.localtime(sample.t)) + watch_line(fig), flush=True)
+                if fig in tick.stalled:
+                    print(stall_text(fig), file=notes, flush=True)
+                _prometheus(args.prometheus, [sample])
+                if tick.clean and not args.json_lines:
+                    print(f"{fig.target}: clean, no dirty data left.")
+    except KeyboardInterrupt:
+        code = 130
+    warn(session.warning)
+    return code

@@ -1,0 +1,431 @@
+"""The `cachewise` command line: every subcommand and option, in one parser that the man page
+and the shell completions are generated from (cachewise/cli/manpage.py, completion.py).
+
+The ``plan`` subcommands are derived from the recipes' registry (recipes/registry.py): each
+recipe's options dataclass gives its flags (``release_ssd`` is ``--release-ssd``), their help,
+their kind of value and whether they repeat. Nothing here knows a recipe by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any
+
+import recipes  # noqa: F401 - registers every recipe, so each has its `plan` subcommand
+from advisor.advice.workloads import workload_types
+from advisor.disks.probe import DEFAULT_SECONDS
+from advisor.history import STATE_ENV
+from cachewise import __version__
+from recipes.registry import Opt, Recipe, options_of, required
+from recipes.registry import recipes as all_recipes
+
+
+def _common(
+    p: argparse.ArgumentParser, *, json: str | None = None, record: str | None = None, raw: str | None = None
+) -> None:
+    """The flags several subcommands share: --json (what it prints), --no-record, --from-raw."""
+    if json:
+        p.add_argument("--json", action="store_true", help=f"print JSON ({json})")
+    if record:
+        p.add_argument("--no-record", action="store_true", help=f"do not record {record} in the history database")
+    if raw:
+        p.add_argument("--from-raw", type=Path, metavar="FILE", help=raw)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every subcommand and option; the man page and the shell completions are generated from it."""
+    parser = argparse.ArgumentParser(
+        prog="cachewise",
+        description="Advice and guided recipes for SSD caches (lvmcache, bcache) in front of hard disks. "
+        "With no subcommand, opens the terminal UI.",
+    )
+    parser.add_argument("--version", action="version", version=f"cachewise {__version__}")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        help=f"where the history database lives (default: ${STATE_ENV}, else "
+        "$XDG_STATE_HOME/cachewise, or /var/lib/cachewise for root)",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log every command run to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    scan = sub.add_parser(
+        "scan",
+        help="list disks, partitions, LVM, bcache and other block devices",
+        description="Discover block devices with their stable identity, transport, size and what uses them.",
+    )
+    _common(
+        scan,
+        json="schema cachewise.scan/1, see docs/scan-json.md",
+        record="this scan",
+        raw="build the report from a raw snapshot saved with --save-raw instead of this machine",
+    )
+    scan.add_argument("--all", action="store_true", help="include loop, zram and empty devices")
+    scan.add_argument(
+        "--save-raw",
+        type=Path,
+        metavar="FILE",
+        help="also write the raw udev/sysfs facts to FILE (for bug reports and test fixtures)",
+    )
+
+    probe = sub.add_parser(
+        "probe",
+        help="measure disks with short read-only fio probes and classify them",
+        description="Measure each DEVICE with a short read-only fio probe (random 4 KiB reads at queue depth 1 and 32, "
+        "sequential 1 MiB reads across the disk) and classify it as hdd, ssd or nvme by measured latency. "
+        "Probes never write. Needs root and fio.",
+    )
+    probe.add_argument("devices", nargs="+", metavar="DEVICE", help="a disk, e.g. /dev/sdb or a /dev/disk/by-id/ path")
+    _common(probe, json="schema cachewise.probe/1", record="the results")
+    probe.add_argument(
+        "--seconds",
+        type=float,
+        default=DEFAULT_SECONDS,
+        help=f"time budget per device (default {DEFAULT_SECONDS:g}, at most 60)",
+    )
+    probe.add_argument(
+        "--yes", action="store_true", help="probe mounted or busy disks without asking (the probe adds read load)"
+    )
+
+    trace = sub.add_parser(
+        "trace",
+        help="record a device's block I/O to a trace file (root)",
+        description="Record the block I/O of a disk, partition, LV or other device-mapper device through the "
+        "kernel's block tracepoints (tracefs; nothing to install). Streams to FILE with bounded memory; stops "
+        "after --duration or on Ctrl-C. Analyse the result with `cachewise analyze FILE`.",
+    )
+    trace.add_argument("device", metavar="DEVICE")
+    trace.add_argument("--duration", default="10m", help="how long: 90s, 10m (default), 2h")
+    trace.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="FILE", help="the trace file to write (must not exist)"
+    )
+    _common(trace, json="a summary, schema cachewise.trace/1")
+    trace.add_argument(
+        "--tracer",
+        default="auto",
+        choices=["auto", "tracefs", "blktrace"],
+        help="tracefs tracepoints (default), or blktrace and blkparse where tracefs cannot be used",
+    )
+
+    analyze = sub.add_parser(
+        "analyze",
+        help="analyse a block trace: miss-ratio curve, hot-data ratio, mix",
+        description="Analyse a block I/O trace (a cachewise trace, a fio iolog v2/v3, blkparse text, or CSV): "
+        "footprint, read/write mix, sequential share, request sizes, the exact LRU miss-ratio curve from 0.1%% to "
+        "100%% of the footprint, the hot-data ratio and a Zipf exponent.",
+    )
+    analyze.add_argument("trace", type=Path, metavar="TRACE")
+    _common(analyze, json="schema cachewise.analysis/1", record="the analysis")
+    analyze.add_argument(
+        "--block-size", default="4k", help="cache block size: 4k (default), 32k ... 1g (dm-cache chunks)"
+    )
+    analyze.add_argument(
+        "--sequential-cutoff",
+        default="4m",
+        metavar="SIZE",
+        help="streams longer than this are bypassed by the cache and counted apart from the curve, "
+        "as bcache's sequential_cutoff does (default 4m; 0 counts every request)",
+    )
+    analyze.add_argument(
+        "--mode",
+        default="auto",
+        choices=["auto", "exact", "shards"],
+        help="curve by exact stack distances, or by SHARDS sampling (default: exact up to 12 million "
+        "block accesses, SHARDS beyond)",
+    )
+    analyze.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "cachewise", "fio", "blkparse", "csv"],
+        help="trace format (default: detected)",
+    )
+    analyze.add_argument(
+        "--csv-columns",
+        default=None,
+        metavar="SPEC",
+        help="CSV columns, e.g. time=0,op=3,offset=4,size=5 (default: the MSR Cambridge layout)",
+    )
+    analyze.add_argument(
+        "--csv-time-unit",
+        default=None,
+        choices=["s", "ms", "us", "ns", "filetime"],
+        help="unit of the CSV time column (default: filetime for MSR, else s)",
+    )
+    analyze.add_argument("--csv-header", action="store_true", help="the CSV's first line is a header")
+
+    replay_p = sub.add_parser(
+        "replay",
+        help="replay a trace onto a device with fio (read-only): the workload before and after a cache",
+        description="Replay a block trace (a cachewise trace, a fio iolog, blkparse text or CSV) onto DEV with fio, "
+        "O_DIRECT and libaio, keeping its timing, and report IOPS and read latency. Offsets wrap onto DEV; lengths "
+        "are whole 4 KiB blocks, at most 1 MiB. Read-only: write requests are dropped and counted, unless "
+        "--allow-writes and --disposable DEV name an empty scratch device. Run it before and after adding a cache "
+        "and compare with --compare. Needs root and fio.",
+    )
+    replay_p.add_argument("trace", type=Path, metavar="TRACE")
+    replay_p.add_argument("--target", required=True, metavar="DEV", help="the device to replay onto, e.g. /dev/vg/data")
+    replay_p.add_argument(
+        "--speed",
+        type=_positive,
+        default=1.0,
+        metavar="N",
+        help="time runs N times as fast (2: twice the request rate; default 1)",
+    )
+    replay_p.add_argument(
+        "--duration",
+        metavar="D",
+        help="replay the first D of the trace (90s, 10m); a trace without times stops after D",
+    )
+    replay_p.add_argument(
+        "--format",
+        default="auto",
+        choices=["auto", "cachewise", "fio", "blkparse", "csv"],
+        help="trace format (default: detected)",
+    )
+    replay_p.add_argument("--label", metavar="TEXT", help="this run's name in tables (default: the device and time)")
+    replay_p.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="replay the write requests too; needs --disposable naming the same device",
+    )
+    replay_p.add_argument(
+        "--disposable", metavar="DEV", help="repeat --target's path: its data may be destroyed (it must hold nothing)"
+    )
+    replay_p.add_argument(
+        "--compare",
+        type=Path,
+        nargs="+",
+        metavar="FILE",
+        help="earlier `replay --json` outputs to show side by side with this run",
+    )
+    _common(replay_p, json="schema cachewise.replay/1 (this run only)")
+
+    rec = sub.add_parser(
+        "recommend",
+        help="recommend a cache: backend, size, mode and tunables, with reasons",
+        description="Recommend how to cache the slow device with the fast one(s): lvmcache, lvmcache writecache, "
+        "bcache, or no cache; the cache size from the workload's miss-ratio curve; writethrough or writeback; chunk, "
+        "metadata and bcache tunables; predicted hit ratio and warm-up. Every reason cites a published finding. "
+        "Uses the newest probes from the history database (`cachewise probe`). Changes nothing.",
+    )
+    rec.add_argument("--slow", required=True, metavar="DEV", help="the slow device or LV that holds the data")
+    rec.add_argument(
+        "--fast",
+        required=True,
+        action="append",
+        metavar="DEV",
+        help="a fast device (SSD) for the cache; twice for a mirrored pair",
+    )
+    src = rec.add_mutually_exclusive_group()
+    src.add_argument(
+        "--trace", type=Path, metavar="FILE", help="a trace of the slow device's workload (`cachewise trace`)"
+    )
+    src.add_argument("--workload", choices=workload_types(), help="declare the workload when there is no trace")
+    rec.add_argument(
+        "--hot-fraction",
+        type=_positive,
+        metavar="F",
+        help="declared: the share of the data that serves 90%% of the I/O (0.1 for fio's zipf:1.2)",
+    )
+    rec.add_argument("--read-share", type=_positive, metavar="F", help="declared: the share of I/O that is reads")
+    rec.add_argument("--fs", choices=["ext4", "xfs", "other"], help="the file system (default: detected on --slow)")
+    rec.add_argument(
+        "--data-size", metavar="SIZE", help="the dataset's size, e.g. 48g (default: the slow device's size)"
+    )
+    rec.add_argument("--cache-size", metavar="SIZE", help="at most this much SSD space for the cache")
+    rec.add_argument(
+        "--mirrored",
+        action="store_true",
+        help="you say the fast devices are (or will be) mirrored; cachewise cannot see it, so this "
+        "accepts writeback's risk like --accept-writeback-risk",
+    )
+    rec.add_argument(
+        "--accept-writeback-risk",
+        action="store_true",
+        help="allow writeback on a single SSD: dirty data is lost if it fails",
+    )
+    rec.add_argument(
+        "--reformat-ok", action="store_true", help="the slow device's data may be moved off and back (bcache)"
+    )
+    rec.add_argument(
+        "--read-iops", type=_positive, metavar="N", help="declared read rate, for a warm-up time without a trace"
+    )
+    rec.add_argument("--kernel", metavar="VERSION", help="plan for this kernel instead of the running one")
+    _common(rec, json="schema cachewise.recommend/1", raw="plan from a raw snapshot saved with `scan --save-raw`")
+
+    plan = sub.add_parser(
+        "plan",
+        help="make a plan (a dry run): the exact commands to attach or remove a cache",
+        description="Build a plan and print it: the exact commands, the layout before and after, what will be "
+        "destroyed, the space used and the expected time. Nothing runs; `cachewise apply PLAN` runs a plan "
+        "saved with -o.",
+    )
+    plan_sub = plan.add_subparsers(dest="recipe", metavar="RECIPE", required=True)
+    for recipe in all_recipes():
+        _recipe_parser(plan_sub, recipe)
+
+    apply_p = sub.add_parser(
+        "apply",
+        help="run a saved plan, journaled; or resume or roll back an interrupted one",
+        description="Run a plan saved with `cachewise plan ... -o FILE`. The devices must be the ones the plan was "
+        "made for. Each step is journaled, so an interrupted run can be resumed (--resume) or undone (--rollback).",
+    )
+    apply_p.add_argument("plan", nargs="?", type=Path, metavar="PLAN")
+    apply_p.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")
+    which = apply_p.add_mutually_exclusive_group()
+    which.add_argument("--resume", action="store_true", help="finish the interrupted plan")
+    which.add_argument("--rollback", action="store_true", help="undo the steps of the interrupted plan")
+    which.add_argument(
+        "--abandon",
+        type=Path,
+        metavar="JOURNAL",
+        help="neither resume nor roll back this journal's plan: record that, after showing what ran",
+    )
+    _common(apply_p, json="the outcome")
+
+    status = sub.add_parser(
+        "status",
+        help="every cache on this machine in one table: mode, state, fill, hit ratio, dirty data",
+        description="Read every dm-cache (lvmcache), dm-writecache and bcache device on this machine once: "
+        "mode, state, fill, hit ratio since it started, dirty data, and its slow and fast devices. Changes nothing.",
+    )
+    _common(status, json="schema cachewise.status/1")
+    status.add_argument(
+        "--prometheus",
+        type=Path,
+        metavar="FILE",
+        help="also write a node_exporter textfile (written beside FILE and renamed over it)",
+    )
+
+    watch = sub.add_parser(
+        "watch",
+        help="follow a cache live: warm-up, hit ratio, IOPS, dirty data and flushes",
+        description="Sample a cache every --interval seconds: fill and fill rate, hit ratio per interval and since "
+        "the start (against the recommendation's prediction when cachewise made the cache), I/O served by the "
+        "cache and by the slow device, dirty data with its rate and time left, and a stalled flush with its "
+        "likely causes. Samples go to the history database. Stops on Ctrl-C, after --count or --duration, or "
+        "with --until-clean once no dirty data is left. Changes nothing.",
+    )
+    watch.add_argument(
+        "target", metavar="TARGET", help="a cached LV (VG/LV or /dev/VG/LV), or bcacheN or its backing device"
+    )
+    watch.add_argument(
+        "--interval", type=_positive, default=1.0, metavar="S", help="seconds between samples (default 1)"
+    )
+    watch.add_argument("--count", type=_count, metavar="N", help="stop after N samples")
+    watch.add_argument("--duration", metavar="TIME", help="stop after this long: 90s, 10m, 2h")
+    watch.add_argument(
+        "--until-clean",
+        action="store_true",
+        help="follow a flush: stop once the cache holds no dirty data (exit 0), or report a stall",
+    )
+    watch.add_argument(
+        "--stall-after",
+        type=_positive,
+        default=30.0,
+        metavar="S",
+        help="call a flush stalled after S seconds with dirty data and no progress (default 30)",
+    )
+    watch.add_argument(
+        "--json-lines",
+        action="store_true",
+        help="print one JSON object per sample (schema cachewise.watch/1) with the kernel's raw values",
+    )
+    watch.add_argument("--prometheus", type=Path, metavar="FILE", help="keep a node_exporter textfile up to date")
+    watch.add_argument("--no-record", action="store_true", help="do not record the samples in the history database")
+
+    hist = sub.add_parser(
+        "history",
+        help="list recorded discovery snapshots",
+        description="List the discovery snapshots recorded in the history database.",
+    )
+    _common(hist, json="the snapshots")
+    hist.add_argument("--limit", type=_count, default=20, help="how many snapshots (default 20)")
+
+    tui = sub.add_parser("tui", help="open the terminal UI (the default)", description="Open the terminal UI.")
+    _common(tui, raw="show a raw snapshot saved with `scan --save-raw` instead of this machine")
+    tui.add_argument(
+        "--watch",
+        metavar="TARGET",
+        help="open on the Warm-up screen of this cache (VG/LV, bcacheN or its backing device)",
+    )
+
+    comp = sub.add_parser(
+        "completion",
+        help="print the shell completion script for bash or zsh",
+        description="Print a completion script generated from these very options. bash: "
+        "`cachewise completion bash > ~/.local/share/bash-completion/completions/cachewise`; zsh: "
+        "`cachewise completion zsh > ~/.zfunc/_cachewise` with ~/.zfunc on $fpath. The Debian package "
+        "installs both.",
+    )
+    comp.add_argument("shell", choices=["bash", "zsh"])
+    return parser
+
+
+def flag(name: str) -> str:
+    """The CLI flag of a recipe option's field: ``release_ssd`` -> ``--release-ssd``."""
+    return "--" + name.replace("_", "-")
+
+
+def _recipe_parser(plan_sub: Any, recipe: Recipe[Any]) -> None:
+    """One `plan RECIPE` subcommand, from the recipe's descriptor and options dataclass."""
+    p = plan_sub.add_parser(recipe.kind, help=recipe.summary, description=recipe.description)
+    for f, opt in options_of(recipe.options):
+        _recipe_option(p, f, opt)
+    if recipe.adopt is not None:
+        p.add_argument(
+            "--recommendation",
+            type=Path,
+            metavar="FILE",
+            help=f"a `cachewise recommend --json` output: {recipe.adopts}",
+        )
+    p.add_argument("-o", "--output", type=Path, metavar="FILE", help="save the plan (JSON) for `cachewise apply`")
+    _common(p, json="the plan, schema cachewise.plan/1", raw="plan against a raw snapshot (`scan --save-raw`)")
+    p.add_argument(
+        "--format",
+        choices=["text", "json", "ansible"],
+        default="text",
+        help="text preview (default), JSON, or an Ansible playbook with the same steps and checks "
+        "(with -o, the file is the playbook)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="only preview (what plan always does; for clarity)")
+
+
+def _recipe_option(p: argparse.ArgumentParser, f: dataclasses.Field[Any], opt: Opt) -> None:
+    kwargs: dict[str, Any] = {"dest": f.name, "help": opt.help.replace("%", "%%")}
+    if opt.kind == "flag":
+        p.add_argument(flag(f.name), action="store_true", **kwargs)
+        return
+    if opt.repeat:
+        kwargs["action"] = "append"
+    if opt.choices:
+        kwargs["choices"] = list(opt.choices)
+        if all(isinstance(c, int) for c in opt.choices):
+            kwargs["type"] = int
+    elif opt.kind == "number":
+        kwargs["type"] = int
+    if opt.metavar or opt.kind == "size":
+        kwargs["metavar"] = opt.metavar or "SIZE"
+    kwargs["required"] = required(f)
+    p.add_argument(flag(f.name), **kwargs)
+
+
+def _positive(text: str) -> float:
+    """argparse type: a finite number above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number above zero, not {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number from 1 to a million."""
+    if not text.strip().isdigit() or not 1 <= int(text) <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 1 to 1000000, not {text!r}")
+    return int(text)

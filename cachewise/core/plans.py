@@ -1,0 +1,92 @@
+"""Plan: a recipe's plan from its typed options, the plan for a recommendation, and plan files
+(saved as JSON or an Ansible playbook, loaded and checked against the plan language)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from advisor.advice.recommend import Recommendation
+from advisor.backends import backend
+from advisor.disks.devices import Inventory
+from advisor.disks.discovery import find_device
+from advisor.disks.fsblock import with_fs_block_size
+from advisor.errors import codes
+from advisor.plan.model import Plan, PlanError
+from advisor.prediction import Prediction
+from cachewise.core.context import Core, Refused
+from cachewise.core.files import write_new
+from recipes.ansible import render
+from recipes.registry import Recipe, maker, recipe, recipes
+
+codes(
+    {
+        "no-such-recipe": "there is no recipe {kind!r} (the recipes: {kinds})",
+        "not-to-cache": "the recommendation is not to cache, so there is nothing to set up",
+        "no-recipe-for": "cachewise has no recipe for {backend}",
+        "plan-unreadable": "cannot read the plan {path}: {why}",
+        "plan-file-unusable": "{path}: {why}",
+    }
+)
+
+
+def recipe_of(kind: str) -> Recipe[Any]:
+    found = recipe(kind)
+    if found is None:
+        raise Refused("no-such-recipe", kind=kind, kinds=", ".join(r.kind for r in recipes()))
+    return found
+
+
+def make(core: Core, inv: Inventory, kind: str, options: Any) -> Plan:
+    """The plan of recipe ``kind`` for these options (an instance of its options dataclass)."""
+    r = recipe_of(kind)
+    if not isinstance(options, r.options):
+        raise TypeError(f"{kind} takes {r.options.__name__}, not {type(options).__name__}")
+    if r.reads_fs_block_size and core.live:
+        dev = find_device(inv, getattr(options, r.slow))
+        if dev is not None:
+            inv = with_fs_block_size(inv, dev, core.runner)
+    return r.build(inv, options)
+
+
+def recommended(
+    core: Core, inv: Inventory, rec: Recommendation, slow: str, fast: list[str], wipe: bool = False
+) -> Plan:
+    """The plan for a recommendation's cache, on the devices it was made for, carrying what it
+    predicts (for the watch). ``wipe``: the user lets the plan destroy what the devices hold."""
+    cfg = rec.config
+    if cfg is None:
+        raise Refused("not-to-cache")
+    r = maker(backend(cfg.backend))
+    if r is None or r.adopt is None:
+        raise Refused("no-recipe-for", backend=cfg.label)
+    options = r.adopt(r.for_devices(slow, fast[:2] if cfg.mirrored_pool else fast[:1]), cfg)
+    if wipe:
+        options = replace(options, wipe=True)  # every recipe that makes a cache takes it (test_registry)
+    return replace(make(core, inv, r.kind, options), prediction=Prediction.from_config(asdict(cfg)))
+
+
+@dataclass(frozen=True)
+class SavedPlan:
+    path: Path
+    format: Literal["json", "ansible"]
+
+
+def save(plan: Plan, path: Path, fmt: Literal["json", "ansible"] = "json") -> SavedPlan:
+    """Write the plan to a new file, whole or not at all, as JSON (to apply) or as an Ansible
+    playbook. Refused, with nothing written, when the file cannot be a new one or the plan has
+    no playbook form (AnsibleError)."""
+    text = render(plan) if fmt == "ansible" else plan.dumps()
+    write_new(path, text, "no plan was saved")
+    return SavedPlan(path, fmt)
+
+
+def load(path: Path) -> Plan:
+    """A plan file, checked against the plan language (its recipe's steps only)."""
+    try:
+        return Plan.loads(path.read_text())
+    except OSError as exc:
+        raise Refused("plan-unreadable", path=path, why=exc.strerror) from None
+    except PlanError as exc:
+        raise Refused("plan-file-unusable", path=path, why=exc.facts["why"]) from None

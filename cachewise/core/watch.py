@@ -1,0 +1,81 @@
+"""Watch: every cache on this machine, one sample of each (status), or a session following some
+of them live, with what the recommendation behind each predicted."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+
+from advisor.errors import CachewiseError, codes, next_step
+from advisor.history import History
+from advisor.prediction import Prediction
+from advisor.watch.sampler import CacheRef, Sample
+from advisor.watch.session import Session
+from cachewise.core.context import Core, Refused
+
+codes({"snapshot-has-no-caches": "a saved snapshot has no live caches to read"})
+
+
+def _live(core: Core) -> None:
+    if core.replay:
+        raise Refused("snapshot-has-no-caches", next=[next_step("run-on-machine")])
+
+
+def caches(core: Core) -> list[CacheRef]:
+    """Every cache on this machine (dm-cache, dm-writecache, bcache)."""
+    _live(core)
+    return core.sampler().caches()
+
+
+def target(core: Core, name: str) -> CacheRef:
+    """The cache ``name`` names (VG/LV, bcacheN or its backing device); WatchError for none."""
+    _live(core)
+    return core.sampler().find(name)
+
+
+def prediction(core: Core, ref: CacheRef) -> Prediction | None:
+    """What the recommendation behind this cache predicted, when cachewise made it from one:
+    the newest cache recorded on the same device."""
+    found: list[Prediction] = []
+
+    def read(hist: History) -> None:
+        for made_on, made_at, predicted in hist.made_caches():
+            real = os.path.basename(os.path.realpath(made_on)) if made_on.startswith("/") else made_on
+            if predicted is not None and real in (ref.device, ref.origin, ref.name):
+                found.append(replace(predicted, applied_at=predicted.applied_at or made_at))
+                return
+
+    core.record(read)
+    return found[0] if found else None
+
+
+def status(core: Core) -> list[tuple[CacheRef, Sample | None]]:
+    """Every cache with one sample of it (None when it could not be read)."""
+    refs = caches(core)
+    by_name = {s.target: s for s in core.sampler().sample(refs)}
+    return [(ref, by_name.get(ref.name)) for ref in refs]
+
+
+def session(core: Core, refs: list[CacheRef], record: bool = True, stall_seconds: float | None = None) -> Session:
+    """A watch of these caches, recording their samples in the history unless ``record`` is
+    False. A flush with no progress for ``stall_seconds`` is a stall."""
+
+    def recorder(samples: list[Sample], thin: bool) -> CachewiseError | None:
+        def write(h: History) -> None:
+            h.record_samples(samples)
+            if thin:
+                h.thin_samples(time.time())
+
+        return core.record(write)
+
+    predictions = {ref.name: prediction(core, ref) for ref in refs}
+    keep = record and core.state_dir is not None
+    return Session(core.sampler(), refs, predictions, recorder if keep else None, stall_seconds)
+
+
+def recorded_samples(core: Core, ref: CacheRef, since: float) -> list[Sample]:
+    """Samples of this cache recorded since ``since`` (a restarted Warm-up screen's past)."""
+    found: list[Sample] = []
+    core.record(lambda h: found.extend(h.samples(ref.name, since)))
+    return found

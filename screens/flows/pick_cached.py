@@ -1,0 +1,120 @@
+"""Remove, step 1: the cached device to take the cache from, with its dirty data now."""
+
+from __future__ import annotations
+
+import asyncio
+
+from rich.text import Text
+from textual import on, work
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable, Static
+
+from advisor.disks.devices import Device
+from advisor.disks.eligibility import removable
+from advisor.errors import CachewiseError
+from advisor.units import human_size
+from cachewise.core import discover, plans, watch
+from recipes.removal import RemoveOptions
+from screens.flows.model import Flow
+from screens.flows.steps import DeviceStep
+
+
+class PickCached(DeviceStep):
+    """Remove, step 1: the cached device to take the cache from."""
+
+    STEP = "Cached device"
+    HELP = (
+        "The caches cachewise can remove: lvmcache and dm-writecache LVs and bcache devices. Each shows its mode "
+        "and its dirty data, which is written back to the slow device before the cache is detached. Enter "
+        "previews the plan; nothing runs before you type the device's name."
+    )
+
+    def intro(self) -> str:
+        return "Which cache goes? Dirty data is flushed to the slow device first, with a countdown (Enter)."
+
+    def __init__(self, flow: Flow) -> None:
+        super().__init__(flow)
+        self.dirty: dict[str, str] = {}  # cache name (VG/LV, bcacheN) -> its dirty data, as the kernel says now
+
+    def columns(self) -> tuple[str, ...]:
+        return ("Device", "Size", "Cache", "State", "Dirty")
+
+    @staticmethod
+    def cache_name(dev: Device) -> str:
+        return f"{dev.lvm.vg}/{dev.lvm.lv}" if dev.lvm is not None and dev.lvm.lv else dev.name
+
+    def row(self, dev: Device) -> tuple[object, ...]:
+        c = dev.caching
+        assert c is not None
+        dirty = self.dirty.get(self.cache_name(dev))
+        if dirty is None:  # not read (yet): what discovery saw (bcache's dirty_data), else a wait
+            dirty = (
+                dev.bcache.dirty_data
+                if dev.bcache is not None and dev.bcache.dirty_data
+                else ("not reported" if self.dirty else "reading…")
+            )
+        return (
+            dev.display_path if dev.lvm is not None and dev.lvm.lv else dev.name,
+            human_size(dev.size_bytes),
+            c.kind,
+            Text(c.state, style="bold red" if c.degraded else ""),
+            dirty,
+        )
+
+    def fill(self) -> None:
+        super().fill()
+        if self.devices and not self.core.replay:  # a snapshot's caches are not here to read
+            self._read_dirty()
+
+    @work(thread=True, group="dirty", exclusive=True, description="read each cache's dirty data", exit_on_error=False)
+    def _read_dirty(self) -> None:
+        found = {}
+        for ref, sample in watch.status(self.core):
+            if sample is None:
+                found[ref.name] = "unreadable"
+            elif sample.dirty_bytes is not None:
+                found[ref.name] = human_size(sample.dirty_bytes) if sample.dirty_bytes else "none"
+        self.app.call_from_thread(self._dirty_read, found)
+
+    def _dirty_read(self, found: dict[str, str]) -> None:
+        self.dirty = found
+        table = self.query_one("#pick", DataTable)
+        last = len(self.columns()) - 1
+        for i, dev in enumerate(self.devices):
+            table.update_cell_at(Coordinate(i, last), self.row(dev)[-1])
+
+    def candidates(self) -> list[Device]:
+        return removable(self.flow.inventory)
+
+    def empty(self) -> str:
+        return "this machine has no lvmcache, dm-writecache or bcache cache cachewise can remove. Esc goes back."
+
+    def on_screen_resume(self) -> None:
+        """Back from a removal: the list shows what is cached now, once the disks are read again."""
+        if not getattr(self, "_shown", False):  # the first showing: the list is fresh
+            self._shown = True
+            return
+        if self.is_mounted:
+            self.query_one("#pick", DataTable).clear()
+            self.devices = []
+            self.query_one("#pick-current", Static).update(Text("Reading the caches again…", style="dim"))
+            self._rescan()
+
+    @work(group="rescan", exclusive=True, description="rescan after a removal", exit_on_error=False)
+    async def _rescan(self) -> None:
+        self.flow.inventory = await asyncio.to_thread(discover.scan, self.core)
+        self.fill()
+
+    @on(DataTable.RowSelected, "#pick")
+    def _chosen(self, _event: DataTable.RowSelected) -> None:
+        dev = self.current
+        if dev is None:
+            return
+        try:
+            plan = plans.make(
+                self.core, self.flow.inventory, "remove", RemoveOptions(device=dev.devnode, free_ssd=True)
+            )
+        except CachewiseError as exc:
+            self.refuse(exc)
+            return
+        self.nav.apply(plan, flow=self.flow)

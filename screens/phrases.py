@@ -1,0 +1,86 @@
+"""How the terminal UI words what cachewise says: every next step as the key, checkbox or guided
+flow that takes it here (a shell command only where the UI has no way to do it), and the facts
+whose domain wording the UI says differently.
+
+The domain raises codes with facts (advisor/errors.py); the CLI words the same codes with its
+flags (cachewise/cli/phrases.py). tests/unit/test_errors.py holds both phrasebooks to every
+action and code.
+"""
+
+from __future__ import annotations
+
+from advisor.errors import CachewiseError, Phrasebook
+
+WIPE = "Wipe what they hold"  # the Recommend screen's checkbox that lets a plan destroy data
+REMOVE_FLOW = "Remove a cache on the start screen (g)"
+
+ACTIONS = {
+    "see-devices": "the Disks screen lists them",
+    "see-caches": f"{REMOVE_FLOW} lists them",
+    "name-cache": "choose a cached LV or a bcache device",
+    "name-disk": "choose a disk on the Disks screen",
+    "move-history-aside": "move it aside to start a new history",
+    "upgrade": "upgrade cachewise",
+    "larger-block-size": "analyse it in a shell with a larger block size (cachewise analyze FILE --block-size 64k)",
+    "name-lv": "choose the LV itself",
+    "allow-wipe": f"if its data can go, tick '{WIPE}' on the Recommend screen",
+    "allow-partition": "choose the SSD's whole disk",
+    "smaller-size": "choose a smaller alternative with o",
+    "give-size": "let the recommendation size the cache",
+    "writecache-block-512": "let the recommendation choose the block size from the file system",
+    "remove-cache": f"to replace it, remove it first ({REMOVE_FLOW}), then ask again",
+    "plan-instead": "choose {recipe} instead",
+    "free-pv": "take {device} out of VG {vg} first (vgreduce {vg} {device})",
+    "keep-data-with-lvmcache": "keep the data in place with lvmcache: choose an LV as the slow device",
+    "restore-after": f"back it up, tick '{WIPE}', and restore it onto the bcache device afterwards",
+    "name-both-ssds": "mark both SSDs with Space on the Fast device step",
+    "writethrough": "choose writethrough with o",
+    "other-name": "choose another name",
+    "free-ssd": "choose a free SSD",
+    "remove-first": f"remove that one first ({REMOVE_FLOW})",
+    "choose-partition": "choose the partition that holds the data",
+    "watch": "w on the Disks screen follows {target}",
+    "change-mode": "switch its mode in a shell (cachewise plan lvmcache-mode --lv {target})",
+    "remove": "u on the Disks screen removes it (dirty data is flushed first)",
+    "free-bcache-cache": f"{REMOVE_FLOW} detaches it and gives it back blank",
+    "free-ssd-instead": f"{REMOVE_FLOW} gives the SSD back blank",
+    "resume": "cachewise offers to finish it when it starts next",
+    "rollback": "or to undo the steps that took effect",
+    "fix-and-resume": "once the cause is fixed, start cachewise again: it offers to resume the plan from here",
+    "rollback-again": "start cachewise again to roll back the rest",
+    "fix-and-rollback": "fix the cause and start cachewise again to roll back the rest",
+    "free-space": "free space in the state directory",
+    "fix-state-dir": "free space or fix the state directory, then apply again",
+    "wait-for-it": "wait for it to end",
+    "abandon": "look at it, then set it aside in a shell (cachewise apply --abandon {journal}); the steps it ran "
+    "stay as they are",
+    "apply-on-machine": "save the plan and apply it on that machine (sudo cachewise apply PLAN)",
+    "run-on-machine": "open cachewise on that machine",
+    "plan-again": "go back and plan again if the disks changed",
+    "name-plan": "choose a plan",
+    "confirm-with-yes": "type the device's name to confirm",
+    "become-root": "start cachewise as root (sudo cachewise)",
+    "choose-state-dir": "start cachewise with a writable state directory (CACHEWISE_STATE_DIR)",
+    "choose-output": "choose another file name or folder",
+    "install": "install the {package} package (apt-get install {package})",
+    "start-udev": "start udev (it makes the /dev/disk/by-id links) and plan again",
+    "record-trace": "trace the slow device, or open a trace (t on the Disks screen)",
+    "choose-workload": "choose the workload on the left",
+    "declare-hot-fraction": "or choose the workload type closest to yours",
+    "name-fast": "mark the SSD(s) with Space",
+    "give-data-size": "choose a device whose size is known",
+    "trace-format": "analyse it in a shell, naming its format (cachewise analyze FILE --format fio)",
+    "trace-columns": "analyse it in a shell, naming its CSV columns (cachewise analyze FILE --csv-columns ...)",
+    "scratch-only": "replay writes only onto a scratch device that holds nothing, or replay the reads only",
+}
+
+SENTENCES = {
+    "snapshot-has-no-caches": "this shows a saved snapshot, which has no live caches to read",
+}
+
+TUI = Phrasebook(ACTIONS, SENTENCES)
+
+
+def word(error: CachewiseError) -> str:
+    """The whole message: what happened, what to do, and "Nothing was changed." when nothing was."""
+    return TUI.word(error)
