@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from advisor.errors import Described, codes, next_step
+from advisor.prediction import Prediction
+from advisor.watch.sampler import Sample
 
-if TYPE_CHECKING:  # modules that only type the records: opening the history must stay cheap
+if TYPE_CHECKING:  # modules that only type the records: opening the history must stay cheap (no numpy)
     from advisor.disks.devices import Inventory
     from advisor.disks.probe import ProbeResult
-    from advisor.prediction import Prediction
-    from advisor.watch.sampler import Sample
     from advisor.workload.analysis import Analysis
 
 STATE_ENV = "CACHEWISE_STATE_DIR"
@@ -297,8 +297,6 @@ class History:
         rows = self._db.execute(
             "SELECT target, made_at, prediction_json FROM caches ORDER BY made_at DESC, id DESC LIMIT ?", (limit,)
         ).fetchall()
-        from advisor.prediction import Prediction
-
         out = []
         for target, made_at, data in rows:
             values = json.loads(data) if data else None
@@ -319,8 +317,6 @@ class History:
         rows = self._db.execute(
             "SELECT sample_json FROM samples WHERE target = ? AND t >= ? ORDER BY t", (target, since)
         ).fetchall()
-        from advisor.watch.sampler import Sample
-
         return [Sample.from_json(json.loads(r[0])) for r in rows]
 
     def thin_samples(self, now: float) -> int:

@@ -10,12 +10,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from advisor.advice.findings import finding
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeResult
 from advisor.units import duration, human_size, rate
 
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
-    from advisor.advice.recommend import CacheConfig, Reason, Recommendation
+    from advisor.advice.config import CacheConfig
+    from advisor.advice.recommend import Reason, Recommendation
     from advisor.apply.run import Event
     from advisor.plan.model import Plan
     from advisor.watch.figures import Figures
@@ -239,8 +241,6 @@ def reason_lines(reasons: tuple[Reason, ...], style: str = "") -> list[Text]:
 
 
 def recommendation_report(rec: Recommendation) -> Group:
-    from advisor.advice.findings import finding
-
     parts: list[Table | Text] = [Text(rec.summary, style=VERDICT_STYLE[rec.verdict]), Text("")]
     if rec.config is not None:
         parts += [config_table(rec.config), Text("")]

@@ -139,7 +139,7 @@ def render(plan: Plan) -> str:
         f"# cachewise plan {plan.kind}, made {plan.created} on {plan.host}\n"
         "# ansible-playbook -i HOSTS this.yml   (devices are named by stable paths; check them per host)\n"
     )
-    import yaml  # only the playbook form needs it
+    import yaml  # lazy: yaml, only the playbook form needs it
 
     body: str = yaml.safe_dump(playbook(plan), sort_keys=False, allow_unicode=True, width=1000)
     return header + body

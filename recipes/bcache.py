@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 
-from advisor.advice.recommend import CacheConfig
+from advisor.advice.config import CacheConfig
 from advisor.backends import BCACHE, Mode
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import find_device

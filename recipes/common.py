@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.advice.recommend import CacheConfig
+from advisor.advice.config import CacheConfig
 from advisor.backends import Backend
 from advisor.disks.devices import Device
 from advisor.errors import CachewiseError, codes, next_step

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from advisor.advice.config import CacheConfig
 from advisor.advice.lvmrules import CHUNK_UNIT, LVM_EXTENT, lvm_chunk_size, lvm_metadata_size
-from advisor.advice.recommend import CacheConfig
 from advisor.backends import LVMCACHE, Mode
 from advisor.disks.devices import Inventory, LvmInfo
 from advisor.disks.discovery import find_device

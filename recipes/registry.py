@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from advisor.advice.recommend import CacheConfig
+from advisor.advice.config import CacheConfig
 from advisor.backends import Backend
 from advisor.disks.devices import Inventory
 from advisor.plan import language

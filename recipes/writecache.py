@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from advisor.advice.config import CacheConfig
 from advisor.advice.lvmrules import LVM_EXTENT
-from advisor.advice.recommend import CacheConfig
 from advisor.backends import WRITECACHE
 from advisor.disks.devices import Device, Inventory
 from advisor.errors import codes, next_step

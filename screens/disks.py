@@ -24,7 +24,7 @@ from advisor.disks.scheduler import Pass, ScanScheduler
 from advisor.errors import CachewiseError
 from advisor.units import human_size
 from advisor.workload.analysis import Analysis
-from cachewise.core import discover, measure, plans
+from cachewise.core import discover, plans, workload
 from cachewise.core.advise import AdviceRequest, prepare
 from recipes.removal import RemoveOptions
 from screens.base import CoreScreen
@@ -307,8 +307,8 @@ class DisksScreen(CoreScreen):
         self.nav.analysis(analysis)
 
     def _analyze(self, path: Path) -> Analysis:
-        analysis, meta = measure.analyze(self.core, path)
-        self.services.warn_from_thread(measure.record_analysis(self.core, analysis, path, meta))
+        analysis, meta = workload.analyze(self.core, path)
+        self.services.warn_from_thread(workload.record_analysis(self.core, analysis, path, meta))
         return analysis
 
     @work(group="recommend", description="gather the facts for a recommendation", exit_on_error=False)

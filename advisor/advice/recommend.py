@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from advisor.advice.config import BLOCK, Backend, CacheConfig, Mode, Warmup
 from advisor.advice.findings import finding
 from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
 from advisor.advice.workloads import WORKLOADS, WorkloadType
@@ -38,13 +39,10 @@ from advisor.workload.analysis import Analysis
 
 RECOMMEND_SCHEMA = "cachewise.recommend/1"
 
-Backend = Literal["lvmcache", "lvmcache-writecache", "bcache"]
-Mode = Literal["writethrough", "writeback"]
 Verdict = Literal["cache", "move-to-ssd", "dont-cache"]
 DeviceClass = Literal["hdd", "ssd", "nvme", "unknown"]
 FileSystem = Literal["ext4", "xfs", "other"]
 
-BLOCK = 4096  # the modelled workload's block
 KNEE_SHARE = 0.90  # of the achievable hit ratio
 HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
 MOVE_FILL = 0.80  # data up to this share of the SSD "fits" (room for growth and overprovisioning)
@@ -164,56 +162,6 @@ class Inputs:
 class Reason:
     text: str
     findings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Warmup:
-    hot_blocks: int  # 4 KiB blocks of hot data the cache will hold
-    reads_63: int  # reads of the device until 63% of them are cached
-    reads_95: int
-    seconds_63: float | None  # at the measured (or declared) read rate
-    seconds_95: float | None
-    promotion_probability: float
-    findings: tuple[str, ...]
-    block_bytes: int = BLOCK  # what hot_blocks counts: 4 KiB blocks, or dm-cache's chunks
-    # The same from a cache full of older data, which promotes more slowly (dm-cache) or not.
-    promotion_probability_full: float | None = None
-    reads_63_full: int | None = None
-    seconds_63_full: float | None = None
-
-
-@dataclass(frozen=True)
-class CacheConfig:
-    backend: Backend
-    mode: Mode
-    size_bytes: int  # the cache's data area on the SSD
-    effective_bytes: int  # hot data it holds, after the backend's overhead (T-SIZE-1)
-    fast_space_bytes: int  # all SSD space used: data, metadata, spare metadata, PV label
-    chunk_size_bytes: int | None = None
-    metadata_size_bytes: int | None = None
-    spare_metadata_bytes: int | None = None
-    policy: str | None = None
-    sequential_cutoff_bytes: int | None = None
-    writeback_percent: int | None = None
-    writecache_block_size: int | None = None
-    predicted_hit_ratio: float | None = None
-    expected_speedup: float | None = None
-    speedup_basis: str = ""
-    warmup: Warmup | None = None
-    needs_reformat: bool = False
-    bounded_by_ssd: bool = False
-    # The plan mirrors the cache on the two fast devices (LVM raid1): what makes writeback safe
-    # on two SSDs that nothing mirrors yet (lvmcache and writecache only; bcache cannot).
-    mirrored_pool: bool = False
-
-    @property
-    def label(self) -> str:
-        name = {
-            "lvmcache": "lvmcache (dm-cache)",
-            "lvmcache-writecache": "lvmcache writecache (dm-writecache)",
-            "bcache": "bcache",
-        }[self.backend]
-        return f"{name} {self.mode}"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from advisor.errors import Described, codes, what_of
 from advisor.readers import bcache as bcache_reader
 from advisor.readers import lvm
@@ -201,7 +203,7 @@ def _block_from_pyudev(dev: Any) -> RawBlock:
 
 def _blocks_from_pyudev(names: set[str] | None = None) -> list[RawBlock]:
     """All block devices, or only ``names`` (those that still exist)."""
-    import pyudev  # libudev is loaded here; ImportError/OSError mean it is missing
+    import pyudev  # lazy: libudev is loaded here; ImportError/OSError mean it is missing
 
     context = pyudev.Context()
     if names is None:
@@ -282,7 +284,6 @@ def devnum_of(path: str) -> str | None:
 
 
 def _mounts() -> list[RawMount]:
-    import psutil
 
     mounts = []
     for part in psutil.disk_partitions(all=True):

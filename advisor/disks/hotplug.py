@@ -36,7 +36,7 @@ def _open_monitors() -> list[tuple[str, Any]]:
     """(source, monitor) pairs for the netlink sources that can be opened here."""
     monitors: list[tuple[str, Any]] = []
     try:
-        import pyudev
+        import pyudev  # lazy: libudev, loaded only when hot-plug is watched (it may be missing)
 
         context = pyudev.Context()
     except Exception as exc:  # noqa: BLE001 - no libudev: poll sysfs only

@@ -10,8 +10,10 @@ rotational flag, which USB bridges and RAID controllers often get wrong.
 
 from __future__ import annotations
 
+import grp
 import json
 import os
+import pwd
 import random
 import stat
 import tempfile
@@ -317,8 +319,6 @@ def check_target(path: str) -> str:
 
 
 def _owner(path: str) -> str:
-    import grp
-    import pwd
 
     st = os.stat(path)
     try:

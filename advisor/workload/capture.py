@@ -12,9 +12,11 @@ chunks, so memory stays bounded however long the capture runs.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import select
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,7 +29,7 @@ from advisor.disks.collect import devnum_of
 from advisor.disks.devices import Device, Inventory
 from advisor.errors import Described, codes, next_step, what_of
 from advisor.runner import CommandError, CommandRunner
-from advisor.workload.traces import REQUEST, write_header
+from advisor.workload.traces import REQUEST, ImportStats, parse_blkparse, write_header
 
 TRACEFS_CANDIDATES = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
 BUFFER_KB = 16384
@@ -295,11 +297,6 @@ class Capture:
 def capture_with_blktrace(plan: CapturePlan, runner: CommandRunner, out: IO[bytes], duration: float) -> CaptureResult:
     """The fallback: blktrace writes per-CPU files for the whole duration, blkparse turns them
     into text, the blkparse importer into the compact format. Needs debugfs and blktrace."""
-    import math
-    import tempfile
-
-    from advisor.workload.traces import ImportStats, parse_blkparse
-
     disk = plan.devnode if not plan.sector_count else _disk_node(plan)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="cachewise-blktrace-") as tmp:

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from advisor.workload.jit import compile_loop
+
 BLOCK = 64 << 20  # bytes read and scanned at a time
 EXAMPLES = 5
 MAX_LENGTH = 64 << 20
@@ -181,8 +183,6 @@ SIGNATURE = "int64(uint8[:], boolean, int64, float64[:], uint64[:], uint32[:], u
 
 @functools.cache
 def _compiled() -> Any:
-    from advisor.workload.jit import compile_loop
-
     def warm(f: Any) -> None:
         z = np.zeros(1)
         f(

@@ -26,6 +26,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from advisor.workload.jit import compile_loop
+
 Blocks = npt.NDArray[np.int64]
 Mode = Literal["exact", "shards"]
 
@@ -89,8 +91,6 @@ def _stack_distances(
 def _compiled() -> Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]]:
     """The stack-distance loop compiled by numba on first use (advisor.workload.jit; about
     1.5 s when it cannot be cached)."""
-    from advisor.workload.jit import compile_loop
-
     compiled: Callable[[npt.NDArray[np.int64], int], npt.NDArray[np.int64]] = compile_loop(
         _stack_distances, "int64[:](int64[:], int64)", lambda f: f(np.zeros(1, dtype=np.int64), 1)
     )

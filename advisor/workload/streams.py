@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
+from advisor.workload.jit import compile_loop
 from advisor.workload.traces import Requests
 
 RECENT = 64  # bcache's RECENT_IO
@@ -206,8 +207,6 @@ def _insert(table: npt.NDArray[np.int64], key: int, entry: int) -> None:
 
 @functools.cache
 def _compiled() -> Callable[..., None]:
-    from advisor.workload.jit import compile_loop
-
     def warm(f: Callable[..., None]) -> None:
         f(
             np.zeros(1),

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.errors import CachewiseError, codes, next_step
+from advisor.workload import fastparse
 
 REQUEST = np.dtype([("t", "<f8"), ("offset", "<u8"), ("length", "<u4"), ("write", "u1")])
 MAGIC_PREFIX = b"CACHEWISE-TRACE "
@@ -402,8 +403,6 @@ COMPILED_FROM = 8 << 20
 
 
 def _read_fio_compiled(path: Path, stats: ImportStats) -> Requests:
-    from advisor.workload.fastparse import read_fio_iolog
-
     try:
         with path.open("rb") as fh:
             header = fh.readline()
@@ -417,7 +416,7 @@ def _read_fio_compiled(path: Path, stats: ImportStats) -> Requests:
     else:
         raise TraceError("not a fio iolog: the first line must be 'fio version 2 iolog' or 'fio version 3 iolog'")
     try:
-        return read_fio_iolog(path, timed, len(header), REQUEST, stats)
+        return fastparse.read_fio_iolog(path, timed, len(header), REQUEST, stats)
     except OSError as exc:
         raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
 

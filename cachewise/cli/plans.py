@@ -13,7 +13,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from advisor.advice.recommend import CacheConfig
+from advisor.advice.config import CacheConfig
 from advisor.apply.journal import Journal
 from advisor.apply.run import ApplyError, Event
 from advisor.errors import NOTHING, codes

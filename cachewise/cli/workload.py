@@ -10,7 +10,7 @@ from advisor.workload.capture import CaptureProgress
 from advisor.workload.traces import MSR, CsvLayout
 from cachewise.cli import common
 from cachewise.cli.output import error, print_json, show, warn
-from cachewise.core import measure
+from cachewise.core import workload
 from cachewise.render import analysis_report, replay_table
 
 
@@ -34,7 +34,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     def blktrace(devnode: str) -> None:
         print(f"tracing {devnode} with blktrace for {seconds:,.0f} s…", file=sys.stderr)
 
-    summary = measure.trace(
+    summary = workload.trace(
         common.core_for(args),
         args.device,
         args.output,
@@ -67,14 +67,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         layout = CsvLayout.parse(args.csv_columns, args.csv_time_unit or "s", args.csv_header)
     elif args.csv_time_unit or args.csv_header:
         layout = CsvLayout(MSR.time, MSR.op, MSR.offset, MSR.size, args.csv_time_unit or MSR.time_unit, args.csv_header)
-    request = measure.AnalyzeRequest(args.trace, block_size, args.mode, args.format, layout, cutoff)
-    result, meta = measure.analyze(core, request)
+    request = workload.AnalyzeRequest(args.trace, block_size, args.mode, args.format, layout, cutoff)
+    result, meta = workload.analyze(core, request)
     if args.json:
         print_json(result.to_json())
     else:
         show(analysis_report(result))
     if not args.no_record:
-        warn(measure.record_analysis(core, result, args.trace, meta))
+        warn(workload.record_analysis(core, result, args.trace, meta))
     return 0
 
 
@@ -84,14 +84,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     except UnitError as exc:
         return error(f"--duration: {exc.what}; nothing was replayed.")
     core = common.core_for(args)
-    earlier = [measure.load_replay_result(path) for path in args.compare or []]
+    earlier = [workload.load_replay_result(path) for path in args.compare or []]
     showing = sys.stderr.isatty() and not args.json
 
     def progress(elapsed: float, expected: float | None) -> None:
         of = f" of about {expected:,.0f}" if expected else ""
         print(f"\rreplaying: {elapsed:,.0f}{of} s; Ctrl-C stops   ", end="", file=sys.stderr, flush=True)
 
-    request = measure.ReplayRequest(
+    request = workload.ReplayRequest(
         args.trace,
         args.target,
         speed=args.speed,
@@ -102,7 +102,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         disposable=args.disposable,
     )
     try:
-        result = measure.replay_trace(core, request, progress if showing else None)
+        result = workload.replay_trace(core, request, progress if showing else None)
     finally:
         if showing:
             print(file=sys.stderr)

@@ -21,7 +21,7 @@ from advisor.workload.analysis import Analysis
 from advisor.workload.traces import TraceError
 from cachewise.core.context import Core, Refused
 from cachewise.core.discover import earlier_probes, scan
-from cachewise.core.measure import analyze
+from cachewise.core.workload import analyze
 
 codes(
     {

@@ -1,48 +1,22 @@
-"""Measure: the disks with read-only fio probes, and the workload with block traces, their
-analysis and their replay."""
+"""Measure: the disks, with short read-only fio probes (classified by latency, recorded in the
+history)."""
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
 
 from advisor.disks.collect import devnum_of
 from advisor.disks.devices import Device, Inventory
-from advisor.disks.discovery import find_device
 from advisor.disks.probe import DEFAULT_SECONDS, ProbeProgress, ProbeResult, check_target
-from advisor.errors import CachewiseError, codes, next_step
-from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
-from advisor.workload import replay as replaying
-from advisor.workload.analysis import Analysis, analyze_path
-from advisor.workload.capture import (
-    Capture,
-    CaptureError,
-    CaptureProgress,
-    capture_with_blktrace,
-    plan_capture,
-    tracefs,
-)
-from advisor.workload.replay import ReplayResult
-from advisor.workload.traces import MSR, CsvLayout, Format, file_sha256
-from cachewise.core.context import Core, Refused, is_root
+from advisor.errors import CachewiseError, codes
+from cachewise.core.context import Core, Refused
 from cachewise.core.discover import scan
-from cachewise.core.files import check_output
 
 codes(
     {
         "same-path-twice": "the same device is named twice; nothing was probed",
         "not-listed": "{path} is a block device that discovery does not list; nothing was probed",
         "same-device-two-paths": "two of the paths name the same device; nothing was probed",
-        "bad-analysis-input": "{why}",
-        "trace-needs-root": "tracing block I/O needs root (tracefs); nothing was traced",
-        "replay-needs-root": "replaying onto {target} needs root (fio reads the device directly); nothing was replayed",
-        "replay-result-unreadable": "cannot read the replay result {path}: {why}",
-        "not-a-replay-result": "{path} is not a replay result ({why})",
     }
 )
 
@@ -79,169 +53,3 @@ def probe(
     assert core.prober is not None
     result = core.prober.probe(dev, seconds or DEFAULT_SECONDS, on_progress or (lambda _p: None))
     return result, core.record(lambda h: h.record_probe(result, dev.serial, dev.wwn)) if record else None
-
-
-@dataclass(frozen=True)
-class AnalyzeRequest:
-    """A trace to analyse, and how (the defaults are the ones recommendations use)."""
-
-    path: Path
-    block_size: int = 4096
-    mode: Literal["auto", "exact", "shards"] = "auto"
-    fmt: Format = "auto"
-    layout: CsvLayout = MSR
-    sequential_cutoff: int = BCACHE_SEQUENTIAL_CUTOFF
-
-
-def analyze(core: Core, request: AnalyzeRequest | Path) -> tuple[Analysis, dict[str, Any]]:
-    """Analyse a trace file: (analysis, the trace's own metadata). TraceError when the file
-    cannot be read as a trace; Refused for a bad block size."""
-    r = request if isinstance(request, AnalyzeRequest) else AnalyzeRequest(request)
-    try:
-        return analyze_path(r.path, r.block_size, r.mode, r.fmt, r.layout, r.sequential_cutoff)
-    except CachewiseError:
-        raise
-    except ValueError as exc:
-        raise Refused("bad-analysis-input", why=exc) from None
-
-
-def record_analysis(core: Core, analysis: Analysis, path: Path, meta: dict[str, Any]) -> CachewiseError | None:
-    return core.record(lambda h: h.record_analysis(analysis, file_sha256(path), meta))
-
-
-@dataclass(frozen=True)
-class TraceSummary:
-    """What a trace recorded (schema cachewise.trace/1)."""
-
-    path: Path
-    device: str
-    event: str
-    events: int
-    seconds: float
-    lost: int
-    bad_lines: int
-    stopped_by: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": "cachewise.trace/1",
-            "path": str(self.path),
-            "device": self.device,
-            "event": self.event,
-            "events": self.events,
-            "seconds": self.seconds,
-            "lost": self.lost,
-            "bad_lines": self.bad_lines,
-            "stopped_by": self.stopped_by,
-        }
-
-
-def trace(
-    core: Core,
-    device: str,
-    output: Path,
-    seconds: float,
-    tracer: str = "auto",
-    on_progress: Callable[[CaptureProgress], None] | None = None,
-    on_blktrace: Callable[[str], None] | None = None,
-) -> TraceSummary:
-    """Record ``device``'s block I/O to ``output`` for ``seconds`` through tracefs (or
-    blktrace). Refused before anything is traced, or when the capture fails (an empty output
-    is removed)."""
-    if not is_root():
-        raise Refused("trace-needs-root", next=[next_step("become-root")])
-    check_output(output, "nothing was traced")
-    try:
-        plan = plan_capture(scan(core), device)
-        if tracer == "auto":
-            try:
-                tracefs(core.runner)
-                tracer = "tracefs"
-            except CaptureError:
-                if core.runner.which("blktrace") is None:
-                    raise
-                tracer = "blktrace"
-        if tracer == "tracefs":
-            with Capture(plan, core.runner) as cap, output.open("xb") as out:
-                result = cap.run(out, seconds, on_progress)
-        else:
-            if on_blktrace is not None:
-                on_blktrace(plan.devnode)
-            with output.open("xb") as out:
-                result = capture_with_blktrace(plan, core.runner, out, seconds)
-    except BaseException:  # failed, or interrupted before the capture began: no empty file left behind
-        _remove_if_empty(output)
-        raise
-    return TraceSummary(
-        output,
-        plan.devnode,
-        plan.event if tracer == "tracefs" else "blktrace",
-        result.events,
-        result.seconds,
-        result.lost,
-        result.bad_lines,
-        result.stopped_by,
-    )
-
-
-def _remove_if_empty(path: Path) -> None:
-    if path.is_file() and not path.is_symlink() and path.stat().st_size == 0:
-        path.unlink()
-
-
-@dataclass(frozen=True)
-class ReplayRequest:
-    """A trace to replay onto a device: read-only unless writes are allowed and the target is
-    named disposable (and holds nothing)."""
-
-    trace: Path
-    target: str
-    speed: float = 1.0
-    duration: float | None = None
-    fmt: Format = "auto"
-    layout: CsvLayout | None = None
-    label: str | None = None
-    allow_writes: bool = False
-    disposable: str | None = None
-    allow_file: bool = False
-
-
-def replay_trace(
-    core: Core, r: ReplayRequest, on_progress: Callable[[float, float | None], None] | None = None
-) -> ReplayResult:
-    """Replay a trace with fio and return what it measured. Refused before anything runs (or
-    when fio fails); TraceError when the trace cannot be read."""
-    replaying.check_speed(r.speed)
-    found = replaying.check_target(r.target, r.allow_file)
-    if found.block and not is_root():
-        raise Refused("replay-needs-root", target=r.target, next=[next_step("become-root")])
-    device = None
-    if r.allow_writes:
-        replaying.check_disposable(found, r.disposable)  # before the scan, which takes a while
-        device = find_device(scan(core), r.target) if found.block else None
-    label = r.label or f"{os.path.basename(found.real)} {time.strftime('%H:%M')}"
-    return replaying.replay(
-        r.trace,
-        r.target,
-        core.runner,
-        label=label,
-        fmt=r.fmt,
-        layout=r.layout,
-        speed=r.speed,
-        duration=r.duration,
-        allow_writes=r.allow_writes,
-        disposable=r.disposable,
-        device=device,
-        allow_file=r.allow_file,
-        on_progress=on_progress,
-    )
-
-
-def load_replay_result(path: Path) -> ReplayResult:
-    """An earlier replay's JSON output, to compare with."""
-    try:
-        return ReplayResult.from_json(json.loads(path.read_text()))
-    except OSError as exc:
-        raise Refused("replay-result-unreadable", path=path, why=exc.strerror) from None
-    except ValueError as exc:
-        raise Refused("not-a-replay-result", path=path, why=exc) from None

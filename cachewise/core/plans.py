@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from advisor.advice.recommend import Recommendation
 from advisor.backends import backend
 from advisor.disks.devices import Inventory
 from advisor.disks.discovery import find_device
@@ -19,6 +18,9 @@ from cachewise.core.context import Core, Refused
 from cachewise.core.files import write_new
 from recipes.ansible import render
 from recipes.registry import Recipe, maker, recipe, recipes
+
+if TYPE_CHECKING:  # the recommendation's model loads numpy, which planning from the command line does not need
+    from advisor.advice.recommend import Recommendation
 
 codes(
     {

@@ -18,7 +18,7 @@ from advisor.errors import CachewiseError
 from advisor.units import human_size
 from advisor.workload.analysis import Analysis
 from advisor.workload.capture import CaptureProgress
-from cachewise.core import measure
+from cachewise.core import workload
 from cachewise.core.advise import AdviceRequest, Declared, prepare
 from screens.flows.steps import FlowScreen, name_of
 from screens.phrases import word
@@ -119,11 +119,11 @@ class WorkloadStep(FlowScreen):
             return
         self._status(f"Analysing {path}…", "dim")
         try:
-            analysis, meta = await asyncio.to_thread(measure.analyze, self.core, path)
+            analysis, meta = await asyncio.to_thread(workload.analyze, self.core, path)
         except CachewiseError as exc:
             self._status(word(exc), "red")
             return
-        warning = await asyncio.to_thread(measure.record_analysis, self.core, analysis, path, meta)
+        warning = await asyncio.to_thread(workload.record_analysis, self.core, analysis, path, meta)
         if warning is not None:
             self.notify(word(warning), severity="warning")
         self._analysed(analysis)
@@ -168,12 +168,12 @@ class WorkloadStep(FlowScreen):
                 self.app.call_from_thread(self._preview, out)  # in its own thread: the capture goes on
 
         try:
-            measure.trace(self.core, slow.devnode, out, seconds, on_progress=progress)
-            analysis, meta = measure.analyze(self.core, out)
+            workload.trace(self.core, slow.devnode, out, seconds, on_progress=progress)
+            analysis, meta = workload.analyze(self.core, out)
         except CachewiseError as exc:
             self.app.call_from_thread(self._status, word(exc), "red")
             return
-        self.services.warn_from_thread(measure.record_analysis(self.core, analysis, out, meta))
+        self.services.warn_from_thread(workload.record_analysis(self.core, analysis, out, meta))
         self.app.call_from_thread(self._analysed, analysis)
 
     PREVIEW_SECONDS = 10.0  # the live curve is drawn again from the trace so far this often
@@ -181,7 +181,7 @@ class WorkloadStep(FlowScreen):
     @work(thread=True, group="trace-preview", exclusive=True, description="the curve so far", exit_on_error=False)
     def _preview(self, path: Path) -> None:
         try:
-            partial, _meta = measure.analyze(self.core, path)
+            partial, _meta = workload.analyze(self.core, path)
         except CachewiseError:
             return  # too little yet
         self.app.call_from_thread(self._show_curve, partial)

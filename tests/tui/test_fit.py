@@ -10,7 +10,7 @@ from textual.app import App
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
-from cachewise.core import Core, measure
+from cachewise.core import Core, workload
 from screens.analysis import AnalysisScreen
 from screens.app import CachewiseApp
 from screens.apply import ApplyScreen
@@ -60,7 +60,7 @@ async def test_screens_fit(size: tuple[int, int]) -> None:
         app.pop_screen()
         await pilot.pause()
 
-        analysis, _ = measure.analyze(app.core, TRACE)
+        analysis, _ = workload.analyze(app.core, TRACE)
         await app.push_screen(AnalysisScreen(analysis))
         await pilot.pause()
         await assert_fits(app, pilot)

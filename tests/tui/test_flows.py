@@ -381,7 +381,7 @@ async def test_tracing_from_the_workload_step_shows_progress_the_curve_so_far_an
             on_progress(type("P", (), {"events": int(1000 * t), "elapsed": t})())  # type: ignore[operator]
         return {}
 
-    monkeypatch.setattr("cachewise.core.measure.trace", lambda _core, *a, **k: fake_trace(*a, **k))
+    monkeypatch.setattr("cachewise.core.workload.trace", lambda _core, *a, **k: fake_trace(*a, **k))
     monkeypatch.setattr(WorkloadStep, "PREVIEW_SECONDS", 0.0)
     async with app.run_test(size=(120, 36)) as pilot:
         await to_measure(app, pilot, "/dev/labvg/data", "nvme0n1 (")

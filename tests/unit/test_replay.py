@@ -359,7 +359,7 @@ def test_cli_compare_table_puts_runs_side_by_side(tmp_path: Path, capsys: pytest
     (tmp_path / "before.json").write_text(json.dumps(before.to_json()))
     after = ReplayResult("with cache", TRACE, "/dev/sdz", 1359, 641, 1.0, True, 1, "fio-3.33",
                          parse_fio_json(json.loads((REPLAY / "fio-untimed-writes.json").read_text())))
-    monkeypatch.setattr("cachewise.core.measure.replay_trace", lambda *a, **k: after)
+    monkeypatch.setattr("cachewise.core.workload.replay_trace", lambda *a, **k: after)
     assert main(["replay", TRACE, "--target", "/dev/sdz", "--compare", str(tmp_path / "before.json")]) == 0
     out = capsys.readouterr().out
     assert "hdd alone" in out and "with cache" in out and "last / first" in out

@@ -1,0 +1,64 @@
+"""What a recommendation sets up: the cache's configuration and what it predicts of its warm-up.
+
+Plain data, apart from the recommendation's model (advisor/advice/recommend.py), so that the
+recipes take a recommendation without loading the analysis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Backend = Literal["lvmcache", "lvmcache-writecache", "bcache"]
+Mode = Literal["writethrough", "writeback"]
+BLOCK = 4096  # the modelled workload's block
+
+
+@dataclass(frozen=True)
+class Warmup:
+    hot_blocks: int  # 4 KiB blocks of hot data the cache will hold
+    reads_63: int  # reads of the device until 63% of them are cached
+    reads_95: int
+    seconds_63: float | None  # at the measured (or declared) read rate
+    seconds_95: float | None
+    promotion_probability: float
+    findings: tuple[str, ...]
+    block_bytes: int = BLOCK  # what hot_blocks counts: 4 KiB blocks, or dm-cache's chunks
+    # The same from a cache full of older data, which promotes more slowly (dm-cache) or not.
+    promotion_probability_full: float | None = None
+    reads_63_full: int | None = None
+    seconds_63_full: float | None = None
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    backend: Backend
+    mode: Mode
+    size_bytes: int  # the cache's data area on the SSD
+    effective_bytes: int  # hot data it holds, after the backend's overhead (T-SIZE-1)
+    fast_space_bytes: int  # all SSD space used: data, metadata, spare metadata, PV label
+    chunk_size_bytes: int | None = None
+    metadata_size_bytes: int | None = None
+    spare_metadata_bytes: int | None = None
+    policy: str | None = None
+    sequential_cutoff_bytes: int | None = None
+    writeback_percent: int | None = None
+    writecache_block_size: int | None = None
+    predicted_hit_ratio: float | None = None
+    expected_speedup: float | None = None
+    speedup_basis: str = ""
+    warmup: Warmup | None = None
+    needs_reformat: bool = False
+    bounded_by_ssd: bool = False
+    # The plan mirrors the cache on the two fast devices (LVM raid1): what makes writeback safe
+    # on two SSDs that nothing mirrors yet (lvmcache and writecache only; bcache cannot).
+    mirrored_pool: bool = False
+
+    @property
+    def label(self) -> str:
+        name = {
+            "lvmcache": "lvmcache (dm-cache)",
+            "lvmcache-writecache": "lvmcache writecache (dm-writecache)",
+            "bcache": "bcache",
+        }[self.backend]
+        return f"{name} {self.mode}"
