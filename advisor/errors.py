@@ -5,8 +5,8 @@ Every error cachewise raises is a :class:`CachewiseError`. Its ``code`` names wh
 (``"ssd-holds-data"``), its ``facts`` are the values that matter (the device, the size, the
 step), ``changed`` says whether anything on the system was changed, and ``next`` lists the
 next steps as :class:`Next` actions (``Next("allow-wipe", device=...)``), never as prose with
-a command line in it: the CLI words "allow-wipe" as "pass --wipe", the TUI as "tick 'Its data
-may go'". Modules declare their codes with :func:`codes`, each with the sentence that states
+a command line in it: the CLI words "allow-wipe" with its flag, the TUI with the checkbox that
+allows it. Modules declare their codes with :func:`codes`, each with the sentence that states
 the fact in the domain's own words; a front end's :class:`Phrasebook` words every next-step
 action and may word any code differently. ``str(error)`` is the domain's wording, for logs and
 for messages composed from an earlier error.
@@ -64,6 +64,7 @@ ACTIONS: dict[str, str] = {
     "wait-for-it": "wait for it to end",
     "abandon": "set the journal {journal} aside (the steps it ran stay as they are)",
     "apply-on-machine": "apply the plan on the machine itself, as root",
+    "apply-on-each-host": "apply the plan on each host instead",
     "run-on-machine": "run this on the machine itself",
     "plan-again": "make a new plan if the disks changed",
     "name-plan": "name the plan file to apply",
@@ -103,10 +104,12 @@ def next_step(action: str, **facts: Any) -> Next:
 
 @dataclass(frozen=True)
 class Code:
-    """A code and the sentence that states it (``str.format`` fields name its facts)."""
+    """A code and the sentence that states it (``str.format`` fields name its facts). A front
+    end's own code (``front_end``) may name its own flags; the other front end never meets it."""
 
     code: str
     sentence: str
+    front_end: bool = False
 
     @property
     def facts(self) -> tuple[str, ...]:
@@ -116,13 +119,13 @@ class Code:
 CODES: dict[str, Code] = {}
 
 
-def codes(sentences: Mapping[str, str]) -> dict[str, Code]:
+def codes(sentences: Mapping[str, str], front_end: bool = False) -> dict[str, Code]:
     """Declare a module's codes with their sentences (a code is declared once in the product)."""
     out = {}
     for code, sentence in sentences.items():
         if code in CODES and CODES[code].sentence != sentence:
             raise ValueError(f"the error code {code!r} is declared twice")
-        out[code] = CODES[code] = Code(code, sentence)
+        out[code] = CODES[code] = Code(code, sentence, front_end)
     return out
 
 

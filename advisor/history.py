@@ -88,7 +88,7 @@ MIGRATIONS: tuple[str, ...] = (
     );
     """,
     # 4: caches made by cachewise with what their recommendation predicted, and the samples of
-    # `cachewise watch` (one per cache per tick; thinned to one a minute after a day).
+    # the watch (one per cache per tick; thinned to one a minute after a day).
     """
     CREATE TABLE caches (
         id INTEGER PRIMARY KEY,

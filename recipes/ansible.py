@@ -2,7 +2,7 @@
 
 Same steps, same checks: the playbook first checks that each device still has the size it was
 planned with, then evaluates every step's postcondition with read-only commands, treats a step
-as done when it or any later step is in effect (as ``cachewise apply --resume`` does), runs the
+as done when it or any later step is in effect (as resuming an applied plan does), runs the
 rest with the command module's ``argv`` (no shell), and verifies each step took effect.
 Running it twice changes nothing the second time.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from advisor.errors import Described, codes
+from advisor.errors import Described, codes, next_step
 from advisor.plan.checks import Check, kname_var
 from advisor.plan.model import Plan
 
@@ -59,8 +59,8 @@ def _asserted(check: Check, register: str, when: str, names: tuple[str, str], fa
 def playbook(plan: Plan) -> list[dict[str, Any]]:
     if any(s.write is not None or s.wait is not None for s in plan.steps):
         raise AnsibleError(
-            f"{plan.kind} plans write to sysfs, which the playbook form does not cover yet; "
-            "run `cachewise apply` on each host instead"
+            f"{plan.kind} plans write to sysfs, which the playbook form does not cover yet",
+            next=[next_step("apply-on-each-host")],
         )
     tasks: list[Task] = []
     roles = {c.role for s in plan.steps for c in (*s.pre, *s.post) if c.role}

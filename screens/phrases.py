@@ -56,6 +56,7 @@ ACTIONS = {
     "stay as they are",
     "apply-on-machine": "save the plan and apply it on that machine (sudo cachewise apply PLAN)",
     "run-on-machine": "open cachewise on that machine",
+    "apply-on-each-host": "save it as JSON and apply it on each host (sudo cachewise apply PLAN)",
     "plan-again": "go back and plan again if the disks changed",
     "name-plan": "choose a plan",
     "confirm-with-yes": "type the device's name to confirm",

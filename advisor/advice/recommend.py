@@ -725,7 +725,7 @@ def recommend(inp: Inputs) -> Recommendation:
                 Reason(
                     f"{d.path} was not probed; its class ({d.device_class}) comes from the "
                     f"{d.class_source}, which USB bridges and RAID controllers get wrong. "
-                    f"Run `cachewise probe {d.path}`.",
+                    "Probe it (a few seconds of read-only fio) to measure it.",
                     ("T-DEV-1",),
                 )
             )
@@ -734,8 +734,7 @@ def recommend(inp: Inputs) -> Recommendation:
             Reason(
                 f"The trace is too short to judge: {100 * prof.cold_share:.0f}% of its accesses are "
                 "first touches, so it cannot show whether those blocks come back. The predictions "
-                "assume they do; record a longer window (a whole day's cycle, `cachewise trace "
-                "--duration`) and ask again.",
+                "assume they do; record a longer window (a whole day's cycle) and ask again.",
                 ("L-SIZE-4",),
             )
         )

@@ -308,7 +308,7 @@ def with_caching(
             by_vg.get(dev.lvm.vg, {}) if dev.lvm is not None else {},
         )
         # LVM's own sub-LVs (a cache pool's data and metadata, raid images, a cache's origin) are
-        # shown only with --all: they are parts of the LV above them.
+        # hidden unless every device is asked for: they are parts of the LV above them.
         private = "private" in row.get("lv_role", "").split(",")
         if caching is not None or private:
             dev = replace(dev, caching=caching, hidden=dev.hidden or private)

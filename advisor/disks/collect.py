@@ -2,8 +2,8 @@
 
 This module is the only part of discovery that touches the live system. It produces a
 :class:`RawSystem`, plain data that :mod:`advisor.disks.discovery` turns into an
-:class:`~advisor.disks.devices.Inventory` without further I/O. ``cachewise scan --save-raw FILE``
-writes a RawSystem as JSON; the unit tests replay snapshots captured that way in the lab.
+:class:`~advisor.disks.devices.Inventory` without further I/O. A scan can save a RawSystem
+as JSON (a raw snapshot); the unit tests replay snapshots captured that way in the lab.
 
 udev is optional: without libudev or without a running udev daemon, sysfs still lists every
 device (pyudev reads it), and blkid fills in signatures; what cannot be read is recorded

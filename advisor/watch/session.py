@@ -1,7 +1,7 @@
 """A watch of caches as both front ends follow it: each tick samples every cache once, derives
 its figures, hands the samples to a recorder in batches (thinning old ones once an hour), and
 says when to stop: after a number of samples or a duration, once a flush is clean, or when the
-cache is gone. ``cachewise watch`` prints the ticks; the Warm-up screen draws them."""
+cache is gone. The CLI's watch command prints the ticks; the Warm-up screen draws them."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ def signals_kept() -> Iterator[None]:
 
     LLVM installs C-level handlers for these signals when its JIT starts (at the compile, or at
     the first call of code loaded from numba's cache); on SIGTERM they re-raise it with the
-    default action, so `cachewise analyze` died (exit 143) with no sentence, and a signal during
+    default action, so the analysis died (exit 143) with no sentence, and a signal during
     the compile was lost until exit ("Exception ignored in threading._shutdown"). Both are in
     tests/unit/test_bad_inputs.py. So the signals are blocked while LLVM starts, the process's
     Python handlers are set again (sigaction replaces LLVM's), and a signal that came meanwhile

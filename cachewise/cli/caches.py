@@ -22,7 +22,8 @@ codes(
     {
         "export-unwritable": "cannot write {path} ({why}); the samples were read but not exported",
         "export-folder": "the folder of {path} is missing or not writable; nothing was read",
-    }
+    },
+    front_end=True,
 )
 
 

@@ -10,7 +10,7 @@ from advisor.errors import CachewiseError, codes
 from advisor.units import UnitError, parse_size
 from cachewise.core import Core, load_snapshot
 
-codes({"bad-option": "{option}: {why}"})
+codes({"bad-option": "{option}: {why}"}, front_end=True)
 
 
 class BadOption(CachewiseError):

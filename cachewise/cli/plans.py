@@ -36,7 +36,8 @@ codes(
     {
         "recommendation-unreadable": "cannot read the recommendation {path}: {why}",
         "confirm-without-terminal": "applying changes disks; pass --yes to confirm without a terminal",
-    }
+    },
+    front_end=True,
 )
 
 
