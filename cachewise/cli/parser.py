@@ -361,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`cachewise completion zsh > ~/.zfunc/_cachewise` with ~/.zfunc on $fpath. The Debian package "
         "installs both.",
     )
-    comp.add_argument("shell", choices=["bash", "zsh"])
+    comp.add_argument("shell", choices=["bash", "zsh"], metavar="SHELL", help="bash or zsh")
     return parser
 
 

@@ -9,13 +9,37 @@ import shutil
 import subprocess
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from cachewise.cli import build_parser, main
-from cachewise.cli.completion import Node, bash, tree, walk, zsh
+from cachewise.cli.completion import bash, subparsers, zsh
 from cachewise.cli.manpage import escape, render
+
+
+@dataclass
+class Node:
+    """One parser: `cachewise`, `cachewise plan`, `cachewise plan lvmcache-attach`."""
+
+    path: tuple[str, ...]
+    options: list[argparse.Action] = field(default_factory=list)
+    positionals: list[argparse.Action] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
+
+
+def tree(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Node:
+    node = Node(path, children=[tree(sub, (*path, name)) for name, sub in subparsers(parser)])
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) or action.help == argparse.SUPPRESS:
+            continue
+        (node.options if action.option_strings else node.positionals).append(action)
+    return node
+
+
+def walk(node: Node) -> list[Node]:
+    return [node, *(n for child in node.children for n in walk(child))]
 
 
 def _all_nodes() -> list[Node]:
