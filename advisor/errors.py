@@ -59,7 +59,8 @@ ACTIONS: dict[str, str] = {
     "fix-and-resume": "once the cause is fixed, resume the plan from here",
     "rollback-again": "roll back again to finish",
     "fix-and-rollback": "fix the cause and roll back again",
-    "free-space": "free space in the state directory",
+    "free-space-and-resume": "free space in the state directory, then finish the plan",
+    "free-space-and-rollback": "free space in the state directory, then roll back again to finish",
     "fix-state-dir": "free space or fix the state directory, then apply again",
     "wait-for-it": "wait for it to end",
     "abandon": "set the journal {journal} aside (the steps it ran stay as they are)",
@@ -68,7 +69,6 @@ ACTIONS: dict[str, str] = {
     "run-on-machine": "run this on the machine itself",
     "plan-again": "make a new plan if the disks changed",
     "name-plan": "name the plan file to apply",
-    "confirm-with-yes": "confirm it ahead of time",
     "become-root": "run it as root",
     "choose-state-dir": "choose a writable state directory",
     "choose-output": "choose another file name or place",
@@ -170,7 +170,12 @@ class Described(CachewiseError):
 
 
 class _Facts(dict[str, Any]):
-    """Facts for a sentence: a fact the error does not carry reads as '?' rather than failing."""
+    """Facts for a sentence: an error given as a fact says only what happened (its own next steps
+    and "Nothing was changed." are the outer error's to say); a fact the error does not carry
+    reads as '?' rather than failing."""
+
+    def __init__(self, facts: Mapping[str, Any]) -> None:
+        super().__init__({k: v.what if isinstance(v, CachewiseError) else v for k, v in facts.items()})
 
     def __missing__(self, key: str) -> str:
         return "?"
@@ -193,6 +198,11 @@ class Phrasebook:
         said = [self.actions.get(s.action, ACTIONS[s.action]).format_map(_Facts(s.facts)) for s in steps]
         said = list(dict.fromkeys(s for s in said if s))
         return _sentence(self.joiner.join(said), capital=True) if said else ""
+
+    def what_can_be_done(self, advice: str, steps: Sequence[Next]) -> str:
+        """A sentence of the domain's advice (``advice``, which names no command) and the next
+        steps this front end words (a device's ``Caching.can`` and ``Caching.next``)."""
+        return " ".join(p for p in (_sentence(advice, capital=True), self.next_steps(steps)) if p)
 
     def word(self, error: CachewiseError) -> str:
         """What happened, what to do, and "Nothing was changed." when nothing was."""

@@ -61,7 +61,7 @@ MIN_BUCKETS = 512
 
 
 def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | None:
-    """Refuse devices that are mounted or in use; return the signature that --wipe destroys."""
+    """Refuse devices that are mounted or in use; return the signature a wiping plan destroys."""
     # An md array the user made (two SSDs in RAID1, say) is a disk to bcache; cachewise never makes one.
     if dev.kind not in ("disk", "partition") and not (dev.md is not None and dev.md.role == "array"):
         raise RecipeError("bcache-not-a-disk", device=dev.display_path, kind=dev.kind, role=role)

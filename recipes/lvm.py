@@ -94,12 +94,13 @@ def uncached_lv(inv: Inventory, lv_name: str) -> tuple[Device, str, str]:
     vg, lv = origin.lvm.vg or "", origin.lvm.lv or ""
     check_name("VG", vg)
     check_name("LV", lv)
-    if origin.lvm.segtype in ("cache", "writecache"):
+    cached = by_segtype(origin.lvm.segtype)
+    if cached is not None:
         raise RecipeError(
             "lv-already-cached",
             lv=f"{vg}/{lv}",
             segtype=origin.lvm.segtype,
-            next=[next_step("remove-cache", device=f"{vg}/{lv}")],
+            next=[next_step("remove-cache", device=f"{vg}/{lv}", recipe=cached.remover)],
         )
     if len(lv) > 80:
         raise RecipeError("lv-name-too-long", lv=lv)

@@ -348,6 +348,7 @@ class AttachOptions:
     mode: Mode | None = option("cache mode (default writethrough)", "choice", choices=MODES, default=None)
     chunk: int | None = option("chunk size, a multiple of 32k (default: lvm2's rule)", "size", default=None)
     metadata: int | None = option("metadata size (default: lvm2's rule)", "size", default=None)
+    policy: str | None = option("dm-cache policy (default smq)", "choice", choices=("smq", "mq"), default=None)
     allow_partition: bool = option("use a partition of the SSD, not the whole disk", "flag")
     wipe: bool = option("the SSD holds data that may be destroyed", "flag")
 
@@ -355,7 +356,7 @@ class AttachOptions:
 def _attach(inv: Inventory, o: AttachOptions) -> Plan:
     if o.size is None:
         raise RecipeError("no-size", next=[next_step("give-size")])
-    spec = CacheSpec(o.size, o.mode or "writethrough", o.chunk, o.metadata)
+    spec = CacheSpec(o.size, o.mode or "writethrough", o.chunk, o.metadata, o.policy or "smq")
     return lvmcache_attach(inv, o.lv, o.ssd, spec, wipe=o.wipe, allow_partition=o.allow_partition)
 
 
@@ -372,6 +373,7 @@ def _adopt(o: AttachOptions, cfg: CacheConfig) -> AttachOptions:
         mode=o.mode or cfg.mode,
         chunk=o.chunk or cfg.chunk_size_bytes,
         metadata=o.metadata or cfg.metadata_size_bytes,
+        policy=o.policy or cfg.policy,
     )
 
 
@@ -433,7 +435,7 @@ register(
         slow="lv",
         fast="ssd",
         adopt=_adopt,
-        adopts="size, chunk, metadata and mode",
+        adopts="size, chunk, metadata, mode and policy",
     )
 )
 register(

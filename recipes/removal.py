@@ -22,7 +22,7 @@ from recipes.registry import recipe as registry_recipe
 codes(
     {
         "not-in-a-cache": "{device} is part of no cache",
-        "cannot-remove": "{device} is a {part} ({kind}{state}), not a cache cachewise can remove: {can}",
+        "cannot-remove": "{device} is a {part} ({kind}{state}), not a cache cachewise can remove{can}",
         "bcache-release": "a bcache cache device is not an LVM physical volume to release; it is wiped instead",
     }
 )
@@ -57,7 +57,8 @@ def remove(inv: Inventory, o: RemoveOptions) -> Plan:
             part=caching.part,
             kind=caching.kind,
             state=f"; {caching.state}" if caching.state else "",
-            can=caching.can,
+            can=f": {caching.can}" if caching.can else "",
+            next=caching.next,
         )
     if recipe.backend is not None and recipe.backend.lvm_segtype is None:  # bcache: its cache device is wiped
         if o.release_ssd:

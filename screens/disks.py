@@ -97,17 +97,12 @@ def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:
     if dev.caching is not None:
         part = dev.caching
         row("Cache", Text(f"{part.kind}: {part.part}; {part.state}", style="bold red" if part.degraded else ""))
-        can = " ".join(x for x in (_sentence(part.can), TUI.next_steps(part.next)) if x)
+        can = TUI.what_can_be_done(part.can, part.next)
         if can:
             row("", Text(can, style="dim" if part.remove else "yellow"))
     for item in dev.unreadable:
         row("Not read", f"{item.fact}: {item.reason}")
     return grid
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return (text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")) if text else ""
 
 
 class DevicesChanged(Message):
@@ -160,6 +155,11 @@ class DisksScreen(CoreScreen):
         self.marked: set[str] = set()
         self.probing: set[str] = set()
         self.analysis: Analysis | None = None  # the latest trace analysed here, for Recommend
+
+    @property
+    def scanning(self) -> bool:
+        """Discovery is running (or about to)."""
+        return self.scheduler.running
 
     @property
     def probes(self) -> dict[str, ProbeResult]:

@@ -4,7 +4,6 @@ Why panel where each reason shows the findings it rests on and their sources."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -139,8 +138,9 @@ class RecommendScreen(CoreScreen):
 
     @on(Select.Changed)
     @on(Checkbox.Changed)
-    def _inputs_changed(self, _event: Any) -> None:
-        self.refresh_recommendation()
+    def _inputs_changed(self, event: Select.Changed | Checkbox.Changed) -> None:
+        if event.control.id != "wipe":  # what the plan may destroy changes the plan, not the advice
+            self.refresh_recommendation()
 
     def refresh_recommendation(self) -> None:
         self._generation += 1

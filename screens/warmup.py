@@ -1,6 +1,6 @@
 """The Warm-up screen: one cache warming up and flushing, live. The numbers at a glance, charts
 over time (fill, hit ratio against the prediction, dirty data, cache against origin IOPS), and
-a stalled flush with its likely causes. Samples come from Core.watch in a thread worker; the
+a stalled flush with its likely causes. Samples come from cachewise.core.watch in a thread worker; the
 history recorded in the last hours is replayed through the same tracker first, so the charts
 survive a restart."""
 

@@ -7,10 +7,10 @@ recipes take a recommendation without loading the analysis.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-Backend = Literal["lvmcache", "lvmcache-writecache", "bcache"]
-Mode = Literal["writethrough", "writeback"]
+from advisor.backends import BackendId as Backend
+from advisor.backends import Mode, backend
+
 BLOCK = 4096  # the modelled workload's block
 
 
@@ -56,9 +56,4 @@ class CacheConfig:
 
     @property
     def label(self) -> str:
-        name = {
-            "lvmcache": "lvmcache (dm-cache)",
-            "lvmcache-writecache": "lvmcache writecache (dm-writecache)",
-            "bcache": "bcache",
-        }[self.backend]
-        return f"{name} {self.mode}"
+        return f"{backend(self.backend).label} {self.mode}"

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from advisor.advice.recommend import DeviceFacts, Versions
+from advisor.backends import WRITECACHE, by_segtype
 from advisor.disks.devices import Device, Inventory, underlying_disks
 from advisor.readers.lvm import parse_version
 from advisor.readers.smart import Endurance, parse_smartctl
@@ -42,9 +43,9 @@ def existing_cache(dev: Device) -> str | None:
             return f"it is a bcache backing device (used through {b.bcache_device or 'its bcacheN device'})"
         if b.role == "cache":
             return "it is a bcache cache device"
-    if dev.lvm is not None and dev.lvm.role == "lv" and (dev.lvm.segtype or "") in ("cache", "writecache"):
-        kind = "dm-writecache" if dev.lvm.segtype == "writecache" else "lvmcache (dm-cache)"
-        return f"it is an LV cached with {kind}"
+    cached = by_segtype(dev.lvm.segtype) if dev.lvm is not None and dev.lvm.role == "lv" else None
+    if cached is not None:
+        return f"it is an LV cached with {cached.target if cached is WRITECACHE else cached.label}"
     return None
 
 

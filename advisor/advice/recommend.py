@@ -27,10 +27,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from advisor.advice.config import BLOCK, Backend, CacheConfig, Mode, Warmup
+from advisor.advice.config import BLOCK, CacheConfig, Warmup
 from advisor.advice.findings import finding
 from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
 from advisor.advice.workloads import WORKLOADS, WorkloadType
+from advisor.backends import BackendId as Backend
+from advisor.backends import Mode
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.readers.smart import Endurance
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF, KiB, MiB, cache_size, duration

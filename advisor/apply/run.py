@@ -41,6 +41,7 @@ codes(
         "apply-stopped": "stopped at '{step}': {why}. The plan is half applied ({state}); later steps did not run",
         "rollback-journal-failed": "{why}; the roll back stopped",
         "rollback-interrupted": "cachewise received {signal} and stopped rolling back before '{step}'",
+        "rollback-stopped": "rolling back stopped at '{step}': {why}. The steps before it are still in effect",
         "rollback-failed": "rolling back '{step}' failed: `{command}` exit {code}: {output}. The steps before it "
         "are still in effect",
     }
@@ -141,7 +142,7 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
         assert step.wait is not None
         path = state.resolve(step.wait[0])
     except RoleMissing as exc:
-        raise ApplyError("apply-role-missing", changed=True, why=exc) from None
+        raise ApplyError("apply-role-missing", changed=True, why=exc, next=exc.next) from None
     directory = Path(path).parent
     wanted = step.wait[1].split("|")
     deadline = time.monotonic() + step.timeout
@@ -218,7 +219,7 @@ def apply(
             changed=True,
             why=exc,
             done=", ".join(done) or "none",
-            next=[next_step("free-space"), next_step("resume"), next_step("rollback")],
+            next=[next_step("free-space-and-resume"), next_step("rollback")],
         ) from None
 
 
@@ -237,34 +238,39 @@ def _run_steps(
     state = read()
     last_done = max((i for i, s in enumerate(plan.steps) if _in_effect(s, state)), default=-1)
     for index, step in enumerate(plan.steps):
-        if stop:
-            journal.write("interrupted", signal=stop[0], step=step.id)
-            raise _stopped(plan, step, done, f"cachewise received {stop[0]} and stopped between steps")
-        if index <= last_done or _in_effect(step, state):
-            journal.write("step-skip", step=step.id)
-            report(Event("skip", step, "already in effect"))
+        try:
+            if stop:
+                journal.write("interrupted", signal=stop[0], step=step.id)
+                raise _stopped(plan, step, done, f"cachewise received {stop[0]} and stopped between steps")
+            if index <= last_done or _in_effect(step, state):
+                journal.write("step-skip", step=step.id)
+                report(Event("skip", step, "already in effect"))
+                done.append(step.id)
+                continue
+            unmet = [c.describe() for c in step.pre if not c.holds(state)]
+            if unmet:
+                journal.write("step-blocked", step=step.id, unmet=unmet)
+                raise _stopped(plan, step, done, f"its precondition does not hold: {'; '.join(unmet)}")
+            journal.write("step-begin", step=step.id, argv=list(step.argv))
+            report(Event("run", step, step.command))
+            code, output = _run_step(step, runner, state_dir, report, plan)
+            journal.write("step-end", step=step.id, returncode=code)
+            # The kernel applies bcache's sysfs writes asynchronously, and a failed command may have
+            # lost a race to udev doing the same thing (registering a new bcache device): look again.
+            patience = WRITE_PATIENCE if code == 0 and step.write is not None else (FAILURE_PATIENCE if code else 0.0)
+            state, missing = _settled(step, read, patience)
+            if code != 0 and (missing or not step.post):
+                raise _stopped(plan, step, done, f"`{step.command}` failed with exit code {code}: {output}")
+            if code != 0:  # failed, yet what it was for is in effect (udev registered the device first, say)
+                journal.write("step-effective", step=step.id)
+            if missing:
+                raise _stopped(plan, step, done, f"it ran but did not take effect: {'; '.join(missing)}")
             done.append(step.id)
-            continue
-        unmet = [c.describe() for c in step.pre if not c.holds(state)]
-        if unmet:
-            journal.write("step-blocked", step=step.id, unmet=unmet)
-            raise _stopped(plan, step, done, f"its precondition does not hold: {'; '.join(unmet)}")
-        journal.write("step-begin", step=step.id, argv=list(step.argv))
-        report(Event("run", step, step.command))
-        code, output = _run_step(step, runner, state_dir, report, plan)
-        journal.write("step-end", step=step.id, returncode=code)
-        # The kernel applies bcache's sysfs writes asynchronously, and a failed command may have
-        # lost a race to udev doing the same thing (registering a new bcache device): look again.
-        patience = WRITE_PATIENCE if code == 0 and step.write is not None else (FAILURE_PATIENCE if code else 0.0)
-        state, missing = _settled(step, read, patience)
-        if code != 0 and (missing or not step.post):
-            raise _stopped(plan, step, done, f"`{step.command}` failed with exit code {code}: {output}")
-        if code != 0:  # failed, yet what it was for is in effect (udev registered the device first, say)
-            journal.write("step-effective", step=step.id)
-        if missing:
-            raise _stopped(plan, step, done, f"it ran but did not take effect: {'; '.join(missing)}")
-        done.append(step.id)
-        report(Event("ok", step))
+            report(Event("ok", step))
+        except (ApplyError, JournalError):
+            raise
+        except CachewiseError as exc:  # a tool failed to run, or the state could not be read: stopped here
+            raise _stopped(plan, step, done, exc.what) from None
     journal.write("done")
     return journal
 
@@ -315,7 +321,7 @@ def rollback(
             "rollback-journal-failed",
             changed=True,
             why=exc,
-            next=[next_step("free-space"), next_step("rollback-again")],
+            next=[next_step("free-space-and-rollback")],
         ) from None
 
 
@@ -338,21 +344,28 @@ def _undo_steps(
                 step=step.description,
                 next=[next_step("rollback-again")],
             )
-        if not _in_effect(step, read()):
-            continue
-        for argv in step.undo:
-            undo = Step(f"undo-{step.id}", f"undo: {step.description}", argv)
-            report(Event("undo", undo, undo.command))
-            code, output = _run_step(undo, runner, state_dir, report, plan)
-            journal.write("undo-end", step=step.id, argv=list(argv), returncode=code)
-            if code != 0:
-                raise ApplyError(
-                    "rollback-failed",
-                    changed=True,
-                    step=step.description,
-                    command=undo.command,
-                    code=code,
-                    output=output,
-                    next=[next_step("fix-and-rollback")],
-                )
+        try:
+            if not _in_effect(step, read()):
+                continue
+            for argv in step.undo:
+                undo = Step(f"undo-{step.id}", f"undo: {step.description}", argv)
+                report(Event("undo", undo, undo.command))
+                code, output = _run_step(undo, runner, state_dir, report, plan)
+                journal.write("undo-end", step=step.id, argv=list(argv), returncode=code)
+                if code != 0:
+                    raise ApplyError(
+                        "rollback-failed",
+                        changed=True,
+                        step=step.description,
+                        command=undo.command,
+                        code=code,
+                        output=output,
+                        next=[next_step("fix-and-rollback")],
+                    )
+        except (ApplyError, JournalError):
+            raise
+        except CachewiseError as exc:  # an undo command could not run: the rest stays in effect
+            raise ApplyError(
+                "rollback-stopped", changed=True, step=step.description, why=exc, next=[next_step("fix-and-rollback")]
+            ) from None
     journal.write("rolled-back")

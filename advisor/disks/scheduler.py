@@ -42,6 +42,12 @@ class ScanScheduler:
         self._settle_until = 0.0
         self.generation = 0
 
+    @property
+    def running(self) -> bool:
+        """A scan loop is running or about to (a request started one)."""
+        with self._lock:
+            return self._running
+
     def request(self, quick_first: bool = False, changed: set[str] | None = None) -> bool:
         """Ask for a rescan; ``quick_first`` (a hot-plug event) shows the change at once, only the
         ``changed`` devices re-read. Each request starts a new generation: a full scan in flight

@@ -8,7 +8,7 @@ from advisor.errors import NOTHING
 from cachewise.cli import common
 from cachewise.cli.common import size
 from cachewise.cli.output import error, print_json, show, warn
-from cachewise.core.advise import AdviceRequest, Declared, advise
+from cachewise.core.advise import AdviceRequest, Declared, prepare, recommend
 from cachewise.render import recommendation_report
 
 
@@ -32,10 +32,11 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         read_iops=args.read_iops,
     )
     request = AdviceRequest(args.slow, tuple(args.fast), trace=args.trace, declared=declared, kernel=args.kernel)
-    advice = advise(common.core_for(args), request)
-    for warning in advice.warnings:
+    prepared = prepare(common.core_for(args), request)
+    for warning in prepared.warnings:
         warn(warning)
+    rec = recommend(prepared.inputs)
     if args.json:
-        return print_json(advice.recommendation.to_json())
-    show(recommendation_report(advice.recommendation))
+        return print_json(rec.to_json())
+    show(recommendation_report(rec))
     return 0

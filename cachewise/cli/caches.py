@@ -34,7 +34,7 @@ def _prometheus(path: Path | None, samples: list[Sample]) -> None:
         write_textfile(path, prometheus_text(samples))
     except OSError as exc:
         raise Refused(
-            "export-unwritable", changed=True, path=path, why=exc.strerror or exc, next=[next_step("export-folder")]
+            "export-unwritable", changed=True, path=path, why=exc.strerror or exc, next=[next_step("choose-output")]
         ) from None
 
 
@@ -103,5 +103,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
                     print(f"{fig.target}: clean, no dirty data left.")
     except KeyboardInterrupt:
         code = 130
-    warn(session.warning)
+    finally:
+        warn(session.warning)  # a recording that failed is said even when watching stopped on an error
     return code

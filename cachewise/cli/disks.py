@@ -14,7 +14,7 @@ from advisor.runner import CommandError
 from advisor.units import rate
 from cachewise.cli import common
 from cachewise.cli.output import error, print_json, warn
-from cachewise.cli.phrases import word
+from cachewise.cli.phrases import CLI, word
 from cachewise.core import discover, measure
 from cachewise.core.files import check_output
 from cachewise.render import devices_table, probe_table
@@ -30,7 +30,13 @@ def cmd_scan(args: argparse.Namespace) -> int:
     if not args.no_record:
         warn(discover.record_inventory(core, inv))
     if args.json:
-        return print_json(discover.scan_json(inv, show_all=args.all))
+        data = discover.scan_json(inv, show_all=args.all)
+        cachings = {d.name: d.caching for d in inv.devices}
+        for item in data["devices"]:  # what can be done for a cache, with the commands that do it
+            caching = cachings.get(item["name"])
+            if caching is not None and item["caching"] is not None:
+                item["caching"]["can"] = CLI.what_can_be_done(caching.can, caching.next)
+        return print_json(data)
     console = Console()
     console.print(devices_table(inv, show_all=args.all))
     for note in inv.notes:

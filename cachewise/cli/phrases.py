@@ -44,7 +44,8 @@ ACTIONS = {
     "fix-and-resume": "run `cachewise apply --resume` to retry from here once the cause is fixed",
     "rollback-again": "run `cachewise apply --rollback` again to finish",
     "fix-and-rollback": "fix the cause and run `cachewise apply --rollback` again",
-    "free-space": "free space in the state directory",
+    "free-space-and-resume": "free space, then `cachewise apply --resume` finishes it",
+    "free-space-and-rollback": "free space, then run `cachewise apply --rollback` again to finish",
     "fix-state-dir": "free space or fix the state directory, then apply again",
     "wait-for-it": "wait for it to end",
     "abandon": "look at it, then set it aside with `cachewise apply --abandon {journal}` (the steps it ran stay "
@@ -56,7 +57,6 @@ ACTIONS = {
     "choose-partition": "choose the partition that holds the data",
     "plan-again": "make a new plan if the disks changed",
     "name-plan": "name the plan to apply (cachewise apply plan.json)",
-    "confirm-with-yes": "pass --yes to confirm without a terminal",
     "become-root": "run it with sudo",
     "choose-state-dir": "choose a writable place with --state-dir or CACHEWISE_STATE_DIR",
     "choose-output": "choose another name or place",
@@ -79,7 +79,6 @@ SENTENCES = {
     "well; nothing was written",
     "disposable-mismatch": "--disposable {disposable} does not repeat the target {target} exactly; nothing was written",
     "bad-csv-columns": "bad --csv-columns {spec!r}; nothing was analysed",
-    "no-size": "the cache has no size",
     "mirror-needs-two": "the recommendation is writeback on a cache mirrored across two SSDs (LVM raid1), and "
     "{count} --ssd was given",
     "keep-and-release": "--keep-pool and --keep-cachevol keep the cache on the SSD, so it cannot be released too",

@@ -16,6 +16,7 @@ from typing import Any
 from advisor.advice.config import CacheConfig
 from advisor.apply.journal import Journal
 from advisor.apply.run import ApplyError, Event
+from advisor.backends import BCACHE, Backend
 from advisor.errors import NOTHING, codes
 from advisor.plan.model import Plan
 from advisor.prediction import Prediction
@@ -30,7 +31,7 @@ from cachewise.core.files import check_output
 from cachewise.render import event_line, plan_preview
 from recipes.ansible import render
 from recipes.common import check_backend
-from recipes.registry import Recipe, options_of
+from recipes.registry import Recipe, maker, options_of
 
 codes(
     {
@@ -76,7 +77,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json and args.format == "ansible":
         return error(f"--json and --format ansible ask for two different outputs; choose one. {NOTHING}")
     if args.output is not None:
-        check_output(args.output, "no plan was made; nothing was changed")
+        check_output(args.output, "no plan was made")
     core = common.core_for(args)
     recipe = plans.recipe_of(args.recipe)
     options = recipe_options(recipe, args)
@@ -131,7 +132,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
             print_json({"outcome": "stopped", "message": word(exc)})
         return error(word(exc))
     result: dict[str, object] = {"outcome": outcome, "plan": plan.kind}
-    if plan.kind == "bcache-create" and outcome == "done":
+    if plan.kind == maker_kind(BCACHE) and outcome == "done":
         result["bcache_device"] = apply.bcache_device(core, plan)
     if args.json:
         return print_json(result)
@@ -139,6 +140,12 @@ def cmd_apply(args: argparse.Namespace) -> int:
     if result.get("bcache_device"):
         print(f"The bcache device: {result['bcache_device']} (use this path; bcacheN numbers change between boots)")
     return 0
+
+
+def maker_kind(backend: Backend) -> str | None:
+    """The kind of plan that makes a cache of ``backend`` (its device is named after applying)."""
+    r = maker(backend)
+    return r.kind if r is not None else None
 
 
 def _abandon(core: Core, path: Path) -> int:

@@ -1,6 +1,7 @@
 """Advise: the recommendation for a slow device and its fast one(s), assembled once for both
-front ends: discovery, the trace's analysis, each device's facts with its newest probe, the
-declared facts, then the recommendation."""
+front ends: discovery, the trace's analysis, each device's facts with its newest probe and the
+declared facts (:func:`prepare`, whose warnings a front end shows first), then the
+recommendation (:func:`recommend`, which the Recommend screen calls again as its inputs change)."""
 
 from __future__ import annotations
 
@@ -72,11 +73,6 @@ class Prepared:
     warnings: tuple[CachewiseError, ...]
 
 
-@dataclass(frozen=True)
-class Advice(Prepared):
-    recommendation: Recommendation
-
-
 def prepare(core: Core, request: AdviceRequest) -> Prepared:
     """Everything a recommendation needs, without recommending (the Recommend screen recomputes
     it as the user changes the declared facts)."""
@@ -138,9 +134,3 @@ def prepare(core: Core, request: AdviceRequest) -> Prepared:
 def recommend(inputs: Inputs) -> Recommendation:
     """RecommendError (with a code) when an input is missing; each front end asks for it."""
     return recommend_inputs(inputs)
-
-
-def advise(core: Core, request: AdviceRequest) -> Advice:
-    """The whole chain: discover, analyse, gather the facts, recommend."""
-    prepared = prepare(core, request)
-    return Advice(prepared.inventory, prepared.inputs, prepared.warnings, recommend(prepared.inputs))

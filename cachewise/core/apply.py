@@ -117,7 +117,7 @@ def preflight(core: Core, plan: Plan, resuming: bool = False) -> None:
     try:
         problems = core.executor.preflight(plan, resuming)
     except (CommandError, ReportError) as exc:
-        raise Refused("state-unreadable", why=exc) from None
+        raise Refused("state-unreadable", why=exc, next=exc.next) from None
     if problems:
         raise PreflightRefused(problems)
 

@@ -32,7 +32,6 @@ codes(
     {
         "snapshot-unreadable": "cannot read the raw snapshot {path}: {why}",
         "history-unwritable": "the history database in {dir} could not be written ({why}); nothing was recorded",
-        "needs-root": "{what} needs root",
         "snapshot-only": "this shows a saved snapshot of a machine, not this one",
     }
 )
@@ -114,9 +113,3 @@ def load_snapshot(path: Path) -> RawSystem:
 
 def is_root() -> bool:
     return os.geteuid() == 0
-
-
-def require_root(what: str) -> None:
-    """Refused, before anything runs, unless this process is root."""
-    if not is_root():
-        raise Refused("needs-root", what=what, next=[next_step("become-root")])

@@ -44,6 +44,7 @@ def write_new(path: Path, text: str, what: str) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
         try:
+            os.fchmod(fd, 0o666 & ~_umask())  # as open() would have made it (mkstemp makes 0600)
             with os.fdopen(fd, "w") as out:
                 out.write(text)
                 out.flush()
@@ -62,3 +63,14 @@ def write_new(path: Path, text: str, what: str) -> None:
         raise Refused(
             "output-unwritable", path=path, why=exc.strerror or exc, what=what, next=[next_step("choose-output")]
         ) from None
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (Linux has it in /proc since 4.7)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022

@@ -5,6 +5,7 @@ Its private library directory comes first on the path: Textual, Rich, NumPy and 
 versions cachewise is tested with, which Debian 12 does not have. -I keeps PYTHONPATH and the
 user's site-packages out, as a tool run as root must.
 """
+
 import sys
 
 sys.path.insert(0, "/usr/lib/cachewise")

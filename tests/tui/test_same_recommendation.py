@@ -1,5 +1,5 @@
 """The command line and the terminal UI give the same recommendation for the same inputs: both
-call the one application core (cachewise/core.py). Driven on the same lab snapshot, with the
+call the one application core (cachewise/core/). Driven on the same lab snapshot, with the
 same trace, and with a declared workload; without either, both ask for one."""
 
 from __future__ import annotations

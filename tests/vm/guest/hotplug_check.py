@@ -61,10 +61,10 @@ async def main(serial: str, out: str) -> None:
         async def idle() -> None:
             # Measure from a settled screen, as when a person plugs a disk in: no scan running.
             while True:
-                if await wait_for(lambda: not screen._scanning, 30) is None:
+                if await wait_for(lambda: not screen.scanning, 30) is None:
                     raise AssertionError("the Disks screen never finished scanning")
                 await asyncio.sleep(1.0)
-                if not screen._scanning:
+                if not screen.scanning:
                     return
 
         # The first full scan, not what is measured here: it took 15 s under emulation without
