@@ -282,8 +282,13 @@ class _Binding:
             pattern, allowed = SHAPES[use.shape].write
             if pattern and re.fullmatch(pattern, path):
                 ok = value in self.paths(use)[0] if allowed == "DEV" else re.fullmatch(allowed, value) is not None
-                return None if ok else f"it writes {value!r} to {path}, which takes no such value in this plan"
-        return f"it writes to {path}, which is not one of the bcache files plans write (in a {self.kind.name} plan)"
+                if ok:
+                    return None
+        if any(s.write[0] and re.fullmatch(s.write[0], path) for s in SHAPES.values()):
+            # one of the files plans write, but not with this value in this kind of plan (a
+            # plan that writes no file at all takes no value)
+            return f"it writes {value!r} to {path}, which takes no such value in a {self.kind.name} plan"
+        return f"it writes to {path}, which is not one of the bcache files plans write"
 
     def wait_problem(self, path: str) -> str | None:
         for use in self.kind.uses:

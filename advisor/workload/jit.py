@@ -23,22 +23,34 @@ def signals_kept() -> Iterator[None]:
     the first call of code loaded from numba's cache); on SIGTERM they re-raise it with the
     default action, so the analysis died (exit 143) with no sentence, and a signal during
     the compile was lost until exit ("Exception ignored in threading._shutdown"). Both are in
-    tests/unit/test_bad_inputs.py. So the signals are blocked while LLVM starts, the process's
-    Python handlers are set again (sigaction replaces LLVM's), and a signal that came meanwhile
-    is delivered to them as the block lifts. Only the main thread can do this; elsewhere (the
-    TUI's workers) the body runs as it is."""
+    tests/unit/test_bad_inputs.py. So, while LLVM starts, the main thread blocks the signals and
+    the process's Python handlers only note them: a signal sent to the process is taken by any
+    thread that does not block it (a timer's, a library's), and Python then runs its handler in
+    the main thread, in the middle of the compile, if the handler raises ("Exception ignored on
+    calling ctypes callback function", seen one run in five). Afterwards the handlers are set
+    again (sigaction replaces LLVM's), the block lifts, and each signal noted is raised again,
+    now answered by the handler it was meant for. Only the main thread can do this; elsewhere
+    (the TUI's workers) the body runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    saved = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    saved = {s: h for s in STOP_SIGNALS if (h := signal.getsignal(s)) is not None}
+    noted: list[int] = []
+
+    def note(signum: int, _frame: object) -> None:
+        noted.append(signum)
+
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     try:
+        for s in saved:
+            signal.signal(s, note)
         yield
     finally:
         for s, handler in saved.items():
-            if handler is not None:
-                signal.signal(s, handler)
+            signal.signal(s, handler)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        for signum in dict.fromkeys(noted):
+            signal.raise_signal(signum)
 
 
 def compile_loop(func: Callable[..., Any], signature: str, warm: Callable[[Callable[..., Any]], object]) -> Any:

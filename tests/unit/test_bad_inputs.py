@@ -254,6 +254,9 @@ CASES = [
     Case("apply-sysfs-write", APPLY, "which is not one of the bcache files plans write",
          setup=plan_file(lambda p: step0(p).update(argv=[], write=["/sys/fs/bcache/../../../etc/passwd", "x"])),
          root=True),
+    Case("apply-sysfs-write-foreign-device", APPLY, "takes no such value in a lvmcache-attach plan",
+         setup=plan_file(lambda p: step0(p).update(argv=[], write=["/sys/fs/bcache/register_quiet", "/dev/sda"])),
+         root=True),
     Case("apply-unknown-check", APPLY, "unknown check 'rm_rf'",
          setup=plan_file(lambda p: step0(p)["post"][0].update(kind="rm_rf")), root=True),
     Case("apply-check-outside-sysfs", APPLY, "only look at bcache's sysfs files",
@@ -450,3 +453,33 @@ def test_sigterm_while_numba_compiles_is_answered_after_it(tmp_path: Path) -> No
     assert proc.stdout.strip() == "interrupted after the compile", (proc.stdout, proc.stderr[-2000:])
     assert "KeyboardInterrupt" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr[-2000:]
 
+
+
+def test_a_signal_taken_by_another_thread_waits_for_the_compile_too() -> None:
+    """A signal sent to the process is taken by any thread that does not block it (here a
+    helper thread's), and Python then runs the handler in the main thread wherever it is: in
+    the compile, before signals_kept() noted it instead (numba printed "Exception ignored on
+    calling ctypes callback function ... KeyboardInterrupt" one run in five). The body stands
+    in for the compile: Python code running while the signal is pending."""
+    program = ("import os, signal, threading, time\n"
+               "signal.signal(signal.SIGTERM, signal.default_int_handler)\n"
+               "from advisor.workload.jit import signals_kept\n"
+               "steps = []\n"
+               "go, sent = threading.Event(), threading.Event()\n"
+               "def send():\n"
+               "    go.wait(); os.kill(os.getpid(), signal.SIGTERM); sent.set()\n"
+               "threading.Thread(target=send).start()  # started before the block: it does not block signals\n"
+               "try:\n"
+               "    with signals_kept():\n"
+               "        go.set(); sent.wait()\n"
+               "        for _ in range(50):\n"
+               "            time.sleep(0.002)\n"
+               "        steps.append('body done')\n"
+               "    steps.append('after the block')\n"
+               "except KeyboardInterrupt:\n"
+               "    steps.append('interrupted')\n"
+               "print(', '.join(steps))\n"
+               "print(signal.getsignal(signal.SIGTERM) is signal.default_int_handler)\n")
+    proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=False, timeout=60)
+    assert proc.stdout.split("\n")[:2] == ["body done, interrupted", "True"], (proc.stdout, proc.stderr)
+    assert proc.stderr == ""
