@@ -102,6 +102,13 @@ BACKENDS: tuple[Backend, ...] = (LVMCACHE, WRITECACHE, BCACHE)
 PROGRESS: tuple[Progress, ...] = tuple(b.progress for b in BACKENDS)
 
 
+def listed(last: str = "or") -> str:
+    """Every backend, for a sentence: "lvmcache (dm-cache), lvmcache writecache (dm-writecache) or
+    bcache" (``last`` joins the last two)."""
+    labels = [b.label for b in BACKENDS]
+    return f"{', '.join(labels[:-1])} {last} {labels[-1]}"
+
+
 def backend(backend_id: str) -> Backend:
     """The backend of this id (KeyError for none)."""
     for b in BACKENDS:

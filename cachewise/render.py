@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.advice.findings import finding
+from advisor.backends import listed
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeResult
 from advisor.units import duration, human_size, rate
@@ -342,7 +343,7 @@ def status_table(rows: list[tuple[CacheRef, Sample | None]]) -> Table:
             ref.cache or "–",
         )
     if not rows:
-        table.caption = "No dm-cache, dm-writecache or bcache device on this machine."
+        table.caption = f"No {listed()} device on this machine."
     return table
 
 

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from advisor.backends import listed
 from advisor.errors import codes, next_step
 from advisor.units import UnitError, parse_duration
 from advisor.watch.export import prometheus_text, write_textfile
@@ -48,7 +49,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     rows = watch.status(common.core_for(args))
     _prometheus(args.prometheus, [s for _, s in rows if s is not None])
     if not rows and not args.json:
-        print("No dm-cache (lvmcache), dm-writecache or bcache device on this machine.")
+        print(f"No {listed()} device on this machine.")
         return 0
     if args.json:
         return print_json(

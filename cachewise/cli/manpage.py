@@ -116,7 +116,7 @@ def render(parser: argparse.ArgumentParser, *, date: datetime.date | None = None
 
 def reference_table(parser: argparse.ArgumentParser) -> str:
     """The README's CLI reference: a Markdown table of every command and recipe with its help.
-    (`python -m cachewise.manpage --markdown`; a test keeps the README's copy equal to it.)"""
+    (`python -m cachewise.cli.manpage --markdown`; a test keeps the README's copy equal to it.)"""
     rows = ["| Command | What it does |", "| --- | --- |"]
     for name, summary, sub in subcommands(parser):
         rows.append(f"| `{parser.prog} {name}` | {summary.replace('|', '/')} |")

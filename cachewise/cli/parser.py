@@ -16,6 +16,7 @@ from typing import Any
 
 import recipes  # noqa: F401 - registers every recipe, so each has its `plan` subcommand
 from advisor.advice.workloads import workload_types
+from advisor.backends import listed
 from advisor.disks.probe import DEFAULT_SECONDS
 from advisor.history import STATE_ENV
 from cachewise import __version__
@@ -206,8 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
     rec = sub.add_parser(
         "recommend",
         help="recommend a cache: backend, size, mode and tunables, with reasons",
-        description="Recommend how to cache the slow device with the fast one(s): lvmcache, lvmcache writecache, "
-        "bcache, or no cache; the cache size from the workload's miss-ratio curve; writethrough or writeback; chunk, "
+        description=f"Recommend {listed()} to cache the slow device with the fast one(s), or no cache; "
+        "the cache size from the workload's miss-ratio curve; writethrough or writeback; chunk, "
         "metadata and bcache tunables; predicted hit ratio and warm-up. Every reason cites a published finding. "
         "Uses the newest probes from the history database (`cachewise probe`). Changes nothing.",
     )
@@ -289,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser(
         "status",
         help="every cache on this machine in one table: mode, state, fill, hit ratio, dirty data",
-        description="Read every dm-cache (lvmcache), dm-writecache and bcache device on this machine once: "
+        description=f"Read every {listed('and')} device on this machine once: "
         "mode, state, fill, hit ratio since it started, dirty data, and its slow and fast devices. Changes nothing.",
     )
     _common(status, json="schema cachewise.status/1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from advisor.backends import listed
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeResult
 from advisor.workload.analysis import Analysis
@@ -31,7 +32,7 @@ START_CHOICES = (
     (
         "remove",
         "Remove a cache",
-        "Take an lvmcache, dm-writecache or bcache away again: see the dirty data, flush it with a countdown, detach, "
+        f"Take a cache away again ({listed()}): see the dirty data, flush it with a countdown, detach, "
         "verify, and give the SSD back. Needs root.",
     ),
     (

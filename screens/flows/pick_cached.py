@@ -9,6 +9,7 @@ from textual import on, work
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
+from advisor.backends import listed
 from advisor.disks.devices import Device
 from advisor.disks.eligibility import removable
 from advisor.errors import CachewiseError
@@ -24,7 +25,7 @@ class PickCached(DeviceStep):
 
     STEP = "Cached device"
     HELP = (
-        "The caches cachewise can remove: lvmcache and dm-writecache LVs and bcache devices. Each shows its mode "
+        f"The caches cachewise can remove: {listed('and')}. Each shows its mode "
         "and its dirty data, which is written back to the slow device before the cache is detached. Enter "
         "previews the plan; nothing runs before you type the device's name."
     )
@@ -87,7 +88,7 @@ class PickCached(DeviceStep):
         return removable(self.flow.inventory)
 
     def empty(self) -> str:
-        return "this machine has no lvmcache, dm-writecache or bcache cache cachewise can remove. Esc goes back."
+        return f"this machine has no {listed()} cache cachewise can remove. Esc goes back."
 
     def on_screen_resume(self) -> None:
         """Back from a removal: the list shows what is cached now, once the disks are read again."""

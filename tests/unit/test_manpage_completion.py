@@ -153,10 +153,10 @@ def test_value_kinds_follow_the_parser() -> None:
 
 
 def test_readme_cli_reference_is_the_generated_table() -> None:
-    """The README's command table is `python -m cachewise.manpage --markdown`, kept current."""
+    """The README's command table is `python -m cachewise.cli.manpage --markdown`, kept current."""
     from cachewise.cli.manpage import reference_table
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     start = readme.index("<!-- cli-reference")
     block = readme[readme.index("\n", start) + 1:readme.index("<!-- /cli-reference -->")]
-    assert block == reference_table(build_parser()), "regenerate it: python -m cachewise.manpage --markdown"
+    assert block == reference_table(build_parser()), "regenerate it: python -m cachewise.cli.manpage --markdown"
