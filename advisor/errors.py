@@ -69,6 +69,8 @@ ACTIONS: dict[str, str] = {
     "run-on-machine": "run this on the machine itself",
     "plan-again": "make a new plan if the disks changed",
     "name-plan": "name the plan file to apply",
+    "secure-plan-file": "make {path} root's and writable by no one else, after reading it",
+    "accept-elsewhere": "check that it names this machine's disks, then accept a plan made elsewhere",
     "become-root": "run it as root",
     "choose-state-dir": "choose a writable state directory",
     "choose-output": "choose another file name or place",

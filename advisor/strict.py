@@ -41,6 +41,7 @@ def load(
     of other types, raising a CachewiseError for a bad one)."""
     if not isinstance(data, dict):
         raise StrictError(f"{where}: expected an object, found {_kind(data)}")
+    ignore = ignore | getattr(cls, "COMPUTED", frozenset())  # values the class computes, written for people
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields) - ignore)

@@ -144,22 +144,18 @@ def bcache_create(
             steps.append(
                 Step(
                     f"wipefs-{dev.name}",
-                    f"erase the signatures on {dev.display_path}",
                     ("wipefs", "--all", dev.display_path),
                     pre=(NotMounted(device=dev.display_path),),
                     post=(NoSignature(device=dev.display_path),),
-                    destructive=True,
                 )
             )
     steps.append(
         Step(
             "make-bcache",
-            f"format {bp} as bcache backing and {cp} as its cache (cache set {cset})",
             ("make-bcache", "--cset-uuid", cset, *(["--writeback"] if mode == "writeback" else []), "-B", bp, "-C", cp),
             pre=(NoSignature(device=bp), NoSignature(device=cp), NotMounted(device=bp), NotMounted(device=cp)),
             post=(BcacheSuperblock(device=bp), BcacheSuperblock(device=cp)),
             undo=(("wipefs", "--all", bp), ("wipefs", "--all", cp)),
-            destructive=True,
             seconds=3.0,
         )
     )
@@ -170,7 +166,6 @@ def bcache_create(
     steps.append(
         Step(
             "register-cache",
-            f"register the cache {cp} with the kernel (cache set {cset})",
             (),
             write=("/sys/fs/bcache/register_quiet", cp),
             post=(SysfsExists(path=f"/sys/fs/bcache/{cset}"),),
@@ -179,7 +174,6 @@ def bcache_create(
     steps.append(
         Step(
             "register-backing",
-            f"register the backing device {bp} with the kernel",
             (),
             write=("/sys/fs/bcache/register_quiet", bp),
             post=(SysfsExists(path=B),),
@@ -188,7 +182,6 @@ def bcache_create(
     steps.append(
         Step(
             "attach",
-            f"attach {bp} to cache set {cset}",
             (),
             write=(f"{B}/attach", cset),
             post=(SysfsExists(path=f"{B}/cache"),),
@@ -197,7 +190,6 @@ def bcache_create(
     steps.append(
         Step(
             "cache-mode",
-            f"set cache_mode {mode}",
             (),
             write=(f"{B}/cache_mode", mode),
             post=(Sysfs(path=f"{B}/cache_mode", value=f"[{mode}]"),),
@@ -206,7 +198,6 @@ def bcache_create(
     steps.append(
         Step(
             "sequential-cutoff",
-            f"set sequential_cutoff {human_size(sequential_cutoff)} (T-SEQ-1)",
             (),
             write=(f"{B}/sequential_cutoff", str(sequential_cutoff)),
         )
@@ -214,7 +205,6 @@ def bcache_create(
     steps.append(
         Step(
             "writeback-percent",
-            f"set writeback_percent {writeback_percent}",
             (),
             write=(f"{B}/writeback_percent", str(writeback_percent)),
         )
@@ -224,7 +214,6 @@ def bcache_create(
         title=f"Make a {mode} bcache of {bp} with {cp}",
         devices=(bind(backing, "backing"), bind(cache, "cache")),
         steps=tuple(steps),
-        destroys=tuple(destroys),
         layout_before=(
             f"{bp}: {destroys[0] if destroys and bp in destroys[0] else 'empty'}",
             f"{cp}: {'has data' if any(cp in d for d in destroys) else 'empty'}",
@@ -275,20 +264,17 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
     steps = [
         Step(
             "writethrough",
-            "switch to writethrough: new writes go to the disk too",
             (),
             write=(f"{B}/cache_mode", "writethrough"),
             post=(Sysfs(path=f"{B}/cache_mode", value="[writethrough]|no cache"),),
         ),
         Step(
             "writeback-percent-0",
-            "writeback_percent 0: write dirty data back at full speed",
             (),
             write=(f"{B}/writeback_percent", "0"),
         ),
         Step(
             "flush",
-            "wait until every dirty block is on the disk (state clean)",
             (),
             wait=(f"{B}/state", "clean|no cache"),
             progress=BCACHE.progress,
@@ -297,14 +283,12 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
         ),
         Step(
             "detach",
-            f"detach {backing.display_path} from cache set {cset}",
             (),
             write=(f"{B}/detach", "1"),
             post=(Sysfs(path=f"{B}/state", value="no cache"),),
         ),
         Step(
             "detached",
-            "wait until the kernel reports no cache",
             (),
             wait=(f"{B}/state", "no cache"),
             post=(Sysfs(path=f"{B}/state", value="no cache"),),
@@ -312,7 +296,6 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
         ),
         Step(
             "stop-cache-set",
-            f"stop cache set {cset}",
             (),
             write=(f"/sys/fs/bcache/{cset}/stop", "1"),
             post=(NoSysfs(path=f"/sys/fs/bcache/{cset}"),),
@@ -326,10 +309,8 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
         steps.append(
             Step(
                 "wipe-cache",
-                f"erase the bcache superblock on {cache.display_path}",
                 ("wipefs", "--all", cache.display_path),
                 post=(NoSignature(device=cache.display_path),),
-                destructive=True,
             )
         )
     return Plan(
@@ -341,7 +322,6 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
         layout_after=(
             f"{backing.display_path}: bcache backing without a cache (the bcache device keeps working, at disk speed)",
         ),
-        destroys=(f"{cache.display_path}: bcache cache superblock",) if wipe_cache and cache else (),
         notes=("Dirty data is written back before the detach; with a large writeback cache this takes minutes.",),
     )
 

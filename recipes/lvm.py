@@ -171,18 +171,15 @@ class FastSide:
             steps.append(
                 Step(
                     f"pvcreate{suffix}",
-                    f"make {pv} an LVM physical volume",
                     ("pvcreate", "--yes", *(["--force"] if wiped else []), pv),
                     pre=(NotMounted(device=pv),) + (() if wiped else (NoSignature(device=pv),)),
                     post=(Pv(device=pv),),
                     undo=(("pvremove", "--yes", pv),),
-                    destructive=True,
                 )
             )
             steps.append(
                 Step(
                     f"vgextend{suffix}",
-                    f"add {pv} to VG {vg}",
                     ("vgextend", vg, pv),
                     pre=(Pv(device=pv),),
                     post=(PvInVg(device=pv, vg=vg),),
@@ -191,14 +188,11 @@ class FastSide:
             )
         return steps
 
-    def lvcreate(self, step_id: str, what: str, vg: str, name: str, size: int) -> Step:
+    def lvcreate(self, step_id: str, vg: str, name: str, size: int) -> Step:
         """A step that makes LV ``name`` of ``size`` bytes on the SSD, or as raid1 across both."""
         raid = ("--type", "raid1", "-m", "1") if self.mirrored else ()
-        where = " and ".join(self.paths)
         return Step(
             step_id,
-            f"create the {what} LV {vg}/{name} ({human_size(size)})"
-            + (f" mirrored (raid1) on {where}" if self.mirrored else f" on {where}"),
             (
                 "lvcreate",
                 "--yes",
@@ -238,7 +232,6 @@ class FastSide:
             title=f"Attach a {what} on {where} to {vglv}",
             devices=(bind(origin, "origin"), *self.bound()),
             steps=tuple(steps),
-            destroys=self.destroys,
             layout_before=(
                 f"{vglv}: {origin.lvm.segtype or 'linear'} LV, {human_size(origin.size_bytes)}",
                 self.describe(vg),
@@ -378,7 +371,6 @@ def remove_cache(
     steps = [
         Step(
             "uncache",
-            f"flush dirty blocks to the slow device and {'split off' if keep else 'remove'} the {what} of {vglv}",
             ("lvconvert", "--yes", flag, vglv),
             pre=(Segtype(lv=vglv, segtype=segtype),),
             post=(NotSegtype(lv=vglv, segtype=segtype),),
@@ -405,7 +397,6 @@ def remove_cache(
         steps.append(
             Step(
                 f"vgreduce{suffix}",
-                f"take {pv} out of VG {vg}",
                 ("vgreduce", vg, pv),
                 pre=(NotSegtype(lv=vglv, segtype=segtype),),
                 post=(NotPvInVg(device=pv, vg=vg),),
@@ -415,7 +406,6 @@ def remove_cache(
         steps.append(
             Step(
                 f"pvremove{suffix}",
-                f"remove the LVM label from {pv}",
                 ("pvremove", "--yes", pv),
                 post=(NotPv(device=pv),),
                 undo=(("pvcreate", "--yes", pv),),

@@ -95,12 +95,11 @@ def lvmcache_attach(
     vglv = f"{vg}/{lv}"
     pool, pool_meta = f"{lv}_cache", f"{lv}_cache_meta"
     steps = fast.join_steps(vg)
-    steps.append(fast.lvcreate("lvcreate-data", "cache data", vg, pool, size))
-    steps.append(fast.lvcreate("lvcreate-meta", "cache metadata", vg, pool_meta, meta))
+    steps.append(fast.lvcreate("lvcreate-data", vg, pool, size))
+    steps.append(fast.lvcreate("lvcreate-meta", vg, pool_meta, meta))
     steps.append(
         Step(
             "cache-pool",
-            f"combine them into a cache pool (chunk {human_size(chunk)}, {spec.mode}, {spec.policy})",
             (
                 "lvconvert",
                 "--yes",
@@ -124,7 +123,6 @@ def lvmcache_attach(
     steps.append(
         Step(
             "attach",
-            f"attach the cache pool to {vglv} (in place; the data stays where it is)",
             ("lvconvert", "--yes", "--type", "cache", "--cachepool", f"{vg}/{pool}", vglv),
             pre=(Segtype(lv=f"{vg}/{pool}", segtype="cache-pool"), NotSegtype(lv=vglv, segtype="cache")),
             post=(Segtype(lv=vglv, segtype="cache"), CacheMode(lv=vglv, mode=spec.mode)),
@@ -191,7 +189,6 @@ def lvmcache_mode(inv: Inventory, lv_name: str, mode: str) -> Plan:
     other = "writeback" if mode == "writethrough" else "writethrough"
     step = Step(
         "cache-mode",
-        f"switch {vglv} to {mode}" + (" (dirty blocks are written back first)" if mode == "writethrough" else ""),
         ("lvchange", "--yes", "--cachemode", mode, vglv),
         pre=(Segtype(lv=vglv, segtype="cache"),),
         post=(CacheMode(lv=vglv, mode=mode),),
@@ -259,19 +256,16 @@ def lvmcache_new(
     create = [
         Step(
             f"pvcreate-{i}",
-            f"make {p} an LVM physical volume",
             ("pvcreate", "--yes", *(["--force"] if destroys else []), p),
             pre=(NotMounted(device=p),) + (() if destroys else (NoSignature(device=p),)),
             post=(Pv(device=p),),
             undo=(("pvremove", "--yes", p),),
-            destructive=True,
         )
         for i, p in enumerate((hp, *sps), 1)
     ]
     create.append(
         Step(
             "vgcreate",
-            f"create VG {vg} on {hp}",
             ("vgcreate", vg, hp),
             post=(PvInVg(device=hp, vg=vg),),
             undo=(("vgremove", "--yes", vg),),
@@ -281,7 +275,6 @@ def lvmcache_new(
         create.append(
             Step(
                 "vgextend" if len(sps) == 1 else f"vgextend-{n}",
-                f"add {sp} to VG {vg}",
                 ("vgextend", vg, sp),
                 post=(PvInVg(device=sp, vg=vg),),
                 undo=(("vgreduce", vg, sp),),
@@ -290,7 +283,6 @@ def lvmcache_new(
     create.append(
         Step(
             "lvcreate-origin",
-            f"create {vg}/{lv} on all of {hp}",
             ("lvcreate", "--yes", "--wipesignatures", "y", "-n", lv, "-l", "100%PVS", vg, hp),
             post=(LvExists(lv=f"{vg}/{lv}"),),
             undo=(("lvremove", "--yes", f"{vg}/{lv}"),),
@@ -321,7 +313,6 @@ def lvmcache_new(
         title=f"New cached LV {vg}/{lv}: {hp} cached by {' and '.join(sps)}" + (" (mirrored)" if len(sps) == 2 else ""),
         devices=(bind(hdd, "origin"), *(bind(d, role) for d, role in zip(ssds, FAST_ROLES, strict=False))),
         steps=tuple(create) + attach.steps,
-        destroys=tuple(destroys),
         layout_before=tuple(f"{p}: {state}" for p in (hp, *sps)),
         notes=(
             f"Make the file system on /dev/{vg}/{lv} after the cache is attached only if you accept "

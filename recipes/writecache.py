@@ -120,11 +120,10 @@ def writecache_attach(
     vglv, cvol = f"{vg}/{lv}", f"{lv}_wcache"
     settings = spec.settings(block)
     steps = fast.join_steps(vg)
-    steps.append(fast.lvcreate("lvcreate-cachevol", "cache volume", vg, cvol, size))
+    steps.append(fast.lvcreate("lvcreate-cachevol", vg, cvol, size))
     steps.append(
         Step(
             "deactivate",
-            f"deactivate {vg}/{cvol} (lvm2 attaches only an inactive cache volume)",
             ("lvchange", "--yes", "-an", f"{vg}/{cvol}"),
             pre=(NotSegtype(lv=vglv, segtype="writecache"),),
             seconds=1.0,
@@ -133,7 +132,6 @@ def writecache_attach(
     steps.append(
         Step(
             "attach",
-            f"attach it to {vglv} as a writecache ({settings}; in place, the data stays where it is)",
             (
                 "lvconvert",
                 "--yes",

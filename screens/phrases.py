@@ -60,6 +60,10 @@ ACTIONS = {
     "apply-on-each-host": "save it as JSON and apply it on each host (sudo cachewise apply PLAN)",
     "plan-again": "go back and plan again if the disks changed",
     "name-plan": "choose a plan",
+    "secure-plan-file": "make {path} root's and writable by no one else (sudo chown root: {path}; sudo chmod "
+    "go-w {path}), after reading it",
+    "accept-elsewhere": "check that it names this machine's disks, then apply it in a shell with "
+    "`sudo cachewise apply --plan-from-elsewhere PLAN`",
     "become-root": "start cachewise as root (sudo cachewise)",
     "choose-state-dir": "start cachewise with a writable state directory (CACHEWISE_STATE_DIR)",
     "choose-output": "choose another file name or folder",

@@ -9,6 +9,8 @@ words the CLI and the TUI show.
 from __future__ import annotations
 
 import os
+import pwd
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -18,9 +20,17 @@ from advisor.plan.model import Plan
 from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
 
 Code = Literal[
-    "not-root", "tool-missing", "module-missing", "device-missing", "device-replaced", "device-resized", "precondition"
+    "not-root",
+    "tool-missing",
+    "module-missing",
+    "device-missing",
+    "device-replaced",
+    "device-resized",
+    "device-holds-data",
+    "path-untrusted",
+    "precondition",
 ]
-DEVICE_CHANGED: tuple[Code, ...] = ("device-missing", "device-replaced", "device-resized")
+DEVICE_CHANGED: tuple[Code, ...] = ("device-missing", "device-replaced", "device-resized", "device-holds-data")
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,13 @@ class Problem:
             return f"{self.subject} is now a different device (identity {self.detail}, planned for {self.planned})"
         if self.code == "device-resized":
             return f"{self.subject} changed size ({self.detail} bytes, planned for {self.planned})"
+        if self.code == "device-holds-data":
+            return (
+                f"{self.subject} now holds {self.detail}, which the plan would destroy but did not know of "
+                f"(planned: {self.planned})"
+            )
+        if self.code == "path-untrusted":
+            return f"{self.subject} is not a path root can trust: {self.detail}"
         return f"before '{self.subject}': expected that {self.detail}, but it is not so"
 
 
@@ -58,10 +75,48 @@ def refusal(problems: list[Problem]) -> tuple[str, list[str]]:
     return lead, [p.sentence() for p in problems]
 
 
-def verify_devices(plan: Plan, state: LiveState) -> list[Problem]:
-    """How the plan's devices differ from what is there now (empty: all match)."""
+def _owner(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def path_problem(path: str) -> str | None:
+    """Why root should not act on a device path (None: it may): a directory on the way, or the
+    link or node itself, that another user owns, or a directory others can write to, could be
+    made to lead elsewhere between the check and the command; and it must end at a block
+    device. A path that is not there is not judged here (the device is then missing)."""
+    at = Path("/")
+    for part in Path(path).parts[1:]:
+        at = at / part
+        try:
+            st = os.lstat(at)
+        except OSError:
+            return None
+        if st.st_uid != 0:
+            return f"{at} belongs to {_owner(st.st_uid)}"
+        if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o022:
+            return f"other users can write to {at}"
+    try:
+        if not stat.S_ISBLK(os.stat(path).st_mode):
+            return "it does not lead to a block device"
+    except OSError:
+        return None
+    return None
+
+
+def verify_devices(plan: Plan, state: LiveState, resuming: bool = False) -> list[Problem]:
+    """How the plan's devices differ from what is there now (empty: all match): each is the same
+    device (identity and size) at a path root can trust, and each one the plan overwrites holds
+    nothing the plan did not know of (unless resuming: the plan's own steps changed them)."""
     problems = []
+    overwritten = set() if resuming else set(plan.destroyed_devices())
     for bound in plan.devices:
+        why = path_problem(bound.path)
+        if why:
+            problems.append(Problem("path-untrusted", bound.path, why))
+            continue
         dev = state.device(bound.path)
         if dev is None:
             problems.append(Problem("device-missing", bound.path, bound.role))
@@ -70,6 +125,8 @@ def verify_devices(plan: Plan, state: LiveState) -> list[Problem]:
             problems.append(Problem("device-replaced", bound.path, str(dev.identity), bound.identity))
         if dev.size_bytes != bound.size_bytes:
             problems.append(Problem("device-resized", bound.path, f"{dev.size_bytes:,}", f"{bound.size_bytes:,}"))
+        if bound.path in overwritten and dev.signature and dev.signature != bound.signature:
+            problems.append(Problem("device-holds-data", bound.path, dev.signature, bound.signature or "nothing"))
     return problems
 
 
@@ -94,7 +151,7 @@ def preflight(plan: Plan, runner: CommandRunner, state: LiveState, *, resuming: 
         if runner.which(tool) is None:
             problems.append(Problem("tool-missing", tool, TOOL_PACKAGES.get(tool, tool)))
     problems += [p for p in (_load_module(m, runner) for m in plan.kernel_modules) if p is not None]
-    problems += verify_devices(plan, state)
+    problems += verify_devices(plan, state, resuming)
     if not problems and not resuming:
         first = next((s for s in plan.steps if not s.post or not all(c.holds(state) for c in s.post)), None)
         if first is not None:

@@ -348,7 +348,7 @@ def _undo_steps(
             if not _in_effect(step, read()):
                 continue
             for argv in step.undo:
-                undo = Step(f"undo-{step.id}", f"undo: {step.description}", argv)
+                undo = Step(f"undo-{step.id}", argv)
                 report(Event("undo", undo, undo.command))
                 code, output = _run_step(undo, runner, state_dir, report, plan)
                 journal.write("undo-end", step=step.id, argv=list(argv), returncode=code)

@@ -25,7 +25,6 @@ from advisor.backends import PROGRESS
 from advisor.errors import CachewiseError, codes
 
 ROLES = ("origin", "ssd", "ssd2", "backing", "cache")
-STABLE_PATH = re.compile(r"/dev/(disk/by-id/|mapper/|bcache/by-uuid/|[A-Za-z0-9+_.][A-Za-z0-9+_.-]*/)[^/]+")
 NAME = r"[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}"
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 PLACEHOLDERS = {
@@ -59,12 +58,19 @@ class PlanError(CachewiseError, ValueError):
 class Shape:
     """One step a recipe may write: a command (``argv``: the program, then its arguments, where
     DEV is a device of the plan and [x] is optional), a sysfs write (``write``: the file and its
-    value's pattern, or DEV) or a wait (``wait``: the file). ``modules``: kernel modules a step
-    of this shape needs besides its backend's."""
+    value's pattern, or DEV) or a wait (``wait``: the file). ``says``: what a step of this shape
+    does, filled from its arguments (a second DEV or VGLV is DEV2 or VGLV2; SIZE is SIZEK for
+    people; VALUE is a write's or a wait's value; an optional flag given adds ``flags[flag]``).
+    ``destroys``: the arguments whose contents a step of this shape destroys. The description,
+    the destructive mark and what a plan destroys are computed from these, never read from a
+    plan file. ``modules``: kernel modules a step of this shape needs besides its backend's."""
 
     argv: str = ""
     write: tuple[str, str] = ("", "")
     wait: str = ""
+    says: str = ""
+    destroys: tuple[str, ...] = ()
+    flags: tuple[tuple[str, str], ...] = ()
     modules: tuple[str, ...] = ()
 
     @property
@@ -75,40 +81,218 @@ class Shape:
 # Every step shape the recipes emit, by name. {backing} is the backing device's sysfs
 # directory, resolved when the step runs (kernel names change).
 SHAPES: dict[str, Shape] = {
-    "pvcreate": Shape("pvcreate --yes [--force] DEV"),
-    "pvremove": Shape("pvremove --yes DEV"),
-    "vgcreate": Shape("vgcreate VG DEV"),
-    "vgextend": Shape("vgextend VG DEV"),
-    "vgreduce": Shape("vgreduce VG DEV"),
-    "vgremove": Shape("vgremove --yes VG"),
-    "lvcreate": Shape("lvcreate --yes --wipesignatures y -n NAME -L SIZEK VG DEV"),
-    "lvcreate-whole": Shape("lvcreate --yes --wipesignatures y -n NAME -l 100%PVS VG DEV"),
-    "lvcreate-raid1": Shape(
-        "lvcreate --yes --wipesignatures y --type raid1 -m 1 -n NAME -L SIZEK VG DEV DEV", modules=("dm_raid",)
+    "pvcreate": Shape(
+        "pvcreate --yes [--force] DEV",
+        says="make {DEV} an LVM physical volume{--force}",
+        destroys=("DEV",),
+        flags=(("--force", ", over what it holds"),),
     ),
-    "lvremove": Shape("lvremove --yes VGLV"),
+    "pvremove": Shape("pvremove --yes DEV", says="remove the LVM label from {DEV}"),
+    "vgcreate": Shape("vgcreate VG DEV", says="create the VG {VG} on {DEV}"),
+    "vgextend": Shape("vgextend VG DEV", says="add {DEV} to the VG {VG}"),
+    "vgreduce": Shape("vgreduce VG DEV", says="take {DEV} out of the VG {VG}"),
+    "vgremove": Shape("vgremove --yes VG", says="remove the VG {VG}", destroys=("VG",)),
+    "lvcreate": Shape(
+        "lvcreate --yes --wipesignatures y -n NAME -L SIZEK VG DEV", says="create the LV {VG}/{NAME} ({SIZE}) on {DEV}"
+    ),
+    "lvcreate-whole": Shape(
+        "lvcreate --yes --wipesignatures y -n NAME -l 100%PVS VG DEV", says="create the LV {VG}/{NAME} on all of {DEV}"
+    ),
+    "lvcreate-raid1": Shape(
+        "lvcreate --yes --wipesignatures y --type raid1 -m 1 -n NAME -L SIZEK VG DEV DEV",
+        says="create the LV {VG}/{NAME} ({SIZE}) mirrored (raid1) on {DEV} and {DEV2}",
+        modules=("dm_raid",),
+    ),
+    "lvremove": Shape("lvremove --yes VGLV", says="remove the LV {VGLV}", destroys=("VGLV",)),
     "cache-pool": Shape(
         "lvconvert --yes --type cache-pool --poolmetadata VGLV --chunksize SIZEK --cachemode MODE "
-        "--cachepolicy POLICY VGLV"
+        "--cachepolicy POLICY VGLV",
+        says="combine {VGLV2} and the metadata LV {VGLV} into a cache pool (chunk {SIZE}, {MODE}, {POLICY})",
     ),
-    "cache-attach": Shape("lvconvert --yes --type cache --cachepool VGLV VGLV"),
-    "writecache-attach": Shape("lvconvert --yes --type writecache --cachevol VGLV --cachesettings WCSETTINGS VGLV"),
-    "uncache": Shape("lvconvert --yes --uncache VGLV"),
-    "splitcache": Shape("lvconvert --yes --splitcache VGLV"),
-    "cachemode": Shape("lvchange --yes --cachemode MODE VGLV"),
-    "deactivate": Shape("lvchange --yes -an VGLV"),
-    "make-bcache": Shape("make-bcache --cset-uuid UUID [--writeback] -B DEV -C DEV"),
-    "wipefs": Shape("wipefs --all DEV"),
-    "bcache-register": Shape(write=("/sys/fs/bcache/register_quiet", "DEV")),
-    "bcache-stop-set": Shape(write=(f"/sys/fs/bcache/{UUID}/stop", "1")),
-    "bcache-attach": Shape(write=(r"\{backing\}/bcache/attach", UUID)),
-    "bcache-detach": Shape(write=(r"\{backing\}/bcache/detach", "1")),
-    "bcache-cache-mode": Shape(write=(r"\{backing\}/bcache/cache_mode", "writethrough|writeback|writearound|none")),
+    "cache-attach": Shape(
+        "lvconvert --yes --type cache --cachepool VGLV VGLV",
+        says="attach the cache pool {VGLV} to {VGLV2} (in place; the data stays where it is)",
+    ),
+    "writecache-attach": Shape(
+        "lvconvert --yes --type writecache --cachevol VGLV --cachesettings WCSETTINGS VGLV",
+        says="attach {VGLV} to {VGLV2} as its writecache ({WCSETTINGS}; in place, the data stays where it is)",
+    ),
+    "uncache": Shape(
+        "lvconvert --yes --uncache VGLV",
+        says="write the dirty blocks of {VGLV} back to the slow device, then remove its cache",
+    ),
+    "splitcache": Shape(
+        "lvconvert --yes --splitcache VGLV",
+        says="write the dirty blocks of {VGLV} back to the slow device, then split its cache off (kept as an LV)",
+    ),
+    "cachemode": Shape("lvchange --yes --cachemode MODE VGLV", says="switch the cache of {VGLV} to {MODE}"),
+    "deactivate": Shape("lvchange --yes -an VGLV", says="deactivate {VGLV}"),
+    "make-bcache": Shape(
+        "make-bcache --cset-uuid UUID [--writeback] -B DEV -C DEV",
+        says="format {DEV} as a bcache backing device and {DEV2} as its cache (cache set {UUID}){--writeback}",
+        destroys=("DEV", "DEV2"),
+        flags=(("--writeback", ", in writeback mode"),),
+    ),
+    "wipefs": Shape("wipefs --all DEV", says="erase every signature on {DEV}", destroys=("DEV",)),
+    "bcache-register": Shape(
+        write=("/sys/fs/bcache/register_quiet", "DEV"), says="register {VALUE} with the kernel's bcache"
+    ),
+    "bcache-stop-set": Shape(write=(f"/sys/fs/bcache/{UUID}/stop", "1"), says="stop the bcache cache set {SET}"),
+    "bcache-attach": Shape(
+        write=(r"\{backing\}/bcache/attach", UUID), says="attach the backing device to the cache set {VALUE}"
+    ),
+    "bcache-detach": Shape(
+        write=(r"\{backing\}/bcache/detach", "1"),
+        says="detach the backing device from its cache (the kernel writes the dirty data back first)",
+    ),
+    "bcache-cache-mode": Shape(
+        write=(r"\{backing\}/bcache/cache_mode", "writethrough|writeback|writearound|none"),
+        says="set the bcache cache mode to {VALUE}",
+    ),
     # The kernel keeps sequential_cutoff in an unsigned int: under 4 GiB.
-    "bcache-sequential-cutoff": Shape(write=(r"\{backing\}/bcache/sequential_cutoff", r"0|[1-9][0-9]{0,9}")),
-    "bcache-writeback-percent": Shape(write=(r"\{backing\}/bcache/writeback_percent", r"[0-9]|[1-3][0-9]|40")),
-    "bcache-state": Shape(wait=r"\{backing\}/bcache/state"),
+    "bcache-sequential-cutoff": Shape(
+        write=(r"\{backing\}/bcache/sequential_cutoff", r"0|[1-9][0-9]{0,9}"),
+        says="set bcache's sequential cutoff to {VALUE} bytes (longer sequential I/O bypasses the cache)",
+    ),
+    "bcache-writeback-percent": Shape(
+        write=(r"\{backing\}/bcache/writeback_percent", r"[0-9]|[1-3][0-9]|40"),
+        says="set bcache's writeback_percent to {VALUE}",
+    ),
+    "bcache-state": Shape(wait=r"\{backing\}/bcache/state", says="wait until the backing device's state is {VALUE}"),
 }
+
+
+def _bind(argv: Sequence[str], tokens: Sequence[str]) -> list[tuple[str, str]] | None:
+    """The placeholders of ``tokens`` (and the optional flags) with the arguments they take, if
+    ``argv`` has that shape; None if it has not."""
+    if not tokens:
+        return [] if not argv else None
+    token = tokens[0]
+    if token.startswith("[") and token.endswith("]"):
+        inner = token[1:-1]
+        if argv and argv[0] == inner:
+            rest = _bind(argv[1:], tokens[1:])
+            if rest is not None:
+                return [(inner, inner), *rest]
+        return _bind(argv, tokens[1:])
+    if not argv:
+        return None
+    if token == "DEV" or token in PLACEHOLDERS:
+        if token != "DEV" and PLACEHOLDERS[token].fullmatch(argv[0]) is None:
+            return None
+        rest = _bind(argv[1:], tokens[1:])
+        return None if rest is None else [(token, argv[0]), *rest]
+    return _bind(argv[1:], tokens[1:]) if argv[0] == token else None
+
+
+def _numbered(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """Bound arguments by name: the second DEV is DEV2, the second VGLV VGLV2."""
+    out: dict[str, str] = {}
+    for token, value in pairs:
+        n = 1
+        while (token if n == 1 else f"{token}{n}") in out:
+            n += 1
+        out[token if n == 1 else f"{token}{n}"] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Match:
+    """A step matched to its shape: the shape's name and each argument by name."""
+
+    shape: str
+    args: dict[str, str]
+
+
+def match_argv(argv: Sequence[str]) -> Match | None:
+    """The shape a command has (None: no shape of the language)."""
+    if not argv:
+        return None
+    for name, shape in SHAPES.items():
+        if shape.argv and shape.program == argv[0]:
+            pairs = _bind(argv[1:], shape.argv.split()[1:])
+            if pairs is not None:
+                return Match(name, _numbered(pairs))
+    return None
+
+
+def match_write(target: tuple[str, str]) -> Match | None:
+    """The shape a sysfs write has (None: none)."""
+    path, value = target
+    for name, shape in SHAPES.items():
+        pattern, allowed = shape.write
+        if pattern and re.fullmatch(pattern, path) and (allowed == "DEV" or re.fullmatch(allowed, value)):
+            args = {"VALUE": value, "FILE": path}
+            if allowed == "DEV":
+                args["DEV"] = value
+            if "stop" in path:
+                args["SET"] = path.split("/")[-2]
+            return Match(name, args)
+    return None
+
+
+def match_wait(target: tuple[str, str]) -> Match | None:
+    path, value = target
+    for name, shape in SHAPES.items():
+        if shape.wait and re.fullmatch(shape.wait, path):
+            return Match(name, {"VALUE": value, "FILE": path})
+    return None
+
+
+def match(step: _Step) -> Match | None:
+    """The shape of a step (its command, write or wait), or None."""
+    if step.argv:
+        return match_argv(step.argv)
+    if step.write is not None:
+        return match_write(step.write)
+    if step.wait is not None:
+        return match_wait(step.wait)
+    return None
+
+
+def _size(sizek: str) -> str:
+    n = int(sizek[:-1]) << 10
+    for unit, shift in (("GiB", 30), ("MiB", 20)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n >> 10} KiB"
+
+
+def says(m: Match) -> str:
+    """What a step of this shape does, in words, from its own arguments."""
+    shape = SHAPES[m.shape]
+    values: dict[str, str] = {**m.args, **{flag: (text if flag in m.args else "") for flag, text in shape.flags}}
+    if "SIZEK" in m.args:
+        values["SIZE"] = _size(m.args["SIZEK"])
+    return shape.says.format(**values)
+
+
+def destroyed_by(m: Match) -> tuple[str, ...]:
+    """The devices (paths) and LVM names whose contents a step of this shape destroys."""
+    return tuple(m.args[a] for a in SHAPES[m.shape].destroys if a in m.args)
+
+
+def created_names(steps: Sequence[_Step]) -> tuple[str, ...]:
+    """The VGs and LVs (VG/LV) the steps' commands create."""
+    out: list[str] = []
+    for step in steps:
+        m = match_argv(step.argv) if step.argv else None
+        if m is not None and m.shape == "vgcreate":
+            out.append(m.args["VG"])
+        elif m is not None and m.shape.startswith("lvcreate"):
+            out.append(f"{m.args['VG']}/{m.args['NAME']}")
+    return tuple(out)
+
+
+def describe(step: _Step) -> str:
+    """A step's description, computed from what it runs."""
+    m = match(step)
+    return says(m) if m is not None else f"run {' '.join(step.argv) or 'nothing'} (not a step cachewise writes)"
+
+
+def destroys(step: _Step) -> tuple[str, ...]:
+    m = match(step)
+    return destroyed_by(m) if m is not None else ()
 
 
 @dataclass(frozen=True)
@@ -213,50 +397,89 @@ def modules(kind: str, argvs: Sequence[tuple[str, ...]]) -> tuple[str, ...]:
     k = _KINDS.get(kind)
     if k is None:
         return ()
-    extra = [
-        m
-        for use in k.uses
-        for m in SHAPES[use.shape].modules
-        if any(_matches(argv, SHAPES[use.shape].argv.split(), None) for argv in argvs)
-    ]
+    used = {m.shape for m in map(match_argv, argvs) if m is not None}
+    extra = [m for use in k.uses if use.shape in used for m in SHAPES[use.shape].modules]
     return k.modules + tuple(dict.fromkeys(m for m in extra if m not in k.modules))
 
 
-def _matches(argv: tuple[str, ...], shape: list[str], devices: list[set[str]] | None) -> bool:
-    """Whether ``argv`` has the shape, its n-th DEV one of ``devices[n]`` (None: any DEV)."""
-    if not shape:
-        return not argv
-    token = shape[0]
-    if token.startswith("[") and token.endswith("]"):
-        inner = token[1:-1]
-        return (bool(argv) and argv[0] == inner and _matches(argv[1:], shape[1:], devices)) or _matches(
-            argv, shape[1:], devices
-        )
-    if not argv:
-        return False
-    rest = devices
-    if token == "DEV":
-        ok = devices is None or (bool(devices) and argv[0] in devices[0])
-        rest = None if devices is None else devices[1:]
-    elif token in PLACEHOLDERS:
-        ok = PLACEHOLDERS[token].fullmatch(argv[0]) is not None
-    else:
-        ok = argv[0] == token
-    return ok and _matches(argv[1:], shape[1:], rest)
+# Directories under /dev that are not volume groups' (the kernel's, udev's and tmpfs's own), so
+# that /dev/NAME/X is taken for an LV only where NAME can be a VG.
+NOT_VGS = frozenset(
+    "block bsg bus char cpu disk dma_heap dri fd hugepages input mapper mqueue net pts serial shm snd usb "
+    "v4l vfio bcache md".split()
+)
+
+
+def lv_of_path(path: str) -> tuple[str, str] | None:
+    """(VG, LV) of an LV's stable path, /dev/VG/LV or /dev/mapper/VG-LV (lvm2 doubles a dash
+    inside a name there); None for other paths."""
+    parts = path.split("/")
+    if len(parts) != 4 or parts[:1] != [""] or parts[1] != "dev":
+        return None
+    if parts[2] == "mapper":
+        m = re.fullmatch(r"((?:[^-]|--)+)-((?:[^-]|--)+)", parts[3])
+        return (m[1].replace("--", "-"), m[2].replace("--", "-")) if m else None
+    if parts[2] in NOT_VGS or not re.fullmatch(NAME, parts[2]) or not re.fullmatch(NAME, parts[3]):
+        return None
+    return parts[2], parts[3]
+
+
+def stable_path_problem(path: str) -> str | None:
+    """Why ``path`` is not a stable device path of a form udev or lvm2 makes (None: it is):
+    /dev/disk/by-id/ID, /dev/mapper/NAME, /dev/bcache/by-uuid/UUID or /dev/VG/LV, with no . or
+    .. and no other directory (/dev/shm, /dev/fd and /dev/block are not: anyone can make a link
+    in the first, and the others are not stable names)."""
+    parts = path.split("/")
+    if len(parts) < 4 or parts[:2] != ["", "dev"] or any(p in ("", ".", "..") for p in parts[2:]):
+        return "it is not a path under /dev"
+    if parts[2:4] == ["disk", "by-id"] and len(parts) == 5 and re.fullmatch(r"[A-Za-z0-9:_.+@-]+", parts[4]):
+        return None
+    if parts[2:4] == ["bcache", "by-uuid"] and len(parts) == 5 and re.fullmatch(UUID, parts[4]):
+        return None
+    if parts[2] == "mapper" and len(parts) == 4 and re.fullmatch(r"[A-Za-z0-9+_.-]+", parts[3]):
+        return None
+    if len(parts) == 4 and lv_of_path(path) is not None:
+        return None
+    return "it is not one of the stable forms udev and lvm2 make (/dev/disk/by-id/…, /dev/mapper/…, /dev/VG/LV)"
 
 
 class _Binding:
-    """The uses of one plan's kind, with the paths each may name."""
+    """The uses of one plan's kind, with the paths each may name, and the VGs and LVs its
+    commands may name: the origin's, and those the plan itself creates."""
 
     def __init__(self, plan: _Plan, kind: Kind) -> None:
         self.kind = kind
         self.by_role: dict[str, set[str]] = {}
         for d in plan.devices:
             self.by_role.setdefault(d.role, set()).add(d.path)
+        created = created_names(plan.steps)
+        self.new_vgs = {n for n in created if "/" not in n}
+        self.new_lvs = {n for n in created if "/" in n}
+        self.vgs, self.lvs = set(self.new_vgs), set(self.new_lvs)
+        origin = next((lv_of_path(d.path) for d in plan.devices if d.role == "origin"), None)
+        if origin is not None:
+            self.vgs.add(origin[0])
+            self.lvs.add("/".join(origin))
 
     def paths(self, use: Use) -> list[set[str]]:
         """The paths each DEV of the use may name, in order."""
         return [set().union(*(self.by_role.get(r, set()) for r in roles)) for roles in use.role_sets()]
+
+    def _names_problem(self, command: str, m: Match) -> str | None:
+        """Why the VG and LV names of a matched command are not ones the plan may name."""
+        destroyed = set(destroyed_by(m))
+        for arg, value in m.args.items():
+            if arg.startswith("VGLV"):
+                known, new, what = self.lvs, self.new_lvs, "the LV"
+            elif arg.startswith("VG") and not arg.startswith("VGLV"):
+                known, new, what = self.vgs, self.new_vgs, "the VG"
+            else:
+                continue
+            if value not in known:
+                return f"`{command}` names {what} {value}, which is neither the plan's origin nor one the plan creates"
+            if value in destroyed and value not in new:
+                return f"`{command}` would remove {what} {value}, which the plan did not create"
+        return None
 
     def command_problem(self, argv: tuple[str, ...]) -> str | None:
         if not argv:
@@ -267,12 +490,15 @@ class _Binding:
         programs = sorted({s.program for s in SHAPES.values() if s.argv})
         if program not in programs:
             return f"{program} is not a program cachewise plans run ({', '.join(programs)})"
-        for use in self.kind.uses:
-            shape = SHAPES[use.shape]
-            if shape.program == program and _matches(argv[1:], shape.argv.split()[1:], self.paths(use)):
-                return None
+        command = " ".join(argv)
+        m = match_argv(argv)
+        if m is not None:
+            devices = [v for k, v in sorted(m.args.items()) if re.fullmatch(r"DEV[0-9]*", k)]
+            for use in self.kind.uses:
+                if use.shape == m.shape and all(d in ok for d, ok in zip(devices, self.paths(use), strict=True)):
+                    return self._names_problem(command, m)
         return (
-            f"`{' '.join(argv)}` is not a {program} command a cachewise recipe writes in a {self.kind.name} plan, or "
+            f"`{command}` is not a {program} command a cachewise recipe writes in a {self.kind.name} plan, or "
             "names a device the plan is not bound to in that role"
         )
 
@@ -340,8 +566,9 @@ def check(plan: _Plan) -> None:
             )
         if d.size_bytes <= 0:
             raise PlanError(f"the plan's {d.role} device {d.path} has no size")
-        if not STABLE_PATH.fullmatch(d.path) or ".." in d.path:
-            raise PlanError(f"the plan's {d.role} device path {d.path!r} is not a stable device path")
+        why = stable_path_problem(d.path)
+        if why:
+            raise PlanError(f"the plan's {d.role} device path {d.path!r} is not a stable device path: {why}")
     if not plan.steps:
         raise PlanError("the plan has no steps")
     ids = [s.id for s in plan.steps]

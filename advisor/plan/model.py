@@ -19,6 +19,7 @@ from typing import Any
 
 from advisor import strict
 from advisor.errors import what_of
+from advisor.inputs import BadJson, parse_json
 from advisor.plan import checks, language
 from advisor.plan.checks import Check
 from advisor.plan.language import PlanError
@@ -32,18 +33,36 @@ __all__ = ["PLAN_SCHEMA", "BoundDevice", "Plan", "PlanError", "Step"]
 
 @dataclass(frozen=True)
 class Step:
+    """One step. What it does in words, and whether it destroys anything, are computed from its
+    command (advisor.plan.language), never stored: a plan file cannot describe a step as other
+    than what it runs."""
+
     id: str
-    description: str
     argv: tuple[str, ...]
     pre: tuple[Check, ...] = ()
     post: tuple[Check, ...] = ()
     undo: tuple[tuple[str, ...], ...] = ()
-    destructive: bool = False
     seconds: float = 2.0  # expected duration
     progress: str = ""  # "cache_dirty" / "bcache_dirty" / "writecache_dirty": the executor shows what is left to flush
     write: tuple[str, str] | None = None  # (sysfs path, value) instead of a command
     wait: tuple[str, str] | None = None  # (sysfs path, value): wait until it reads so
     timeout: float = 3600.0
+
+    # Written into plan files for people, and ignored when a file is read.
+    COMPUTED = frozenset({"description", "destructive"})
+
+    @property
+    def description(self) -> str:
+        return language.describe(self)
+
+    @property
+    def destroys(self) -> tuple[str, ...]:
+        """The devices (paths) and LVM names whose contents this step destroys."""
+        return language.destroys(self)
+
+    @property
+    def destructive(self) -> bool:
+        return bool(self.destroys)
 
     @property
     def command(self) -> str:
@@ -74,7 +93,6 @@ class Plan:
     title: str
     devices: tuple[BoundDevice, ...]
     steps: tuple[Step, ...]
-    destroys: tuple[str, ...] = ()
     layout_before: tuple[str, ...] = ()
     layout_after: tuple[str, ...] = ()
     space: dict[str, int] = field(default_factory=dict)
@@ -82,7 +100,37 @@ class Plan:
     prediction: Prediction | None = None  # what the recommendation behind it expects of the cache
     created: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     host: str = field(default_factory=socket.gethostname)
+    from_snapshot: bool = False  # made from a saved snapshot (of ``host``), not on the machine itself
     schema: str = PLAN_SCHEMA
+
+    COMPUTED = frozenset({"expected_seconds", "destroys"})
+
+    @property
+    def destroys(self) -> tuple[str, ...]:
+        """What running the plan destroys, computed from its commands: each device a step
+        overwrites that held something when the plan was made ("PATH: what it held"; preflight
+        refuses when a device holds anything else now), and each VG or LV removed that the plan
+        did not create."""
+        held = {d.path: d.signature for d in self.devices}
+        out: list[str] = []
+        created = set(language.created_names(self.steps))
+        for step in self.steps:
+            for target in step.destroys:
+                if target in held:
+                    sig = held[target]
+                    line = f"{target}: {sig}" if sig else ""
+                elif target not in created:
+                    line = f"{target} (removed)"
+                else:
+                    line = ""
+                if line and line not in out:
+                    out.append(line)
+        return tuple(out)
+
+    def destroyed_devices(self) -> tuple[str, ...]:
+        """The plan's device paths a step overwrites, whatever they hold."""
+        paths = {d.path for d in self.devices}
+        return tuple(dict.fromkeys(t for s in self.steps for t in s.destroys if t in paths))
 
     @property
     def expected_seconds(self) -> float:
@@ -107,6 +155,9 @@ class Plan:
         for step, data in zip(self.steps, out["steps"], strict=True):
             data["pre"] = [c.to_json() for c in step.pre]
             data["post"] = [c.to_json() for c in step.post]
+            data["description"] = step.description
+            data["destructive"] = step.destructive
+        out["destroys"] = list(self.destroys)
         out["expected_seconds"] = self.expected_seconds
         return out
 
@@ -127,9 +178,7 @@ class Plan:
                 f"({PLAN_SCHEMA}); upgrade cachewise or make the plan again with this one"
             )
         try:
-            plan = strict.load(
-                cls, data, "the plan", ignore=frozenset({"expected_seconds"}), readers={Check: checks.from_json}
-            )
+            plan = strict.load(cls, data, "the plan", readers={Check: checks.from_json})
         except strict.StrictError as exc:
             raise PlanError(f"the plan file is incomplete or damaged ({what_of(exc)})") from None
         language.check(plan)
@@ -138,7 +187,7 @@ class Plan:
     @classmethod
     def loads(cls, text: str) -> Plan:
         try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise PlanError(f"the plan file is not valid JSON ({exc})") from None
+            data = parse_json(text)
+        except BadJson as exc:
+            raise PlanError(f"the plan file is not valid JSON ({exc.why})") from None
         return cls.from_json(data)

@@ -276,6 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     apply_p.add_argument("plan", nargs="?", type=Path, metavar="PLAN")
     apply_p.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")
+    apply_p.add_argument(
+        "--plan-from-elsewhere",
+        action="store_true",
+        help="apply a plan made on another host or from a saved snapshot (its devices are still checked here)",
+    )
     which = apply_p.add_mutually_exclusive_group()
     which.add_argument("--resume", action="store_true", help="finish the interrupted plan")
     which.add_argument("--rollback", action="store_true", help="undo the steps of the interrupted plan")

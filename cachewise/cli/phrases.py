@@ -57,6 +57,9 @@ ACTIONS = {
     "choose-partition": "choose the partition that holds the data",
     "plan-again": "make a new plan if the disks changed",
     "name-plan": "name the plan to apply (cachewise apply plan.json)",
+    "secure-plan-file": "read it, then make it root's and writable by no one else (sudo chown root: {path}; "
+    "sudo chmod go-w {path})",
+    "accept-elsewhere": "check that it names this machine's disks, then pass --plan-from-elsewhere",
     "become-root": "run it with sudo",
     "choose-state-dir": "choose a writable place with --state-dir or CACHEWISE_STATE_DIR",
     "choose-output": "choose another name or place",

@@ -119,14 +119,28 @@ def cmd_apply(args: argparse.Namespace) -> int:
     core = common.core_for(args)
     if args.abandon is not None:
         return _abandon(core, args.abandon)
-    plan, journal = apply.choose(core, args.plan, args.resume, args.rollback)
+    plan, journal = apply.choose(
+        core,
+        args.plan,
+        args.resume,
+        args.rollback,
+        owners=plans.apply_owners(),
+        accept_elsewhere=args.plan_from_elsewhere,
+    )
 
     def report(e: Event) -> None:
         if not args.json:
             print(event_line(e), file=sys.stderr, flush=True)
 
     try:
-        outcome = apply.run(core, plan, lambda p: _confirm(p, args.yes), report, journal, rollback=args.rollback)
+        outcome = apply.run(
+            core,
+            plan,
+            lambda p: _confirm(p, args.yes),
+            report,
+            journal,
+            rollback=args.rollback,
+        )
     except ApplyError as exc:
         if args.json:
             print_json({"outcome": "stopped", "message": word(exc)})

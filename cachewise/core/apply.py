@@ -3,6 +3,7 @@ step with a journal; an interrupted plan resumed, rolled back or abandoned."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ codes(
         "nothing-interrupted": "there is no interrupted plan to {verb}",
         "interrupted-first": "an earlier plan was interrupted ({journal})",
         "no-plan-named": "no plan was named to apply",
+        "plan-and-journal": "a plan ({path}) was named, and to {verb} the interrupted one: these are two "
+        "different runs",
+        "plan-made-elsewhere": "the plan was made {where}, not on {here}",
     }
 )
 
@@ -73,10 +77,21 @@ def damaged(journal: Journal) -> Refused:
     return Refused("journal-damaged", why=journal.problem(), next=[next_step("abandon", journal=journal.path)])
 
 
-def choose(core: Core, plan_path: Path | None, resume: bool, rollback: bool) -> tuple[Plan, Journal | None]:
+def choose(
+    core: Core,
+    plan_path: Path | None,
+    resume: bool,
+    rollback: bool,
+    owners: frozenset[int] | None = None,
+    accept_elsewhere: bool = False,
+) -> tuple[Plan, Journal | None]:
     """The plan to run and its journal: the interrupted plan to resume or roll back, or the
-    plan file named. Refused while a journal is damaged, or a plan is interrupted and another
-    is named."""
+    plan file named (``owners``: who may own it, see plans.load; made on this machine unless
+    ``accept_elsewhere``). Refused while a journal is damaged, when a plan is interrupted and
+    another is named, and when a plan is named together with resuming or rolling back (which
+    run the journal's plan, not the one named)."""
+    if plan_path is not None and (resume or rollback):
+        raise Refused("plan-and-journal", path=plan_path, verb="resume" if resume else "roll back")
     pending = interrupted(core)
     if pending.damaged is not None:
         raise damaged(pending.damaged)
@@ -93,7 +108,20 @@ def choose(core: Core, plan_path: Path | None, resume: bool, rollback: bool) -> 
         )
     if plan_path is None:
         raise Refused("no-plan-named", next=[next_step("name-plan")])
-    return load(plan_path), None
+    plan = load(plan_path, owners)
+    check_made_here(plan, accept_elsewhere)
+    return plan, None
+
+
+def check_made_here(plan: Plan, accept_elsewhere: bool) -> None:
+    """Refused when the plan was made on another host or from a saved snapshot, unless the user
+    accepted that in so many words: its devices are checked here by identity, but the plan's
+    view of what they hold and of the VG is another machine's or an older one."""
+    here = socket.gethostname()
+    if accept_elsewhere or (plan.host == here and not plan.from_snapshot):
+        return
+    where = f"from a saved snapshot of {plan.host}" if plan.from_snapshot else f"on another host ({plan.host})"
+    raise Refused("plan-made-elsewhere", where=where, here=here, next=[next_step("accept-elsewhere")])
 
 
 def abandon(core: Core, path: Path) -> Journal:

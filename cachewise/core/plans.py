@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -11,7 +13,8 @@ from advisor.backends import backend
 from advisor.disks.devices import Inventory
 from advisor.disks.discovery import find_device
 from advisor.disks.fsblock import with_fs_block_size
-from advisor.errors import codes
+from advisor.errors import codes, next_step
+from advisor.inputs import MiB, Unreadable, Untrusted, read_text
 from advisor.plan.model import Plan, PlanError
 from advisor.prediction import Prediction
 from cachewise.core.context import Core, Refused
@@ -29,6 +32,7 @@ codes(
         "no-recipe-for": "cachewise has no recipe for {backend}",
         "plan-unreadable": "cannot read the plan {path}: {why}",
         "plan-file-unusable": "{path}: {why}",
+        "plan-untrusted": "{path} is not safe for root to apply: {why}",
     }
 )
 
@@ -49,7 +53,9 @@ def make(core: Core, inv: Inventory, kind: str, options: Any) -> Plan:
         dev = find_device(inv, getattr(options, r.slow))
         if dev is not None:
             inv = with_fs_block_size(inv, dev, core.runner)
-    return r.build(inv, options)
+    # A plan says where it was made: the machine's own name, or the snapshot's (which apply
+    # refuses unless the user accepts it in so many words).
+    return replace(r.build(inv, options), host=inv.hostname, from_snapshot=core.replay)
 
 
 def recommended(
@@ -84,11 +90,31 @@ def save(plan: Plan, path: Path, fmt: Literal["json", "ansible"] = "json") -> Sa
     return SavedPlan(path, fmt)
 
 
-def load(path: Path) -> Plan:
-    """A plan file, checked against the plan language (its recipe's steps only)."""
+PLAN_LIMIT = 16 * MiB  # a plan is a few KiB; a file this large is not one
+
+
+def load(path: Path, owners: Collection[int] | None = None) -> Plan:
+    """A plan file, checked against the plan language (its recipe's steps only). Only a
+    regular file of at most PLAN_LIMIT bytes is read. ``owners``: when root applies it, the
+    users whose plan it may be (root and the one who asked, under sudo); a file anyone else
+    owns or can write is refused, since root would run what they wrote."""
     try:
-        return Plan.loads(path.read_text())
-    except OSError as exc:
-        raise Refused("plan-unreadable", path=path, why=exc.strerror) from None
+        text = read_text(path, PLAN_LIMIT, owners=owners)
+    except Untrusted as exc:
+        secure = next_step("secure-plan-file", path=path)
+        raise Refused("plan-untrusted", path=path, why=exc.why, next=[secure]) from None
+    except Unreadable as exc:
+        raise Refused("plan-unreadable", path=path, why=exc.why) from None
+    try:
+        return Plan.loads(text)
     except PlanError as exc:
         raise Refused("plan-file-unusable", path=path, why=exc.facts["why"]) from None
+
+
+def apply_owners() -> frozenset[int]:
+    """Who may own a plan file root applies: root, and the user who ran sudo."""
+    uids = {0, os.getuid()}
+    sudo = os.environ.get("SUDO_UID", "")
+    if sudo.isdigit():
+        uids.add(int(sudo))
+    return frozenset(uids)

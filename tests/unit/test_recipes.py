@@ -241,5 +241,9 @@ def test_preview_puts_what_is_destroyed_and_the_commands_first_and_agrees_with_i
     text = shown(plan)
     assert text.index("Destroys") < text.index("Commands") < text.index("Before")
     assert "(destructive)" not in text and "overwrites the device, which holds no data" in text
-    text = shown(dataclasses.replace(plan, destroys=("nvme0n1: an ext4 file system",)))
+    # What a plan destroys is computed from its commands and what its devices held when planned.
+    ssd = dataclasses.replace(plan.devices[1], signature="ext4")
+    held = dataclasses.replace(plan, devices=(plan.devices[0], ssd))
+    assert held.destroys == (f"{ssd.path}: ext4",)
+    text = shown(held)
     assert "(destructive)" in text and "holds no data" not in text

@@ -104,7 +104,7 @@ def toy_plan(inv: Inventory, o: ToyOptions) -> Plan:
     lv = find_lv(inv, o.lv)
     assert lv.lvm is not None
     vglv = f"{lv.lvm.vg}/{lv.lvm.lv}"
-    step = Step("toy-mode", f"switch {vglv} to {o.mode}", ("lvchange", "--yes", "--cachemode", o.mode, vglv),
+    step = Step("toy-mode", ("lvchange", "--yes", "--cachemode", o.mode, vglv),
                 pre=(Segtype(lv=vglv, segtype="cache"),), post=(CacheMode(lv=vglv, mode=o.mode),))
     return Plan("toy-mode", f"Toy: {vglv} to {o.mode}", (bind(lv, "origin"),), (step,))
 
