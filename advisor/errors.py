@@ -63,6 +63,7 @@ ACTIONS: dict[str, str] = {
     "free-space-and-rollback": "free space in the state directory, then roll back again to finish",
     "fix-state-dir": "free space or fix the state directory, then apply again",
     "wait-for-it": "wait for it to end",
+    "free-space": "free space on that disk, then try again",
     "abandon": "set the journal {journal} aside (the steps it ran stay as they are)",
     "apply-on-machine": "apply the plan on the machine itself, as root",
     "apply-on-each-host": "apply the plan on each host instead",

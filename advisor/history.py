@@ -9,6 +9,7 @@ samples as new migrations. ``PRAGMA user_version`` holds the schema version.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor import statedir
 from advisor.errors import Described, codes, next_step
 from advisor.prediction import Prediction
 from advisor.watch.sampler import Sample
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # modules that only type the records: opening the history mus
 
 STATE_ENV = "CACHEWISE_STATE_DIR"
 DB_NAME = "history.sqlite3"
+BUSY_SECONDS = 5.0  # how long a write waits for another program that holds the database
 
 # Append only: never edit a migration that has shipped; add a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -141,28 +144,65 @@ class SnapshotRow:
     device_count: int
 
 
+def _trouble(path: Path, exc: BaseException) -> HistoryError:
+    """The HistoryError for what SQLite (or the file system) said, told apart: another program
+    holds the database, the disk is full, the file is read-only, or it is damaged."""
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return HistoryError(
+            f"the history database {path} is in use by another program (it stayed locked for {BUSY_SECONDS:g} s)",
+            next=[next_step("wait-for-it")],
+        )
+    if "full" in text or getattr(exc, "errno", None) == errno.ENOSPC:
+        return HistoryError(f"the disk that holds the history database {path} is full", next=[next_step("free-space")])
+    if "readonly" in text or "read-only" in text or getattr(exc, "errno", None) in (errno.EROFS, errno.EACCES):
+        return HistoryError(
+            f"the history database {path} cannot be written ({exc})", next=[next_step("choose-state-dir")]
+        )
+    if isinstance(exc, sqlite3.DatabaseError):
+        return HistoryError(
+            f"{path} is not a usable cachewise history database: it is damaged or not a database ({exc})",
+            next=[next_step("move-history-aside")],
+        )
+    return HistoryError(f"cannot open the history database {path} ({exc})", next=[next_step("choose-state-dir")])
+
+
+def _json_row(text: object) -> Any:
+    """A JSON column's value; None for one that is not JSON (written by something else)."""
+    try:
+        return json.loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        return None
+
+
 class History:
-    """A connection to the history database, migrated to the current schema on open."""
+    """A connection to the history database, migrated to the current schema on open. SQLite's
+    errors become HistoryError saying which trouble it is (:func:`_trouble`)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path)
+            statedir.ensure(path.parent)
+            # The database file itself: a regular file, never a link (SQLite opens by path).
+            os.close(statedir.open_in(path.parent, path.name, flags=os.O_RDWR | os.O_CREAT))
+            self._db = sqlite3.connect(path, timeout=BUSY_SECONDS)
         except (OSError, sqlite3.Error) as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+                raise HistoryError(
+                    f"the history database {path} is a link; cachewise does not follow links in its state directory",
+                    next=[next_step("move-history-aside")],
+                ) from None
             raise HistoryError(
                 f"cannot open the history database {path} ({exc}); nothing was recorded",
                 changed=True,
                 next=[next_step("choose-state-dir")],
             ) from exc
-        self._db.execute("PRAGMA foreign_keys = ON")
         try:
+            self._db.execute("PRAGMA foreign_keys = ON")
             self.migrate()
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             self._db.close()
-            raise HistoryError(
-                f"{path} is not a usable cachewise history database ({exc})", next=[next_step("move-history-aside")]
-            ) from exc
+            raise _trouble(path, exc) from None
 
     @classmethod
     def open_default(cls, state_dir: Path | None = None) -> History:
@@ -172,16 +212,40 @@ class History:
     def version(self) -> int:
         return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
+    def _newer(self, current: int) -> HistoryError:
+        return HistoryError(
+            f"{self.path} has schema version {current}, newer than this cachewise knows ({len(MIGRATIONS)})",
+            next=[next_step("upgrade"), next_step("choose-state-dir")],
+        )
+
     def migrate(self) -> None:
+        """Bring the schema up to date in one transaction that holds the write lock from the
+        start: two first starts at once migrate once (the second waits, then finds the schema
+        current), and a crash leaves the version it had."""
         current = self.version
         if current > len(MIGRATIONS):
-            raise HistoryError(
-                f"{self.path} has schema version {current}, newer than this cachewise knows ({len(MIGRATIONS)})",
-                next=[next_step("upgrade"), next_step("choose-state-dir")],
-            )
-        for number, script in enumerate(MIGRATIONS[current:], start=current + 1):
-            # One transaction per migration: a crash leaves the previous version intact.
-            self._db.executescript(f"BEGIN; {script}; PRAGMA user_version = {number}; COMMIT;")
+            raise self._newer(current)
+        if current == len(MIGRATIONS):
+            return
+        level = self._db.isolation_level
+        self._db.isolation_level = None  # the transaction is ours, statement by statement
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                current = self.version  # again, under the lock
+                if current > len(MIGRATIONS):
+                    raise self._newer(current)
+                for script in MIGRATIONS[current:]:
+                    for statement in script.split(";"):
+                        if statement.strip():
+                            self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        finally:
+            self._db.isolation_level = level
 
     def close(self) -> None:
         self._db.close()
@@ -193,8 +257,20 @@ class History:
         self.close()
 
     @contextmanager
+    def _sql(self) -> Iterator[sqlite3.Connection]:
+        """The connection, with SQLite's errors as HistoryError (told apart by _trouble)."""
+        try:
+            yield self._db
+        except sqlite3.Error as exc:
+            raise _trouble(self.path, exc) from None
+        except OverflowError:
+            raise HistoryError(
+                f"a number too large for SQLite was not recorded in {self.path}", changed=False
+            ) from None
+
+    @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._db:
+        with self._sql(), self._db:
             yield self._db
 
     def record_inventory(self, inv: Inventory) -> int:
@@ -219,18 +295,22 @@ class History:
             return int(cur.lastrowid or 0)
 
     def snapshots(self, limit: int = 20) -> list[SnapshotRow]:
-        rows = self._db.execute(
-            "SELECT id, taken_at, hostname, udev, device_count FROM snapshots ORDER BY id DESC LIMIT ?", (limit,)
-        ).fetchall()
+        with self._sql() as db:
+            rows = db.execute(
+                "SELECT id, taken_at, hostname, udev, device_count FROM snapshots ORDER BY id DESC LIMIT ?", (limit,)
+            ).fetchall()
         return [SnapshotRow(*row) for row in rows]
 
     def snapshot_json(self, snapshot_id: int) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT inventory_json FROM snapshots WHERE id = ?", (snapshot_id,)).fetchone()
-        return json.loads(row[0]) if row else None
+        with self._sql() as db:
+            row = db.execute("SELECT inventory_json FROM snapshots WHERE id = ?", (snapshot_id,)).fetchone()
+        data = _json_row(row[0]) if row else None
+        return data if isinstance(data, dict) else None
 
     def device_seen(self, identity: str) -> dict[str, Any] | None:
-        cur = self._db.execute("SELECT * FROM devices_seen WHERE identity = ?", (identity,))
-        row = cur.fetchone()
+        with self._sql() as db:
+            cur = db.execute("SELECT * FROM devices_seen WHERE identity = ?", (identity,))
+            row = cur.fetchone()
         if row is None:
             return None
         return dict(zip([c[0] for c in cur.description], row, strict=True))
@@ -259,12 +339,14 @@ class History:
 
     def latest_probe(self, identity: str, size_bytes: int) -> dict[str, Any] | None:
         """The newest complete probe of this device (same identity and size), as JSON."""
-        row = self._db.execute(
-            "SELECT result_json FROM probes WHERE identity = ? AND size_bytes = ? AND complete = 1"
-            " ORDER BY id DESC LIMIT 1",
-            (identity, size_bytes),
-        ).fetchone()
-        return json.loads(row[0]) if row else None
+        with self._sql() as db:
+            row = db.execute(
+                "SELECT result_json FROM probes WHERE identity = ? AND size_bytes = ? AND complete = 1"
+                " ORDER BY id DESC LIMIT 1",
+                (identity, size_bytes),
+            ).fetchone()
+        data = _json_row(row[0]) if row else None
+        return data if isinstance(data, dict) else None
 
     def record_analysis(self, analysis: Analysis, trace_sha256: str, trace_meta: dict[str, Any]) -> int:
         with self._tx() as db:
@@ -294,16 +376,23 @@ class History:
 
     def made_caches(self, limit: int = 500) -> list[tuple[str, float, Prediction | None]]:
         """The caches cachewise made, newest first: (target, when, prediction)."""
-        rows = self._db.execute(
-            "SELECT target, made_at, prediction_json FROM caches ORDER BY made_at DESC, id DESC LIMIT ?", (limit,)
-        ).fetchall()
+        with self._sql() as db:
+            rows = db.execute(
+                "SELECT target, made_at, prediction_json FROM caches ORDER BY made_at DESC, id DESC LIMIT ?", (limit,)
+            ).fetchall()
         out = []
         for target, made_at, data in rows:
-            values = json.loads(data) if data else None
+            values = _json_row(data) if data else None
             prediction = None
             if isinstance(values, dict):
-                prediction = Prediction(**{k: v for k, v in values.items() if k in Prediction.__dataclass_fields__})
-            out.append((str(target), float(made_at), prediction))
+                try:
+                    prediction = Prediction(**{k: v for k, v in values.items() if k in Prediction.__dataclass_fields__})
+                except TypeError:  # written by another version: the cache is still listed, without it
+                    prediction = None
+            try:
+                out.append((str(target), float(made_at), prediction))
+            except (TypeError, ValueError):
+                continue
         return out
 
     def record_samples(self, samples: list[Sample]) -> None:
@@ -314,10 +403,18 @@ class History:
             )
 
     def samples(self, target: str, since: float = 0.0) -> list[Sample]:
-        rows = self._db.execute(
-            "SELECT sample_json FROM samples WHERE target = ? AND t >= ? ORDER BY t", (target, since)
-        ).fetchall()
-        return [Sample.from_json(json.loads(r[0])) for r in rows]
+        with self._sql() as db:
+            rows = db.execute(
+                "SELECT sample_json FROM samples WHERE target = ? AND t >= ? ORDER BY t", (target, since)
+            ).fetchall()
+        out = []
+        for (data,) in rows:
+            values = _json_row(data)
+            try:
+                out.append(Sample.from_json(values))
+            except (TypeError, ValueError, KeyError, AttributeError):  # not a sample this version reads: left out
+                continue
+        return out
 
     def thin_samples(self, now: float) -> int:
         """Thin old samples (THINNING): keep the newest of each bucket. Returns how many went."""

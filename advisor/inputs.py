@@ -120,7 +120,21 @@ def read_bytes(
     path: str | os.PathLike[str], limit: int, *, follow: bool = True, owners: Collection[int] | None = None
 ) -> bytes:
     """The whole of a regular file of at most ``limit`` bytes (see open_regular)."""
-    fd, st = open_regular(path, follow=follow, owners=owners)
+    fd, _ = open_regular(path, follow=follow, owners=owners)
+    return read_fd(fd, limit)
+
+
+def read_fd(fd: int, limit: int) -> bytes:
+    """The whole of the regular file open on ``fd`` (which this closes), at most ``limit``
+    bytes; the descriptor may have been opened without blocking."""
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable(f"it is {_kind(st.st_mode)}, not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
     with os.fdopen(fd, "rb") as fh:
         if st.st_size > limit:
             raise Unreadable(f"it is {_size(st.st_size)}, more than the {_size(limit)} such a file can be")
@@ -137,14 +151,18 @@ def read_text(
     path: str | os.PathLike[str], limit: int, *, follow: bool = True, owners: Collection[int] | None = None
 ) -> str:
     """A regular file of at most ``limit`` bytes, as UTF-8 text."""
-    data = read_bytes(path, limit, follow=follow, owners=owners)
+    return decode(read_bytes(path, limit, follow=follow, owners=owners))
+
+
+def decode(data: bytes) -> str:
+    """A file's bytes as UTF-8 text; Unreadable for a compressed file or one that is not text."""
     packed = compressed(data)
     if packed:
         raise Unreadable(f"it is compressed with {packed}: decompress it first")
     try:
         return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Unreadable(f"it is not UTF-8 text (byte {exc.start})") from None
+    except UnicodeDecodeError:
+        raise Unreadable("it is not UTF-8 text") from None
 
 
 def open_binary(path: str | os.PathLike[str]) -> IO[bytes]:

@@ -53,6 +53,7 @@ ACTIONS = {
     "free-space-and-rollback": "free space, then start cachewise again to roll back the rest",
     "fix-state-dir": "free space or fix the state directory, then apply again",
     "wait-for-it": "wait for it to end",
+    "free-space": "free space on that disk, then try again",
     "abandon": "look at it, then set it aside in a shell (cachewise apply --abandon {journal}); the steps it ran "
     "stay as they are",
     "apply-on-machine": "save the plan and apply it on that machine (sudo cachewise apply PLAN)",

@@ -14,22 +14,32 @@ import errno
 import fcntl
 import json
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from advisor import statedir
 from advisor.errors import CachewiseError, codes, next_step, what_of
+from advisor.inputs import BadJson, Unreadable, decode, parse_json, read_fd
 from advisor.plan.model import Plan, PlanError
 
 ENDINGS = ("done", "rolled-back", "abandoned")
+JOURNAL_LIMIT = 64 << 20  # a journal holds one plan and a few records per step
 
+
+# Held while any plan runs on this machine, whatever the state directory: two cachewise with
+# different state directories must not change the same disks at once.
+MACHINE_LOCK = Path("/run/lock/cachewise-apply.lock")
 
 codes(
     {
         "journal-unusable": "{what} {path} {why}",
         "busy": "another cachewise is applying a plan with {dir} (it holds {lock})",
+        "busy-machine": "another cachewise is applying a plan on this machine (it holds {lock})",
+        "lock-unsafe": "the lock {lock} {why}",
     }
 )
 
@@ -43,32 +53,80 @@ class JournalError(CachewiseError):
 
 
 class Busy(CachewiseError):
-    """Another cachewise is applying a plan with the same state directory."""
+    """Another cachewise is applying a plan with the same state directory, or on this machine."""
 
-    def __init__(self, state_dir: Path) -> None:
-        super().__init__("busy", dir=state_dir, lock=state_dir / "apply.lock", next=[next_step("wait-for-it")])
+    def __init__(self, state_dir: Path | None) -> None:
+        if state_dir is None:
+            super().__init__("busy-machine", lock=MACHINE_LOCK, next=[next_step("wait-for-it")])
+        else:
+            super().__init__("busy", dir=state_dir, lock=state_dir / "apply.lock", next=[next_step("wait-for-it")])
 
 
 def journal_dir(state_dir: Path) -> Path:
     return state_dir / "journal"
 
 
+def _state(state_dir: Path) -> None:
+    """The state directory, made and checked (statedir.ensure), or JournalError."""
+    try:
+        statedir.ensure(state_dir)
+    except OSError as exc:
+        raise JournalError(state_dir, f"cannot be used ({exc.strerror or exc})", "the state directory") from None
+
+
+def _flock(fd: int, busy: Busy) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            raise busy from None
+        raise
+
+
+def _machine_lock() -> int | None:
+    """The machine-wide lock's descriptor, held (None where there is no /run/lock). A link
+    there, or a file another user made, is refused: /run/lock is writable by everyone."""
+    if not MACHINE_LOCK.parent.is_dir():
+        return None
+    try:
+        fd = os.open(MACHINE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        why = "is a link" if exc.errno == errno.ELOOP else f"cannot be opened ({exc.strerror or exc})"
+        raise CachewiseError("lock-unsafe", lock=MACHINE_LOCK, why=why) from None
+    st = os.fstat(fd)
+    if st.st_uid not in (0, os.geteuid()) or not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise CachewiseError("lock-unsafe", lock=MACHINE_LOCK, why="was made by another user; remove it")
+    try:
+        _flock(fd, Busy(None))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 @contextlib.contextmanager
 def locked(state_dir: Path) -> Iterator[None]:
-    """Held while a plan runs, rolls back or is abandoned: two cannot interleave (flock on
-    STATE/apply.lock, released by the kernel if the process dies)."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    with open(state_dir / "apply.lock", "a+") as fh:
+    """Held while a plan runs, rolls back or is abandoned: two cannot interleave, on this
+    machine (flock on MACHINE_LOCK) or with this state directory (flock on STATE/apply.lock);
+    the kernel releases both if the process dies."""
+    _state(state_dir)
+    machine = _machine_lock()
+    try:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fd = statedir.open_in(state_dir, "apply.lock", flags=os.O_RDWR | os.O_CREAT)
         except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise Busy(state_dir) from None
-            raise
+            raise JournalError(
+                state_dir / "apply.lock", f"cannot be opened ({exc.strerror or exc})", "the lock"
+            ) from None
         try:
+            _flock(fd, Busy(state_dir))
             yield
         finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+            os.close(fd)
+    finally:
+        if machine is not None:
+            os.close(machine)
 
 
 @dataclass
@@ -77,40 +135,56 @@ class Journal:
 
     @classmethod
     def create(cls, state_dir: Path, plan: Plan) -> Journal:
-        directory = journal_dir(state_dir)
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise JournalError(directory, f"cannot be made ({exc.strerror or exc})") from None
+        _state(state_dir)
         name = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"-{plan.kind}-{os.getpid()}.jsonl"
-        journal = cls(directory / name)
+        journal = cls(journal_dir(state_dir) / name)
         journal.write("plan", plan=plan.to_json())
         return journal
 
+    def _open(self, flags: int) -> int:
+        """The journal, opened relative to the state directory, never through a link."""
+        return statedir.open_in(self.path.parent.parent, self.path.parent.name, self.path.name, flags=flags)
+
     def write(self, event: str, **fields: Any) -> None:
-        """Append a record and fsync it; JournalError (a full disk, say) when it cannot."""
+        """Append a record and fsync it; JournalError (a full disk, say) when it cannot. A
+        record cut short by a crash is left as it is, and the new one starts on a line of its
+        own (glued to it, the decision would be lost with it). The journal is a regular file,
+        never followed through a link."""
         record = {"time": datetime.now(UTC).isoformat(timespec="milliseconds"), "event": event, **fields}
+        line = (json.dumps(record) + "\n").encode()
         try:
-            with self.path.open("a") as fh:
-                fh.write(json.dumps(record) + "\n")
-                fh.flush()
-                os.fsync(fh.fileno())
+            fd = self._open(os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK)
         except OSError as exc:
             raise JournalError(self.path, f"cannot be written ({exc.strerror or exc})") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise JournalError(self.path, "cannot be written (it is not a regular file)")
+            if st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n":
+                line = b"\n" + line
+            os.write(fd, line)
+            os.fsync(fd)
+        except OSError as exc:
+            raise JournalError(self.path, f"cannot be written ({exc.strerror or exc})") from None
+        finally:
+            os.close(fd)
 
     def records(self) -> list[dict[str, Any]]:
-        """Its records (one cut short by a crash is left out); JournalError when it is not a
-        journal cachewise can read."""
+        """Its records: every line that is one (a record cut short by a crash is left out, and
+        those after it are kept); JournalError when it is not a journal cachewise can read (not
+        a regular file, larger than JOURNAL_LIMIT, not text)."""
         try:
-            text = self.path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "is not text"
+            text = decode(read_fd(self._open(os.O_RDONLY | os.O_NONBLOCK), JOURNAL_LIMIT))
+        except OSError as exc:
+            why = "it is a link" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
             raise JournalError(self.path, f"cannot be read ({why})") from None
+        except Unreadable as exc:
+            raise JournalError(self.path, f"cannot be read ({exc.why})") from None
         out = []
         for line in text.splitlines():
             try:
-                record = json.loads(line)
-            except ValueError:
+                record = parse_json(line)
+            except BadJson:
                 continue
             if isinstance(record, dict) and isinstance(record.get("event"), str):
                 out.append(record)
@@ -150,6 +224,10 @@ def unfinished_journals(state_dir: Path) -> list[Journal]:
     d = journal_dir(state_dir)
     if not d.is_dir():
         return []
+    try:
+        statedir.check(state_dir)
+    except OSError as exc:
+        raise JournalError(state_dir, f"cannot be used ({exc.strerror or exc})", "the state directory") from None
     out = []
     for path in sorted(d.glob("*.jsonl")):
         journal = Journal(path)
@@ -182,9 +260,11 @@ def audit(state_dir: Path, step_id: str, command: str, returncode: int | str, se
     line = f"{datetime.now(UTC).isoformat(timespec='seconds')}\t{step_id}\t{returncode}\t{seconds:.1f}s\t{command}\n"
     path = state_dir / "audit.log"
     try:
-        with path.open("a") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        fd = statedir.open_in(state_dir, "audit.log", flags=os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise JournalError(path, f"cannot be written ({exc.strerror or exc})", "the audit log") from None

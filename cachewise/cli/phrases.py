@@ -48,6 +48,7 @@ ACTIONS = {
     "free-space-and-rollback": "free space, then run `cachewise apply --rollback` again to finish",
     "fix-state-dir": "free space or fix the state directory, then apply again",
     "wait-for-it": "wait for it to end",
+    "free-space": "free space on that disk, then try again",
     "abandon": "look at it, then set it aside with `cachewise apply --abandon {journal}` (the steps it ran stay "
     "as they are)",
     "apply-on-machine": "plans are applied on the machine itself with `sudo cachewise apply PLAN`",

@@ -17,6 +17,7 @@ from advisor.disks.collect import RawSystem
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.history import History, HistoryError, default_state_dir
 from advisor.runner import CommandRunner
+from advisor.statedir import StateDirError
 from advisor.watch.sampler import Sampler
 from cachewise.core.backends import (
     DiscoveryBackend,
@@ -90,7 +91,7 @@ class Core:
         try:
             with History.open_default(self.state_dir) as hist:
                 write(hist)
-        except HistoryError as exc:
+        except (HistoryError, StateDirError) as exc:
             return exc
         except (sqlite3.Error, OSError) as exc:  # read-only, full, locked by another program
             return Refused(
