@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from advisor.errors import CachewiseError, codes, next_step
@@ -53,10 +54,16 @@ TOOL_PACKAGES: dict[str, str] = {
 }
 
 
+# Where root finds programs, and the PATH its commands get: directories only root can write.
+# A user's PATH (with a writable directory, or ".") is not searched as root: a planted blkid
+# there would run as root. Tests hand a runner its tool directories explicitly (tool_dirs).
+SYSTEM_DIRS = ("/usr/sbin", "/usr/bin", "/sbin", "/bin")
+
 codes(
     {
         "command-error": "`{command}` could not run: {why}",
         "tool-missing": "{tool} is not installed, so `{command}` could not run",
+        "tool-untrusted": "{path} is not a program root can trust ({why}), so `{command}` did not run",
         "permission-denied": "`{command}` was refused ({detail})",
         "timed-out": "`{command}` did not finish within {timeout:g} s and was stopped",
         "command-failed": "`{command}` failed with exit code {returncode}: {tail}",
@@ -85,6 +92,34 @@ class ToolMissing(CommandError):
         self.tool = tool
         self.package = package
         super().__init__(argv, code="tool-missing", tool=tool, next=[next_step("install", package=package or tool)])
+
+
+class ToolUntrusted(CommandError):
+    """As root, the program found is one another user could have changed."""
+
+    def __init__(self, argv: Sequence[str], path: str, why: str) -> None:
+        package = TOOL_PACKAGES.get(os.path.basename(argv[0]))
+        super().__init__(
+            argv, code="tool-untrusted", path=path, why=why, next=[next_step("install", package=package or argv[0])]
+        )
+
+
+def untrusted(path: str) -> str | None:
+    """Why root should not run the program at ``path`` (None: it may): the file, or a directory
+    on its way (links resolved), belongs to another user or can be written by other users."""
+    real = Path(os.path.realpath(path))
+    at = Path("/")
+    for part in real.parts:
+        at = at / part
+        try:
+            st = os.stat(at)
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        if st.st_uid != 0:
+            return f"{at} does not belong to root"
+        if st.st_mode & 0o022:
+            return f"other users can write to {at}"
+    return None
 
 
 class PermissionDenied(CommandError):
@@ -146,12 +181,24 @@ class CommandRunner:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     history: list[CommandResult] = field(default_factory=list)
     keep_history: int = 200
+    # Where programs are found. None: SYSTEM_DIRS as root; a user's PATH with the sbin
+    # directories otherwise. Tests give their own.
+    tool_dirs: tuple[str, ...] | None = None
+
+    @property
+    def trusting(self) -> bool:
+        """Whether programs must be ones root can trust (as root, unless tool_dirs were given)."""
+        return self.tool_dirs is None and os.geteuid() == 0
 
     def which(self, tool: str) -> str | None:
-        """Full path of ``tool`` on PATH (with the sbin directories root tools live in)."""
+        """Full path of ``tool`` where this runner finds programs (see tool_dirs)."""
         return shutil.which(tool, path=self._path())
 
     def _path(self) -> str:
+        if self.tool_dirs is not None:
+            return os.pathsep.join(self.tool_dirs)
+        if os.geteuid() == 0:
+            return os.pathsep.join(SYSTEM_DIRS)
         path = os.environ.get("PATH", "/usr/bin:/bin")
         parts = path.split(os.pathsep)
         for extra in ("/usr/sbin", "/sbin", "/usr/local/sbin"):
@@ -159,8 +206,22 @@ class CommandRunner:
                 parts.append(extra)
         return os.pathsep.join(parts)
 
+    def _resolve(self, argv: list[str]) -> str:
+        """The program to start for ``argv``: found as :meth:`which` does, and as root one that
+        only root could have written (ToolUntrusted otherwise)."""
+        exe = argv[0] if os.sep in argv[0] else self.which(argv[0])
+        if exe is None or not os.path.exists(exe):
+            log.info("run %s: tool missing", shlex.join(argv))
+            raise ToolMissing(argv)
+        why = untrusted(exe) if self.trusting else None
+        if why:
+            log.warning("run %s: %s is not trusted (%s)", shlex.join(argv), exe, why)
+            raise ToolUntrusted(argv, exe, why)
+        return exe
+
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        # As root, the dynamic loader's variables are not passed on: they would run other code.
+        env = {k: v for k, v in os.environ.items() if not (self.trusting and k.startswith("LD_"))}
         env.update({"LC_ALL": "C", "LANG": "C", "PATH": self._path()})
         # lvm2 warns on stderr about every inherited descriptor; we close them anyway.
         env["LVM_SUPPRESS_FD_WARNINGS"] = "1"
@@ -185,10 +246,7 @@ class CommandRunner:
         if not argv:
             raise ValueError("empty command")
         limit = self.default_timeout if timeout is None else timeout
-        exe = argv[0] if os.sep in argv[0] else self.which(argv[0])
-        if exe is None or not os.path.exists(exe):
-            log.info("run %s: tool missing", shlex.join(argv))
-            raise ToolMissing(argv)
+        exe = self._resolve(argv)
         start = time.monotonic()
         try:
             proc = subprocess.run(  # noqa: S603 - argv list, never a shell
@@ -226,9 +284,7 @@ class CommandRunner:
             raise TypeError("commands are argv lists, never shell strings")
         argv = [str(a) for a in argv]
         limit = self.default_timeout if timeout is None else timeout
-        exe = argv[0] if os.sep in argv[0] else self.which(argv[0])
-        if exe is None or not os.path.exists(exe):
-            raise ToolMissing(argv)
+        exe = self._resolve(argv)
         proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell
             [exe, *argv[1:]],
             stdin=subprocess.DEVNULL,

@@ -44,7 +44,12 @@ bad nonexistent "$CW_PY" -m cachewise probe /dev/sdzz
 bad notblock "$CW_PY" -m cachewise probe /etc/hostname
 bad mounted "$CW_PY" -m cachewise probe "$zero"
 bad twice "$CW_PY" -m cachewise probe "${devs[0]}" "${devs[0]}"
+# Root finds fio only in the system directories (a PATH does not redirect it), so fio is hidden
+# there: /dev/null bound over it in the guest's own mount table is not a program.
+fio_bin=$(command -v fio)
+mount --bind /dev/null "$fio_bin"
 bad nofio env PATH=/nonexistent "$CW_PY" -m cachewise probe "${devs[0]}"
+umount "$fio_bin"
 as_nobody "'$CW_PY' -m cachewise probe ${devs[0]}" > "$LAB_OUT/bad-notroot.out" 2> "$LAB_OUT/bad-notroot.err"; echo $? > "$LAB_OUT/bad-notroot.rc"
 umount /run/lab/z
 sha256sum "$zero" > "$LAB_OUT/zero-after.sha"
