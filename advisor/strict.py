@@ -75,6 +75,10 @@ def _value(hint: Any, value: Any, where: str, readers: Readers) -> Any:
             return None
         (inner,) = [a for a in args if a is not type(None)]
         return _value(inner, value, where, readers)
+    if origin is list:
+        if not isinstance(value, list | tuple):
+            raise StrictError(f"{where}: expected a list, found {_kind(value)}")
+        return [_value(args[0], v, f"{where}[{i}]", readers) for i, v in enumerate(value)]
     if origin is tuple:
         if not isinstance(value, list | tuple):  # a list in JSON; a tuple from to_json() unserialised
             raise StrictError(f"{where}: expected a list, found {_kind(value)}")

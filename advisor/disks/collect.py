@@ -12,7 +12,6 @@ with the reason.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import stat
@@ -24,13 +23,16 @@ from typing import Any
 
 import psutil
 
+from advisor import strict
 from advisor.errors import Described, codes, what_of
+from advisor.inputs import load_json
 from advisor.readers import bcache as bcache_reader
 from advisor.readers import lvm
 from advisor.readers.blkid import parse_export
 from advisor.runner import CommandError, CommandRunner, ToolMissing
 
 RAW_SCHEMA = "cachewise.raw/1"
+SNAPSHOT_LIMIT = 256 << 20  # a machine with a thousand disks saves a few MiB
 
 SYS_BLOCK = Path("/sys/class/block")
 UDEV_RUN = Path("/run/udev")
@@ -114,20 +116,56 @@ class RawSystem:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RawSystem:
+    def from_json(cls, data: Any) -> RawSystem:
+        """A snapshot from its JSON, every field typed as the dataclasses say (StrictError, a
+        ValueError, naming the first that is not)."""
         if not isinstance(data, dict) or data.get("schema") != RAW_SCHEMA:
             data = data if isinstance(data, dict) else {}
             raise ValueError(f"not a cachewise raw snapshot (schema {data.get('schema')!r}, expected {RAW_SCHEMA})")
-        fields = dict(data)
-        fields["blocks"] = [RawBlock(**b) for b in data["blocks"]]
-        fields["unread"] = [_unread_v1(u) for u in data.get("unread", [])]
-        fields["mounts"] = [RawMount(**m) for m in data.get("mounts", [])]
-        return cls(**fields)
+        unread = data.get("unread", [])
+        if isinstance(unread, list):
+            data = {**data, "unread": [_unread_v1(u) if isinstance(u, dict) else u for u in unread]}
+        raw = strict.load(cls, data, "the snapshot")
+        cycle = _cycle(raw.blocks)
+        if cycle:
+            raise ValueError(f"its devices hold each other in a circle ({' -> '.join(cycle)}), which no kernel reports")
+        return raw
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RawSystem:
-        with open(path, encoding="utf-8") as fh:
-            return cls.from_json(json.load(fh))
+        """A snapshot file: a regular file of at most SNAPSHOT_LIMIT bytes, strict JSON
+        (Unreadable, BadJson or ValueError saying why not)."""
+        return cls.from_json(load_json(path, SNAPSHOT_LIMIT))
+
+
+def _cycle(blocks: list[RawBlock]) -> list[str]:
+    """A circle in what the devices say of each other (a device on a partition of itself, two
+    that hold each other), as the names round it; empty when there is none."""
+    below: dict[str, set[str]] = {b.name: set() for b in blocks}  # name -> what it sits on
+    for b in blocks:
+        below[b.name] |= set(b.slaves)
+        if b.parent:
+            below[b.name].add(b.parent)
+        for h in b.holders:
+            below.setdefault(h, set()).add(b.name)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in below:
+        if state.get(start):
+            continue
+        path, stack = [start], [iter(sorted(below[start]))]
+        state[start] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            elif not state.get(nxt):
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(sorted(below.get(nxt, ()))))
+    return []
 
 
 def _unread_v1(item: dict[str, str]) -> dict[str, str]:

@@ -267,14 +267,19 @@ def _natural_key(dev: Device) -> tuple[int, str]:
 def underlying_disks(inv: Inventory, dev: Device) -> list[Device]:
     """The whole disks a device sits on: itself for a disk, its parent for a partition, the
     disks under an LV, md array or bcache device (through the slaves)."""
-    if dev.kind == "disk":
-        return [dev]
-    if dev.kind == "partition" and dev.parent:
-        parent = inv.by_name(dev.parent)
-        return [parent] if parent else []
     out: list[Device] = []
-    for name in dev.slaves:
-        lower = inv.by_name(name)
-        if lower is not None:
-            out += [d for d in underlying_disks(inv, lower) if d not in out]
+    seen: set[str] = set()
+    todo = [dev]
+    while todo:
+        d = todo.pop(0)
+        if d.name in seen:
+            continue
+        seen.add(d.name)
+        if d.kind == "disk":
+            out += [d] if d not in out else []
+        elif d.kind == "partition" and d.parent:
+            parent = inv.by_name(d.parent)
+            out += [parent] if parent is not None and parent not in out else []
+        else:
+            todo[:0] = [lower for lower in map(inv.by_name, d.slaves) if lower is not None]  # depth first, in order
     return out

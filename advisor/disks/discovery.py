@@ -198,18 +198,22 @@ def _bcache(block: RawBlock, kind: Kind, fs_type: str | None, fs_uuid: str | Non
     return None
 
 
+# The largest number sysfs gives a block device (the kernel keeps sector counts in 64 bits): a
+# snapshot saying more is not read as a size (SQLite, JSON readers and the plans keep 63 bits).
+SYSFS_MAX = (1 << 63) - 1
+
+
 def _size(block: RawBlock) -> int:
-    try:
-        return int(block.attrs.get("size", "0")) * 512
-    except ValueError:
-        return 0
+    sectors = _int(block.attrs.get("size", "0")) or 0
+    return sectors * 512 if 0 <= sectors <= SYSFS_MAX // 512 else 0
 
 
 def _int(value: str | None) -> int | None:
     try:
-        return int(value) if value is not None else None
+        n = int(value) if value is not None and len(value) < 24 else None
     except ValueError:
         return None
+    return n if n is not None and -SYSFS_MAX <= n <= SYSFS_MAX else None
 
 
 def _identity(

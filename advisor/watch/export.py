@@ -2,17 +2,19 @@
 
 node_exporter's textfile collector reads every ``*.prom`` file in its directory; a file it
 reads half-written is dropped with an error, so the file is written beside the target and
-renamed over it (atomic on one file system).
+renamed over it (atomic on one file system). It starts with :data:`MARKER`, and only a file that
+does is replaced: a path that names another program's file is refused, not overwritten.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from advisor.outputs import replace_file
 from advisor.watch.sampler import Sample
+
+MARKER = "# cachewise textfile: written by cachewise status or watch, replaced whole on each update\n"
 
 COUNTERS = (
     ("hits", "cache hits (reads and writes)"),
@@ -41,7 +43,7 @@ def _label(value: str) -> str:
 
 def prometheus_text(samples: Iterable[Sample]) -> str:
     samples = list(samples)
-    lines: list[str] = []
+    lines: list[str] = [MARKER.rstrip("\n")]
     lines += [
         "# HELP cachewise_cache_info the cache's kind, mode, state and policy (value 1)",
         "# TYPE cachewise_cache_info gauge",
@@ -60,15 +62,28 @@ def prometheus_text(samples: Iterable[Sample]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def written_by_us(head: bytes) -> bool:
+    """Whether a file starts as a textfile cachewise wrote (the only kind it replaces)."""
+    return head.startswith(MARKER.encode())
+
+
 def write_textfile(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file in the same folder, renamed)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` atomically, replacing only a textfile cachewise wrote before
+    (outputs.Unsafe for anything else at that name: a link, or another program's file)."""
+    replace_file(path, text.encode(), written_by_us)
+
+
+def export_problem(path: Path) -> str | None:
+    """Why ``path`` cannot take the textfile (None: it can), looked at before any sample is
+    read: a link, or a file cachewise did not write, is there."""
+    if path.is_symlink():
+        return f"{path} is a link; cachewise replaces only a file it wrote"
+    if path.exists():
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(256) if path.is_file() else b""
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        if not path.is_file() or not written_by_us(head):
+            return f"{path} exists and was not written by cachewise"
+    return None

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from advisor.backends import listed
 from advisor.errors import codes, next_step
+from advisor.outputs import Unsafe
 from advisor.units import UnitError, parse_duration
-from advisor.watch.export import prometheus_text, write_textfile
+from advisor.watch.export import export_problem, prometheus_text, write_textfile
 from advisor.watch.sampler import Sample
 from cachewise.cli import common
 from cachewise.cli.output import error, print_json, show, warn
@@ -23,6 +24,7 @@ codes(
     {
         "export-unwritable": "cannot write {path} ({why}); the samples were read but not exported",
         "export-folder": "the folder of {path} is missing or not writable; nothing was read",
+        "export-refused": "cannot export to {path}: {why}; nothing was read",
     },
     front_end=True,
 )
@@ -33,6 +35,10 @@ def _prometheus(path: Path | None, samples: list[Sample]) -> None:
         return
     try:
         write_textfile(path, prometheus_text(samples))
+    except Unsafe as exc:
+        raise Refused(
+            "export-unwritable", changed=True, path=path, why=exc.why, next=[next_step("choose-output")]
+        ) from None
     except OSError as exc:
         raise Refused(
             "export-unwritable", changed=True, path=path, why=exc.strerror or exc, next=[next_step("choose-output")]
@@ -40,8 +46,13 @@ def _prometheus(path: Path | None, samples: list[Sample]) -> None:
 
 
 def _check_export(path: Path | None) -> None:
-    if path is not None and not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
+    if path is None:
+        return
+    if not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
         raise Refused("export-folder", path=path, next=[next_step("choose-output")])
+    why = export_problem(path)
+    if why:
+        raise Refused("export-refused", path=path, why=why, next=[next_step("choose-output")])
 
 
 def cmd_status(args: argparse.Namespace) -> int:
