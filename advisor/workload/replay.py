@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from advisor import strict
 from advisor.disks.devices import Device
 from advisor.disks.probe import fio_version
 from advisor.errors import Described, codes, next_step
@@ -137,12 +138,16 @@ class ReplayResult:
         """A result saved with ``replay --json``; ValueError when it is not one."""
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} result")
+        # Every field typed as the dataclasses say (StrictError, a ValueError, says which is
+        # not); what the output adds besides them is left aside.
+        values = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+        if isinstance(values.get("measured"), dict):
+            known = {f.name for f in fields(Measured)}
+            values["measured"] = {k: v for k, v in values["measured"].items() if k in known}
         try:
-            values = {f.name: data[f.name] for f in fields(cls) if f.name not in ("measured", "notes")}
-            measured = Measured(**{f.name: data["measured"][f.name] for f in fields(Measured)})
-            return cls(**values, measured=measured, notes=tuple(str(n) for n in data.get("notes", ())))
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"the result is incomplete ({exc})") from None
+            return strict.load(cls, values, "the result")
+        except strict.StrictError as exc:
+            raise ValueError(f"the result is incomplete or damaged ({exc.what})") from None
 
 
 def check_target(path: str, allow_file: bool = False) -> Target:

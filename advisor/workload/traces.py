@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.errors import CachewiseError, codes, next_step
+from advisor.inputs import Unreadable, compressed, open_binary
 from advisor.workload import fastparse
 
 REQUEST = np.dtype([("t", "<f8"), ("offset", "<u8"), ("length", "<u4"), ("write", "u1")])
@@ -121,12 +122,23 @@ def _open_text(path: Path) -> IO[str]:
         raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
 
 
-def detect_format(path: Path) -> Format:
+def _head(path: Path) -> bytes:
+    """The trace's first bytes: TraceError unless it is a regular file, and not compressed."""
     try:
-        with path.open("rb") as fh:
+        with open_binary(path) as fh:
             head = fh.read(4096)
+    except Unreadable as exc:
+        raise TraceError(f"cannot read the trace {path}: {exc.why}") from None
     except OSError as exc:
         raise TraceError(f"cannot read the trace {path}: {exc.strerror or exc}") from exc
+    packed = compressed(head)
+    if packed:
+        raise TraceError(f"{path} is compressed with {packed}; decompress it first, then give the trace itself")
+    return head
+
+
+def detect_format(path: Path) -> Format:
+    head = _head(path)
     if head.startswith(MAGIC_PREFIX):
         return "cachewise"
     text = head.decode("utf-8", "replace")
@@ -426,6 +438,8 @@ def load_trace(path: str | os.PathLike[str], fmt: Format = "auto", csv_layout: C
     if not p.is_file():
         raise TraceError(f"{p} is not a readable file")
     chosen = detect_format(p) if fmt == "auto" else fmt
+    if fmt != "auto":
+        _head(p)  # a regular file, not compressed, whatever format is named
     stats = ImportStats()
     meta: dict[str, Any] = {}
     if chosen == "cachewise":

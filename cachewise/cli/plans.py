@@ -7,7 +7,6 @@ of each field, and :func:`recipe_options` reads them back into the dataclass, si
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -18,6 +17,7 @@ from advisor.apply.journal import Journal
 from advisor.apply.run import ApplyError, Event
 from advisor.backends import BCACHE, Backend
 from advisor.errors import NOTHING, codes
+from advisor.inputs import BadJson, MiB, Unreadable, load_json
 from advisor.plan.model import Plan
 from advisor.prediction import Prediction
 from advisor.strict import StrictError, load
@@ -57,12 +57,17 @@ def recipe_options(recipe: Recipe[Any], args: argparse.Namespace) -> Any:
     return recipe.options(**given)
 
 
+RECOMMENDATION_LIMIT = 16 * MiB  # `recommend --json` writes a few hundred KiB at most
+
+
 def recommended(path: Path) -> CacheConfig | None:
     """The cache a `recommend --json` output recommends (None: it recommends no cache)."""
     try:
-        data = json.loads(path.read_text())["config"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise Refused("recommendation-unreadable", path=path, why=exc) from None
+        data = load_json(path, RECOMMENDATION_LIMIT)["config"]
+    except (Unreadable, BadJson) as exc:
+        raise Refused("recommendation-unreadable", path=path, why=exc.why) from None
+    except (KeyError, TypeError):
+        raise Refused("recommendation-unreadable", path=path, why="it has no config") from None
     if data is None:
         return None
     if isinstance(data, dict):  # a hand-written or trimmed file may lack what only the report uses

@@ -3,7 +3,6 @@ replayed onto a device."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -13,6 +12,7 @@ from typing import Any, Literal
 
 from advisor.disks.discovery import find_device
 from advisor.errors import CachewiseError, codes, next_step
+from advisor.inputs import BadJson, MiB, Unreadable, load_json
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
 from advisor.workload import replay as replaying
 from advisor.workload.analysis import Analysis, analyze_path
@@ -200,8 +200,10 @@ def replay_trace(
 def load_replay_result(path: Path) -> ReplayResult:
     """An earlier replay's JSON output, to compare with."""
     try:
-        return ReplayResult.from_json(json.loads(path.read_text()))
-    except OSError as exc:
-        raise Refused("replay-result-unreadable", path=path, why=exc.strerror) from None
+        return ReplayResult.from_json(load_json(path, 16 * MiB))
+    except Unreadable as exc:
+        raise Refused("replay-result-unreadable", path=path, why=exc.why) from None
+    except BadJson as exc:
+        raise Refused("not-a-replay-result", path=path, why=exc.why) from None
     except ValueError as exc:
         raise Refused("not-a-replay-result", path=path, why=exc) from None
