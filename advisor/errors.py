@@ -14,6 +14,8 @@ for messages composed from an earlier error.
 
 from __future__ import annotations
 
+import os
+import re
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -172,13 +174,53 @@ class Described(CachewiseError):
         super().__init__(code or self.CODE, changed=changed, next=next, why=why, **facts)
 
 
+_PLAIN = re.compile(r"[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\", "'": "\\'"}
+
+
+def shown(name: object) -> str:
+    """A name (a device, a path, an LV) as a person should see it: as it is when it is plain
+    printable ASCII; otherwise quoted, with every other character escaped, so that a newline, a
+    trailing space or a Cyrillic letter that looks Latin cannot pass for something else."""
+    text = str(name)
+    if _PLAIN.fullmatch(text):
+        return text
+    out = []
+    for c in text:
+        if c in _ESCAPES:
+            out.append(_ESCAPES[c])
+        elif "\x20" <= c <= "\x7e":
+            out.append(c)
+        else:
+            n = ord(c)
+            out.append(f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}")
+    return "'" + "".join(out) + "'"
+
+
+# The facts that are names (a device, a path, an LV): shown quoted when they hold odd characters.
+NAME_FACTS = frozenset(
+    "device path name lv vg target folder backing cache partition disk journal dir ssd other origin tool lock "
+    "file trace disposable vglv".split()
+)
+
+
 class _Facts(dict[str, Any]):
     """Facts for a sentence: an error given as a fact says only what happened (its own next steps
-    and "Nothing was changed." are the outer error's to say); a fact the error does not carry
-    reads as '?' rather than failing."""
+    and "Nothing was changed." are the outer error's to say); a name is shown quoted when it
+    holds odd characters (:func:`shown`); a fact the error does not carry reads as '?' rather
+    than failing."""
 
     def __init__(self, facts: Mapping[str, Any]) -> None:
-        super().__init__({k: v.what if isinstance(v, CachewiseError) else v for k, v in facts.items()})
+        super().__init__(
+            {
+                k: v.what
+                if isinstance(v, CachewiseError)
+                else shown(v)
+                if k in NAME_FACTS and isinstance(v, str | os.PathLike)
+                else v
+                for k, v in facts.items()
+            }
+        )
 
     def __missing__(self, key: str) -> str:
         return "?"

@@ -14,6 +14,7 @@ from advisor.advice.findings import finding
 from advisor.backends import listed
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeResult
+from advisor.errors import shown
 from advisor.units import duration, human_size, rate
 
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
@@ -44,11 +45,11 @@ def devices_table(inv: Inventory, show_all: bool = False) -> Table:
     table.add_column("State", ratio=3)
     for depth, dev in inv.tree(show_all):
         indent = "  " * depth
-        cell = Text(indent + ("└ " if depth else "") + dev.name, style="bold")
+        cell = Text(indent + ("└ " if depth else "") + shown(dev.name), style="bold")
         where = dev.stable_path or dev.identity
         if where:
-            cell.append("\n" + indent + ("  " if depth else "") + where, style="dim")
-        state = Text(dev.in_use_reason, style=STATE_STYLE[dev.state])
+            cell.append("\n" + indent + ("  " if depth else "") + shown(where), style="dim")
+        state = Text(dev.in_use_reason.replace("\n", "\\n"), style=STATE_STYLE[dev.state])
         c = dev.caching
         if c is not None:
             state.append(

@@ -21,7 +21,7 @@ from advisor.disks.eligibility import probe_key
 from advisor.disks.hotplug import HotplugWatcher
 from advisor.disks.probe import ProbeResult
 from advisor.disks.scheduler import Pass, ScanScheduler
-from advisor.errors import CachewiseError
+from advisor.errors import CachewiseError, shown
 from advisor.units import human_size
 from advisor.workload.analysis import Analysis
 from cachewise.core import discover, plans, workload
@@ -45,7 +45,7 @@ def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:
             grid.add_row(label, value if isinstance(value, Text) else str(value))
 
     row("Device", f"{dev.name} ({dev.kind})")
-    row("Path", dev.stable_path or f"{dev.devnode} (no stable path)")
+    row("Path", shown(dev.stable_path) if dev.stable_path else f"{dev.devnode} (no stable path)")
     row("Identity", dev.identity or "none: no serial, WWN or UUID")
     row("Model", " ".join(x for x in (dev.vendor, dev.model) if x))
     row("Serial", dev.serial)
@@ -67,7 +67,7 @@ def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:
         or (f"{dev.partition_table} partition table" if dev.partition_table else ""),
     )
     row("Label", dev.fs_label)
-    row("Mounted at", ", ".join(dev.mountpoints))
+    row("Mounted at", ", ".join(map(shown, dev.mountpoints)))
     if dev.lvm is not None:
         row(
             "LVM",

@@ -98,3 +98,14 @@ def removable(inv: Inventory) -> list[Device]:
         for d in inv.devices
         if d.caching is not None and d.caching.remove is not None and (d.bcache is None or d.bcache.role == "bcache")
     ]
+
+
+def caches_unknown(inv: Inventory) -> str | None:
+    """Why this inventory cannot tell which LVM caches the machine has (None: it can): LVM's
+    reports were not read (not root, or lvs failed). "No cache" is then unknown, not none."""
+    for note in inv.notes:
+        if note.startswith("LVM reports:"):
+            return note
+    if not inv.root:
+        return "LVM's reports need root"
+    return None

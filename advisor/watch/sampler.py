@@ -177,21 +177,32 @@ class Sampler:
         self.fill_every = fill_every
         self.clock = clock
         self._fill: dict[str, tuple[float, int | None]] = {}  # bcache: when the fill was read, and it
+        # What the last look for caches could not read (device-mapper's table): the caches it
+        # found are then not all there are.
+        self.unread: list[str] = []
 
     # -- finding caches --
 
     def caches(self) -> list[CacheRef]:
-        """Every dm-cache, dm-writecache and bcache device on the host, in name order."""
+        """Every dm-cache, dm-writecache and bcache device on the host, in name order (see
+        :attr:`unread` for what could not be looked at)."""
+        self.unread = []
         return sorted(self._dm_caches() + self._bcaches(), key=lambda c: c.name)
 
     def _dmsetup(self, what: str) -> str:
         if self.runner.which("dmsetup") is None:
+            self.unread.append("device-mapper's tables: dmsetup is not installed")
             return ""
         try:
             out = self.runner.run(["dmsetup", what], timeout=10, check=False)
-        except CommandError:
+        except CommandError as exc:
+            self.unread.append(f"device-mapper's tables: {exc.what}")
             return ""
-        return out.stdout if out.returncode == 0 else ""
+        if out.returncode != 0:
+            said = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit code {out.returncode}"
+            self.unread.append(f"device-mapper's tables: `dmsetup {what}` failed ({said})")
+            return ""
+        return out.stdout
 
     def _dm_caches(self) -> list[CacheRef]:
         found = []
@@ -255,6 +266,12 @@ class Sampler:
             if ref.aliases() & wanted:
                 return ref
         names = ", ".join(c.name for c in caches) or "none"
+        if self.unread:
+            raise WatchError(
+                f"{target} is not among the caches cachewise could read ({names}); it could not read "
+                f"{'; '.join(self.unread)}; nothing was read",
+                next=[next_step("become-root")],
+            )
         raise WatchError(
             f"{target} is not a cache on this machine (caches found: {names}); nothing was read",
             next=[next_step("name-cache"), next_step("see-caches")],

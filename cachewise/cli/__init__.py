@@ -9,6 +9,7 @@ loads numpy, numba or Textual.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
@@ -16,7 +17,7 @@ import signal
 import sys
 
 from advisor.errors import CachewiseError
-from cachewise.cli.output import error
+from cachewise.cli.output import OutputLost, error, guard_streams
 from cachewise.cli.parser import build_parser
 from cachewise.cli.phrases import word
 
@@ -39,6 +40,25 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    closed = guard_streams()
+    if closed is not None:
+        print(f"cachewise: {closed}, so nothing could be shown; nothing was done.", file=sys.stderr)
+        return 1
+    try:
+        return _main(argv)
+    except OutputLost as exc:
+        _quiet_stdout()
+        print(f"cachewise: cannot write to standard output ({exc.why}); what was shown is incomplete.", file=sys.stderr)
+        return 1
+
+
+def _quiet_stdout() -> None:
+    """Standard output to /dev/null, so that Python's own flush at exit finds nothing to fail on."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -59,8 +79,13 @@ def main(argv: list[str] | None = None) -> int:
         print("cachewise: interrupted; nothing was changed.", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `cachewise scan --json | head`: the reader left; say nothing more
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 141
+    finally:
+        try:
+            sys.stdout.flush()  # here, where an error is answered, not at exit
+        except BrokenPipeError:
+            _quiet_stdout()
 
 
 __all__ = ["build_parser", "main"]

@@ -57,15 +57,18 @@ def _check_export(path: Path | None) -> None:
 
 def cmd_status(args: argparse.Namespace) -> int:
     _check_export(args.prometheus)
-    rows = watch.status(common.core_for(args))
+    found = watch.status(common.core_for(args))
+    rows = found.rows
     _prometheus(args.prometheus, [s for _, s in rows if s is not None])
-    if not rows and not args.json:
-        print(f"No {listed()} device on this machine.")
-        return 0
+    # What could not be read makes "no cache" unknowable: say so, and fail, so that nobody pulls
+    # the SSD of a writeback cache that status could not see.
+    unknown = "; ".join(found.unread)
+    code = 1 if unknown else 0
     if args.json:
-        return print_json(
+        print_json(
             {
                 "schema": "cachewise.status/1",
+                "unread": list(found.unread),
                 "caches": [
                     {
                         "name": ref.name,
@@ -80,8 +83,15 @@ def cmd_status(args: argparse.Namespace) -> int:
                 ],
             }
         )
-    show(status_table(rows))
-    return 0
+    elif rows:
+        show(status_table(rows))
+    elif not unknown:
+        print(f"No {listed()} device on this machine.")
+    if unknown:
+        listed_ = "the caches above are those it could read" if rows else "it cannot tell whether this machine has any"
+        hint = " Run it with sudo." if os.geteuid() != 0 else ""
+        error(f"could not read {unknown}, so {listed_}.{hint} Nothing was changed.")
+    return code
 
 
 def cmd_watch(args: argparse.Namespace) -> int:

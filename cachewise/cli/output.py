@@ -2,14 +2,87 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 
 from advisor.errors import CachewiseError
 from cachewise.cli.phrases import word
+
+
+class OutputLost(Exception):
+    """Standard output cannot be written (closed, on a full disk, a device that fails)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class _Guarded(io.TextIOBase):
+    """Standard output whose write errors are :class:`OutputLost` (a closed pipe stays
+    BrokenPipeError, which the caller answers quietly), and which never raises for a character
+    the terminal's encoding lacks: it is replaced."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="replace")  # type: ignore[attr-defined]
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise OutputLost(getattr(exc, "strerror", None) or str(exc)) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:
+            raise OutputLost(getattr(exc, "strerror", None) or str(exc)) from None
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self._stream.encoding
+
+    def writable(self) -> bool:
+        return True
+
+
+def guard_streams() -> str | None:
+    """Make standard output safe to print to: errors become OutputLost, characters the
+    terminal cannot show are replaced (on stderr too). Returns why output is impossible when
+    standard output is closed (None: it is open)."""
+    with contextlib.suppress(AttributeError, ValueError):
+        sys.stderr.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    if sys.stdout is None:
+        return "standard output is closed"
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (captured in memory): open by definition
+        fd = -1
+    if fd >= 0:
+        try:
+            os.fstat(fd)
+        except OSError:
+            return "standard output is closed"
+    if not isinstance(sys.stdout, _Guarded):
+        sys.stdout = _Guarded(sys.stdout)
+    return None
 
 
 def error(message: str) -> int:

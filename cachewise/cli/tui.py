@@ -12,8 +12,13 @@ from screens.app import CachewiseApp
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    if not sys.stdout.isatty():
-        return error("the terminal UI needs a terminal; use a subcommand such as `cachewise scan --json` in scripts.")
+    # Both ends must be the terminal: with stdin from a file or a pipe, Textual would wait for
+    # keys that never come, at full speed.
+    if sys.stdout is None or sys.stdin is None or not (sys.stdout.isatty() and sys.stdin.isatty()):
+        return error(
+            "the terminal UI needs a terminal for its input and its output; use a subcommand such as "
+            "`cachewise scan --json` in scripts. Nothing was changed."
+        )
     core = common.core_for(args)
     target = getattr(args, "watch", None)  # absent when `tui` was not named (the default command)
     ref = watch.target(core, target) if target else None

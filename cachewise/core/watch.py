@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.history import History
@@ -50,11 +50,20 @@ def prediction(core: Core, ref: CacheRef) -> Prediction | None:
     return found[0] if found else None
 
 
-def status(core: Core) -> list[tuple[CacheRef, Sample | None]]:
-    """Every cache with one sample of it (None when it could not be read)."""
+@dataclass(frozen=True)
+class Status:
+    """Every cache found with one sample of it (None when it could not be read), and what could
+    not be looked at: when ``unread`` is not empty, the caches listed may not be all there are."""
+
+    rows: list[tuple[CacheRef, Sample | None]]
+    unread: tuple[str, ...] = ()
+
+
+def status(core: Core) -> Status:
     refs = caches(core)
+    unread = tuple(core.sampler().unread)
     by_name = {s.target: s for s in core.sampler().sample(refs)}
-    return [(ref, by_name.get(ref.name)) for ref in refs]
+    return Status([(ref, by_name.get(ref.name)) for ref in refs], unread)
 
 
 def session(core: Core, refs: list[CacheRef], record: bool = True, stall_seconds: float | None = None) -> Session:

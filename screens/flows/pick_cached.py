@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Static
 
 from advisor.backends import listed
 from advisor.disks.devices import Device
-from advisor.disks.eligibility import removable
+from advisor.disks.eligibility import caches_unknown, removable
 from advisor.errors import CachewiseError
 from advisor.units import human_size
 from cachewise.core import discover, plans, watch
@@ -70,7 +70,7 @@ class PickCached(DeviceStep):
     @work(thread=True, group="dirty", exclusive=True, description="read each cache's dirty data", exit_on_error=False)
     def _read_dirty(self) -> None:
         found = {}
-        for ref, sample in watch.status(self.core):
+        for ref, sample in watch.status(self.core).rows:
             if sample is None:
                 found[ref.name] = "unreadable"
             elif sample.dirty_bytes is not None:
@@ -88,6 +88,12 @@ class PickCached(DeviceStep):
         return removable(self.flow.inventory)
 
     def empty(self) -> str:
+        unknown = caches_unknown(self.flow.inventory)
+        if unknown:
+            return (
+                f"cachewise could not read which caches this machine has ({unknown}), so it cannot say there are "
+                "none. Start it as root (sudo cachewise) to remove one. Esc goes back."
+            )
         return f"this machine has no {listed()} cache cachewise can remove. Esc goes back."
 
     def on_screen_resume(self) -> None:
