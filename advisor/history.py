@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor import statedir
 from advisor.errors import Described, codes, next_step
+from advisor.inputs import BadJson, parse_json
 from advisor.prediction import Prediction
 from advisor.watch.sampler import Sample
 
@@ -170,8 +171,8 @@ def _trouble(path: Path, exc: BaseException) -> HistoryError:
 def _json_row(text: object) -> Any:
     """A JSON column's value; None for one that is not JSON (written by something else)."""
     try:
-        return json.loads(text) if isinstance(text, str | bytes) else None
-    except ValueError:
+        return parse_json(text) if isinstance(text, str) else None
+    except BadJson:
         return None
 
 

@@ -265,6 +265,8 @@ class CommandRunner:
             raise TimedOut(argv, limit) from exc
         except PermissionError as exc:
             raise PermissionDenied(argv, str(exc)) from exc
+        except OSError as exc:  # it cannot start at all: a bad interpreter line, not an executable
+            raise CommandError(argv, exc.strerror or str(exc)) from exc
         result = CommandResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
         self._record(result)
         if proc.returncode != 0:
@@ -285,16 +287,21 @@ class CommandRunner:
         argv = [str(a) for a in argv]
         limit = self.default_timeout if timeout is None else timeout
         exe = self._resolve(argv)
-        proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell
-            [exe, *argv[1:]],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            env=self.env(),
-            close_fds=True,
-        )
+        try:
+            proc = subprocess.Popen(  # noqa: S603 - argv list, never a shell
+                [exe, *argv[1:]],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                env=self.env(),
+                close_fds=True,
+            )
+        except PermissionError as exc:
+            raise PermissionDenied(argv, str(exc)) from exc
+        except OSError as exc:
+            raise CommandError(argv, exc.strerror or str(exc)) from exc
         return Running(self, argv, proc, limit)
 
     def _record(self, result: CommandResult) -> None:

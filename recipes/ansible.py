@@ -17,11 +17,25 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from advisor.errors import Described, codes, next_step
+from advisor.errors import Described, codes, next_step, shown
 from advisor.plan.checks import Check, kname_var
 from advisor.plan.model import Plan
 
 Task = dict[str, Any]
+
+
+class Unsafe(str):
+    """Text from device data (paths, names, the plan's title): written as ``!unsafe``, so that
+    Ansible never templates it on the controller. A device or LV name holding ``{{ ... }}``
+    would otherwise run Jinja there. Conditions and set_fact expressions, which must be
+    templated, hold only the playbook's own variables and quoted literals."""
+
+
+def _own_template(text: str) -> bool:
+    """Whether a raw command uses the playbook's own variables (a device's kernel name, looked
+    up on each host), so that it must be templated; its other parts are the plan language's
+    sysfs paths, never device data."""
+    return "{{ cw_kname_" in text
 
 
 codes({"no-playbook": "{why}"})
@@ -35,12 +49,16 @@ class AnsibleError(Described, ValueError):
 
 def _probe(name: str, argv: list[str] | tuple[str, ...], register: str, when: str | None = None) -> Task:
     """A read-only check: a raw command whose result is registered and never fails the play."""
+    raw = shlex.join(argv) + " 2>/dev/null"
     task: Task = {
-        "name": name,
-        "ansible.builtin.raw": shlex.join(argv) + " 2>/dev/null",
+        "name": Unsafe(name),
+        "ansible.builtin.raw": raw if _own_template(raw) else Unsafe(raw),
         "register": register,
         "changed_when": False,
         "failed_when": False,
+        # Read-only: it runs under --check too, so that the asserts and the in-effect facts
+        # that use its result hold there as they would for real.
+        "check_mode": False,
     }
     if when:
         task["when"] = when
@@ -52,7 +70,11 @@ def _asserted(check: Check, register: str, when: str, names: tuple[str, str], fa
     form = check.ansible(register)
     return [
         _probe(names[0], form.argv, register, when),
-        {"name": names[1], "ansible.builtin.assert": {"that": [form.condition], "fail_msg": fail_msg}, "when": when},
+        {
+            "name": Unsafe(names[1]),
+            "ansible.builtin.assert": {"that": [form.condition], "fail_msg": Unsafe(fail_msg)},
+            "when": when,
+        },
     ]
 
 
@@ -74,10 +96,12 @@ def playbook(plan: Plan) -> list[dict[str, Any]]:
         tasks.append(_probe(f"preflight: {d.path} is still there", ["lsblk", "-bdno", "SIZE", d.path], reg))
         tasks.append(
             {
-                "name": f"preflight: {d.path} has the size it was planned with ({d.size_bytes} bytes)",
+                "name": Unsafe(f"preflight: {d.path} has the size it was planned with ({d.size_bytes} bytes)"),
                 "ansible.builtin.assert": {
-                    "that": [f"({reg}.stdout | trim | int) == {d.size_bytes}"],
-                    "fail_msg": f"{d.path} is missing or changed since planning; nothing was changed. Make a new plan.",
+                    "that": [f"({reg}.stdout | trim | int) == {int(d.size_bytes)}"],
+                    "fail_msg": Unsafe(
+                        f"{d.path} is missing or changed since planning; nothing was changed. Make a new plan."
+                    ),
                 },
             }
         )
@@ -108,18 +132,21 @@ def playbook(plan: Plan) -> list[dict[str, Any]]:
             }
         )
     for i, step in enumerate(plan.steps):
+        # Under --check no command runs: only the first step not in effect can have its
+        # preconditions checked (the later ones wait for it), and no step is verified.
+        first = f" and (not ansible_check_mode or (cw_done_{i - 1} | bool))" if i else ""
         for j, check in enumerate(step.pre):
             tasks += _asserted(
                 check,
                 f"cw_pre_{i}_{j}",
-                f"not (cw_done_{i} | bool)",
+                f"not (cw_done_{i} | bool){first}",
                 (f"before step {i + 1}: {check.describe()}?", f"before step {i + 1}: precondition"),
                 f"expected that {check.describe()}; step {i + 1} and later did not run.",
             )
         tasks.append(
             {
-                "name": f"step {i + 1}: {step.description}",
-                "ansible.builtin.command": {"argv": list(step.argv)},
+                "name": Unsafe(f"step {i + 1}: {step.description}"),
+                "ansible.builtin.command": {"argv": [Unsafe(a) for a in step.argv]},
                 "when": f"not (cw_done_{i} | bool)",
             }
         )
@@ -127,19 +154,26 @@ def playbook(plan: Plan) -> list[dict[str, Any]]:
             tasks += _asserted(
                 check,
                 f"cw_verify_{i}_{j}",
-                f"not (cw_done_{i} | bool)",
+                f"not (cw_done_{i} | bool) and not ansible_check_mode",
                 (f"verify step {i + 1}: {check.describe()}", f"verify step {i + 1} took effect"),
                 f"step {i + 1} ({step.description}) did not take effect; later steps did not run.",
             )
-    return [{"name": plan.title, "hosts": "all", "become": True, "gather_facts": False, "tasks": tasks}]
+    return [{"name": Unsafe(plan.title), "hosts": "all", "become": True, "gather_facts": False, "tasks": tasks}]
 
 
 def render(plan: Plan) -> str:
     header = (
-        f"# cachewise plan {plan.kind}, made {plan.created} on {plan.host}\n"
+        f"# cachewise plan {plan.kind}, made {plan.created} on {shown(plan.host)}\n"
         "# ansible-playbook -i HOSTS this.yml   (devices are named by stable paths; check them per host)\n"
     )
     import yaml  # lazy: yaml, only the playbook form needs it
 
-    body: str = yaml.safe_dump(playbook(plan), sort_keys=False, allow_unicode=True, width=1000)
+    class Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML has no type hints here
+        pass
+
+    def unsafe(dumper: yaml.SafeDumper, text: Unsafe) -> yaml.ScalarNode:
+        return dumper.represent_scalar("!unsafe", str(text), style="'")
+
+    Dumper.add_representer(Unsafe, unsafe)
+    body: str = yaml.dump(playbook(plan), Dumper=Dumper, sort_keys=False, allow_unicode=True, width=1000)
     return header + body

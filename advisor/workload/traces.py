@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.errors import CachewiseError, codes, next_step
-from advisor.inputs import Unreadable, compressed, open_binary
+from advisor.inputs import BadJson, Unreadable, compressed, open_binary, parse_json
 from advisor.workload import fastparse
 
 REQUEST = np.dtype([("t", "<f8"), ("offset", "<u8"), ("length", "<u4"), ("write", "u1")])
@@ -348,8 +348,8 @@ def _cachewise_header(path: Path) -> tuple[dict[str, Any], int, int]:
                 )
             raise TraceError(f"{path} is not a cachewise trace (bad header)")
         try:
-            meta = json.loads(fh.readline(1 << 20))
-        except ValueError:
+            meta = parse_json(fh.readline(1 << 20).decode("utf-8"))
+        except (BadJson, UnicodeDecodeError):
             meta = None
         if not isinstance(meta, dict):
             raise TraceError(f"{path} has a corrupt header")

@@ -4,6 +4,7 @@ the lab (tests/lab/test_apply_bcache_ansible_lab.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import yaml
 
 from advisor.disks.collect import RawSystem
 from advisor.disks.discovery import build_inventory
+from advisor.plan.model import Plan
 from recipes.ansible import AnsibleError, render
 from recipes.bcache import bcache_create
 from recipes.lvmcache import CacheSpec, lvmcache_attach
@@ -24,9 +26,20 @@ from tests.conftest import FIXTURES
 INV = build_inventory(RawSystem.load(FIXTURES / "lab-scan" / "raw-udev.json"))
 
 
+class _Loader(yaml.SafeLoader):
+    """Reads a playbook as Ansible does, taking !unsafe text as the text it holds."""
+
+
+_Loader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
+
+
+def load_book(text: str) -> object:
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader with one more tag
+
+
 def test_playbook_has_every_step_as_argv_guarded_by_its_checks() -> None:
     plan = lvmcache_attach(INV, "labvg/data", "nvme0n1", CacheSpec(256 << 20))
-    book = yaml.safe_load(render(plan))
+    book = load_book(render(plan))
     assert book[0]["become"] is True and book[0]["hosts"] == "all"
     tasks = book[0]["tasks"]
     commands = [t["ansible.builtin.command"]["argv"] for t in tasks
@@ -75,7 +88,8 @@ def test_ansible_accepts_the_playbook(tmp_path: Path) -> None:
 STUB_TOOLS = ("lsblk", "blkid", "pvs", "lvs", "pvcreate", "vgextend", "lvcreate", "lvconvert")
 
 
-def run_playbook(book: Path, tmp_path: Path, state: dict[str, object]) -> tuple[str, dict[str, object]]:
+def run_playbook(book: Path, tmp_path: Path, state: dict[str, object],
+                 extra: tuple[str, ...] = ()) -> tuple[str, dict[str, object]]:
     """ansible-playbook against localhost with lvm's tools replaced by tests/unit/stubs/lvmstub.py."""
     bin_dir = tmp_path / "bin"
     if not bin_dir.exists():
@@ -89,7 +103,7 @@ def run_playbook(book: Path, tmp_path: Path, state: dict[str, object]) -> tuple[
            "ANSIBLE_NOCOLOR": "1"}
     program = Path(sys.executable).parent / "ansible-playbook"
     out = subprocess.run([str(program), "-i", "localhost,", "-c", "local", "-e",
-                          f"ansible_python_interpreter={sys.executable}", str(book)],
+                          f"ansible_python_interpreter={sys.executable}", *extra, str(book)],
                          capture_output=True, text=True, env=env, check=False, timeout=300)
     return out.stdout + out.stderr, json.loads(state_file.read_text())
 
@@ -131,3 +145,34 @@ def test_playbook_stops_before_any_change_when_a_device_changed_size(tmp_path: P
     text, after = run_playbook(book, tmp_path, state)
     assert recap(text)["failed"] == 1 and after["ran"] == []
     assert f"{plan.devices[1].path} is missing or changed since planning; nothing was changed" in text
+
+
+def _fresh_state(plan: Plan) -> dict[str, object]:
+    return {"sizes": {d.path: d.size_bytes for d in plan.devices}, "pvs": {plan.devices[0].path: "labvg"},
+            "lvs": {"labvg/data": {"segtype": "linear", "cache_mode": ""}}, "ran": []}
+
+
+def test_check_mode_runs_the_read_only_checks_and_changes_nothing(tmp_path: Path) -> None:
+    """`ansible-playbook --check` skips commands; the read-only checks run anyway (check_mode:
+    false), so the preflight and the in-effect facts hold and the play ends without a failure."""
+    plan = lvmcache_attach(INV, "labvg/data", "nvme0n1", CacheSpec(256 << 20))
+    book = tmp_path / "attach.yml"
+    book.write_text(render(plan))
+    text, after = run_playbook(book, tmp_path, _fresh_state(plan), ("--check",))
+    assert recap(text)["failed"] == 0, text[-3000:]
+    assert [r[0] for r in after["ran"]] == [], "nothing changes under --check"  # type: ignore[union-attr]
+    assert "preflight: " in text and "lsblk" not in [r[0] for r in after["ran"]]  # type: ignore[union-attr]
+
+
+def test_device_data_is_never_templated_on_the_controller(tmp_path: Path) -> None:
+    """Names from the devices and the plan are written !unsafe: Jinja in them is shown, never run."""
+    marker = tmp_path / "templated"
+    jinja = "{{ lookup('pipe', 'touch " + str(marker) + "') }}"
+    plan = dataclasses.replace(lvmcache_attach(INV, "labvg/data", "nvme0n1", CacheSpec(256 << 20)),
+                               title=f"Attach {jinja}")
+    book = tmp_path / "attach.yml"
+    book.write_text(render(plan))
+    assert "!unsafe 'Attach {{ lookup" in book.read_text()
+    text, _ = run_playbook(book, tmp_path, _fresh_state(plan), ("--check",))
+    assert not marker.exists(), "the title was templated on the controller"
+    assert "lookup('pipe'" in text and recap(text)["failed"] == 0, text[-3000:]
