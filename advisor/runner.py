@@ -13,6 +13,7 @@ import logging
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -117,7 +118,9 @@ def untrusted(path: str) -> str | None:
             return exc.strerror or str(exc)
         if st.st_uid != 0:
             return f"{at} does not belong to root"
-        if st.st_mode & 0o022:
+        # A sticky directory (/tmp) lets others add files but not touch root's: the next
+        # component decides.
+        if st.st_mode & 0o022 and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX and at != real):
             return f"other users can write to {at}"
     return None
 

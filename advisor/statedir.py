@@ -10,6 +10,7 @@ and every file in it is opened relative to the directory's descriptor, never fol
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
 import stat
@@ -97,6 +98,10 @@ def open_in(state: Path, *parts: str, flags: int = os.O_RDONLY, mode: int = 0o60
                     raise
                 os.mkdir(part, 0o700, dir_fd=fd)
                 sub = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except NotADirectoryError:
+                if stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode):  # O_NOFOLLOW met a link
+                    raise OSError(errno.ELOOP, "it is a link", part) from None
+                raise
             os.close(fd)
             fd = sub
         return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)

@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, OptionList, Select, Static
 
@@ -38,6 +37,7 @@ from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
 from tests.tui.test_fit import assert_fits
 from tests.tui.test_probe_screen import FakeProber
 from tests.tui.test_warmup_screen import BCACHE, LV, ScriptedSampler, sample
+from tests.unit.test_ansible import load_book
 
 SLOW_LV = "dm-1"  # labvg/data on the HDD
 
@@ -329,7 +329,7 @@ async def test_plan_only_saves_json_and_ansible_and_names_the_command(tmp_path: 
         box.focus()
         await pilot.press("enter")
         await pilot.pause()
-        book = yaml.safe_load((tmp_path / "plan.yml").read_text())
+        book = load_book((tmp_path / "plan.yml").read_text())
         assert isinstance(book, list) and book[0]["hosts"]
         assert "ansible-playbook" in str(save.query_one("#save-status", Static).content)
         json.loads((tmp_path / "plan.json").read_text())
