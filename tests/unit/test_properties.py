@@ -172,3 +172,85 @@ def test_check_reader_on_any_json(value: Any) -> None:
         check_from_json(value)
     except CheckError:
         pass
+
+
+# --- the loaders root reads on a user's word: plans as text, journals, snapshots ---
+
+@FAST
+@given(st.text(max_size=400) | st.sampled_from([json.dumps(p) for p in PLANS]).map(
+    lambda t: t.replace('"argv": [', '"argv": [], "argv": [', 1)))
+def test_plan_loader_on_any_text(text: str) -> None:
+    """Duplicate keys, deep nesting, NaN, broken UTF-8 in disguise: a PlanError or a plan."""
+    try:
+        Plan.loads(text)
+    except PlanError:
+        pass
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.sampled_from(range(len(PLANS))), st.lists(st.integers(0, 50), max_size=6), json_values | st.just(...))
+def test_an_accepted_plan_describes_itself_from_its_commands(which: int, path: list[int], value: Any) -> None:
+    data = mutate(json.loads(json.dumps(copy.deepcopy(PLANS[which]))), path, value)
+    try:
+        plan = Plan.from_json(data)
+    except PlanError:
+        return
+    for s in plan.steps:  # computed, never read: whatever the file said
+        assert s.description and not s.description.startswith("run ")
+    assert isinstance(plan.destroys, tuple) and Plan.loads(plan.dumps()) == plan
+
+
+JOURNAL_LINES = [json.dumps({"time": "t", "event": "plan", "plan": PLANS[0]}),
+                 json.dumps({"time": "t", "event": "step-begin", "step": "pvcreate"}),
+                 json.dumps({"time": "t", "event": "step-end", "step": "pvcreate"})]
+
+
+@FAST
+@given(st.binary(max_size=300) | st.lists(st.sampled_from(JOURNAL_LINES), max_size=4).map(
+    lambda lines: "\n".join(lines).encode()), st.integers(0, 4000))
+def test_journal_reader_on_any_file(tmp_path: Path, body: bytes, cut: int) -> None:
+    """Any bytes, or a journal cut anywhere by a crash, then appended to: JournalError or records,
+    and an append always starts a line of its own."""
+    from advisor.apply.journal import Journal, JournalError
+
+    d = tmp_path / "state" / "journal"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / "20260101T000000-x.jsonl"
+    path.write_bytes(body[:cut] if cut < len(body) else body)
+    journal = Journal(path)
+    try:
+        before = journal.records()
+        journal.problem()
+    except JournalError:
+        return
+    journal.write("abandoned")
+    after = journal.records()
+    assert after[:len(before)] == before and after[-1]["event"] == "abandoned"
+    path.unlink()
+
+
+SNAPSHOT = json.loads((FIXTURES / "lab-scan" / "raw-udev.json").read_text())
+
+
+@settings(max_examples=200, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.lists(st.integers(0, 60), max_size=6), json_values | st.just(...)), min_size=1,
+                max_size=3))
+def test_snapshot_loader_on_any_damage(tmp_path: Path, changes: list[tuple[list[int], Any]]) -> None:
+    """A snapshot damaged anywhere is refused with cachewise's own sentence, or read whole: its
+    inventory builds, lists and serialises without any other exception."""
+    from cachewise.core.context import Refused, load_snapshot
+
+    data = json.loads(json.dumps(SNAPSHOT))
+    for path, value in changes:
+        data = mutate(data, path, value)
+        data = None if data is ... else data
+    file = tmp_path / "raw.json"
+    file.write_text(json.dumps(data))
+    try:
+        raw = load_snapshot(file)
+    except Refused:
+        return
+    inv = build_inventory(raw)
+    inv.tree(show_all=True)
+    json.dumps(inv.to_json(show_all=True))
