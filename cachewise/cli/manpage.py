@@ -49,8 +49,10 @@ SAFETY = (
     "Every command that changes disks works from a plan: `cachewise plan` prints the exact commands and what they "
     "destroy without running anything; `cachewise apply` runs a saved plan after checking the devices are still "
     "the ones it was made for, asks for the device's name to be typed, and journals every step so an interrupted "
-    "run can be resumed or rolled back. scan, probe (read-only fio), trace, analyze, recommend, status, watch and "
-    "history change nothing."
+    "run can be resumed or rolled back. A plan file's steps must be its recipe's, bound to its devices' roles; what "
+    "they destroy is computed from the commands. As root, programs come only from the system directories, and the "
+    "state directory and plan files must be root's. scan, probe (read-only fio), trace, analyze, recommend, status, "
+    "watch and history change nothing."
 )
 SEE_ALSO = ["lvmcache(7)", "lvconvert(8)", "make-bcache(8)", "fio(1)", "blktrace(8)", "smartctl(8)"]
 
