@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from advisor.errors import CachewiseError, Described, codes, what_of
 
 T = TypeVar("T")
+INT_LIMIT = 1 << 63
 
 
 codes({"bad-field": "{why}"})
@@ -109,6 +110,8 @@ def _value(hint: Any, value: Any, where: str, readers: Readers) -> Any:
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise StrictError(f"{where}: expected a whole number, found {_kind(value)}")
+        if not -INT_LIMIT <= value < INT_LIMIT:  # what SQLite, the kernel and lvm2 can hold
+            raise StrictError(f"{where}: {value} is out of range")
         return value
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

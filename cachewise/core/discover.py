@@ -44,8 +44,12 @@ def earlier_probes(core: Core, inv: Inventory) -> tuple[dict[str, ProbeResult], 
         for dev in inv.devices:
             if dev.identity and dev.identity not in found:
                 data = hist.latest_probe(dev.identity, dev.size_bytes)
-                if data is not None:
+                if data is None:
+                    continue
+                try:
                     found[dev.identity] = ProbeResult.from_json(data)
+                except (TypeError, ValueError, KeyError, AttributeError):
+                    continue  # a probe another version recorded: measured again when needed
 
     return found, core.record(read)
 

@@ -224,6 +224,8 @@ CLI_CASES = [
     Cli("plan-writable-by-all", "plan", APPLY, "other users can write to it", setup=write_plan(mode=0o666),
         root=True),
     Cli("plan-of-another-user", "plan", APPLY, "it belongs to nobody", setup=write_plan(owner=NOBODY), root=True),
+    Cli("absurd-device-size", "plan", APPLY, "is out of range",
+        setup=write_plan(lambda p: p["devices"][1].update(size_bytes=2**70)), root=True),
     # planted links
     Cli("state-dir-link-of-another-user", "links", ["--state-dir", "{tmp}/st", "history"],
         "is a link that belongs to nobody", setup=link_by(NOBODY, "st", "{tmp}/real", mkdir=True), root=True),
@@ -685,6 +687,23 @@ def test_rows_another_version_wrote_are_left_out(tmp_path: Path) -> None:
     with History(tmp_path / "st" / "history.sqlite3") as h:
         assert h.samples("x") == []
         assert h.made_caches() == [("x", 1.0, None)]
+
+
+@case("history")
+def test_a_probe_another_version_recorded_is_measured_again(tmp_path: Path) -> None:
+    from advisor.disks.collect import RawSystem
+    from cachewise.core import Core
+    from cachewise.core.discover import earlier_probes
+
+    inv_dev = json.loads(RAW.read_text())
+    _history(tmp_path / "st", "INSERT INTO probes (taken_at, identity, size_bytes, device, device_class, confidence, "
+             "complete, fio_version, result_json, fio_json) VALUES ('t', 'serial:NVME0001', 1073741824, 'nvme0n1', "
+             "'nvme', 'high', 1, 'fio-9', '{\"from\": \"the future\"}', '{}')")
+    core = Core.for_snapshot(RawSystem.from_json(inv_dev), tmp_path / "st")
+    from cachewise.core.discover import scan
+
+    found, warning = earlier_probes(core, scan(core))
+    assert found == {} and warning is None
 
 
 @case("history")
