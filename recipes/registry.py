@@ -105,6 +105,7 @@ class Recipe(Generic[OptionsT]):
             self.uses,
             modules=self.backend.kernel_modules if makes and self.backend else (),
             progress=self.backend.progress if self.backend and self.effect != "makes" else "",
+            segtype=(self.backend.lvm_segtype or "") if self.backend and self.effect != "makes" else "",
         )
 
     def for_devices(self, slow: str, fast: Sequence[str]) -> OptionsT:

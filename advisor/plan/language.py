@@ -104,18 +104,23 @@ SHAPES: dict[str, Shape] = {
         modules=("dm_raid",),
     ),
     "lvremove": Shape("lvremove --yes VGLV", says="remove the LV {VGLV}", destroys=("VGLV",)),
+    # lvm2 erases what it turns into a cache pool, its metadata or a cache volume: those LVs
+    # are destroyed, and so may only be ones the plan creates; the origin keeps its data.
     "cache-pool": Shape(
         "lvconvert --yes --type cache-pool --poolmetadata VGLV --chunksize SIZEK --cachemode MODE "
         "--cachepolicy POLICY VGLV",
         says="combine {VGLV2} and the metadata LV {VGLV} into a cache pool (chunk {SIZE}, {MODE}, {POLICY})",
+        destroys=("VGLV", "VGLV2"),
     ),
     "cache-attach": Shape(
         "lvconvert --yes --type cache --cachepool VGLV VGLV",
         says="attach the cache pool {VGLV} to {VGLV2} (in place; the data stays where it is)",
+        destroys=("VGLV",),
     ),
     "writecache-attach": Shape(
         "lvconvert --yes --type writecache --cachevol VGLV --cachesettings WCSETTINGS VGLV",
         says="attach {VGLV} to {VGLV2} as its writecache ({WCSETTINGS}; in place, the data stays where it is)",
+        destroys=("VGLV",),
     ),
     "uncache": Shape(
         "lvconvert --yes --uncache VGLV",
@@ -239,7 +244,16 @@ def match_wait(target: tuple[str, str]) -> Match | None:
     return None
 
 
-def match(step: _Step) -> Match | None:
+class _Runs(Protocol):
+    @property
+    def argv(self) -> tuple[str, ...]: ...
+    @property
+    def write(self) -> tuple[str, str] | None: ...
+    @property
+    def wait(self) -> tuple[str, str] | None: ...
+
+
+def match(step: _Runs) -> Match | None:
     """The shape of a step (its command, write or wait), or None."""
     if step.argv:
         return match_argv(step.argv)
@@ -320,6 +334,7 @@ class Kind:
     uses: tuple[Use, ...]
     modules: tuple[str, ...] = ()
     progress: str = ""
+    segtype: str = ""  # lvm2's segment type of the cache a plan of this kind changes or removes
 
 
 _KINDS: dict[str, Kind] = {}
@@ -445,40 +460,56 @@ def stable_path_problem(path: str) -> str | None:
 
 class _Binding:
     """The uses of one plan's kind, with the paths each may name, and the VGs and LVs its
-    commands may name: the origin's, and those the plan itself creates."""
+    commands may name: the origin's, and those the plan's own steps create, once each and
+    before any step (or undo command) names them."""
 
     def __init__(self, plan: _Plan, kind: Kind) -> None:
         self.kind = kind
         self.by_role: dict[str, set[str]] = {}
         for d in plan.devices:
             self.by_role.setdefault(d.role, set()).add(d.path)
-        created = created_names(plan.steps)
-        self.new_vgs = {n for n in created if "/" not in n}
-        self.new_lvs = {n for n in created if "/" in n}
-        self.vgs, self.lvs = set(self.new_vgs), set(self.new_lvs)
+        self.origin_vgs: set[str] = set()
+        self.origin_lvs: set[str] = set()
         origin = next((lv_of_path(d.path) for d in plan.devices if d.role == "origin"), None)
         if origin is not None:
-            self.vgs.add(origin[0])
-            self.lvs.add("/".join(origin))
+            self.origin_vgs.add(origin[0])
+            self.origin_lvs.add("/".join(origin))
+        self.new_vgs: set[str] = set()  # made by the steps so far (and the one being checked)
+        self.new_lvs: set[str] = set()
+
+    def made_by(self, step: _Step) -> str | None:
+        """Take the names ``step`` creates into the plan's own (PlanError-worthy text when a
+        name is created twice, or is the origin's)."""
+        for name in created_names([step]):
+            new = self.new_lvs if "/" in name else self.new_vgs
+            if name in new or name in self.origin_lvs | self.origin_vgs:
+                return f"it creates {name}, which the plan already has"
+            new.add(name)
+        return None
 
     def paths(self, use: Use) -> list[set[str]]:
         """The paths each DEV of the use may name, in order."""
         return [set().union(*(self.by_role.get(r, set()) for r in roles)) for roles in use.role_sets()]
 
     def _names_problem(self, command: str, m: Match) -> str | None:
-        """Why the VG and LV names of a matched command are not ones the plan may name."""
+        """Why the VG and LV names of a matched command are not ones the plan may name (so far)."""
         destroyed = set(destroyed_by(m))
         for arg, value in m.args.items():
             if arg.startswith("VGLV"):
-                known, new, what = self.lvs, self.new_lvs, "the LV"
-            elif arg.startswith("VG") and not arg.startswith("VGLV"):
-                known, new, what = self.vgs, self.new_vgs, "the VG"
+                new, what = self.new_lvs, "the LV"
+                known = new | self.origin_lvs
+            elif arg.startswith("VG"):
+                new, what = self.new_vgs, "the VG"
+                known = new | self.origin_vgs
             else:
                 continue
             if value not in known:
-                return f"`{command}` names {what} {value}, which is neither the plan's origin nor one the plan creates"
+                return (
+                    f"`{command}` names {what} {value}, which is neither the plan's origin nor one the plan "
+                    "creates before it"
+                )
             if value in destroyed and value not in new:
-                return f"`{command}` would remove {what} {value}, which the plan did not create"
+                return f"`{command}` would remove or overwrite {what} {value}, which the plan did not create"
         return None
 
     def command_problem(self, argv: tuple[str, ...]) -> str | None:
@@ -577,6 +608,6 @@ def check(plan: _Plan) -> None:
         raise PlanError(f"the plan has the step {twice!r} twice")
     binding = _Binding(plan, kind)
     for number, step in enumerate(plan.steps, 1):
-        why = binding.step_problem(step)
+        why = binding.made_by(step) or binding.step_problem(step)
         if why:
             raise PlanError(f"step {number} ({step.id}) is refused: {why}")

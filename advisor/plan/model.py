@@ -20,7 +20,7 @@ from typing import Any
 from advisor import strict
 from advisor.errors import what_of
 from advisor.inputs import BadJson, parse_json
-from advisor.plan import checks, language
+from advisor.plan import canon, checks, language
 from advisor.plan.checks import Check
 from advisor.plan.language import PlanError
 from advisor.prediction import Prediction
@@ -181,8 +181,14 @@ class Plan:
             plan = strict.load(cls, data, "the plan", readers={Check: checks.from_json})
         except strict.StrictError as exc:
             raise PlanError(f"the plan file is incomplete or damaged ({what_of(exc)})") from None
-        language.check(plan)
+        plan.check()
         return plan
+
+    def check(self) -> None:
+        """PlanError when the plan says anything its recipe would not: its steps' commands
+        (advisor.plan.language) and their checks (advisor.plan.canon)."""
+        language.check(self)
+        canon.check(self)
 
     @classmethod
     def loads(cls, text: str) -> Plan:

@@ -55,7 +55,9 @@ def make(core: Core, inv: Inventory, kind: str, options: Any) -> Plan:
             inv = with_fs_block_size(inv, dev, core.runner)
     # A plan says where it was made: the machine's own name, or the snapshot's (which apply
     # refuses unless the user accepts it in so many words).
-    return replace(r.build(inv, options), host=inv.hostname, from_snapshot=core.replay)
+    plan = replace(r.build(inv, options), host=inv.hostname, from_snapshot=core.replay)
+    plan.check()  # what apply will hold it to, now rather than when it is applied
+    return plan
 
 
 def recommended(

@@ -48,6 +48,10 @@ EXPECTED_BAD = {
     "tamper-identity": "has no identity",
     "tamper-twice": "twice",
     "tamper-write": "takes no such value",
+    # Role-confused and unbound plans: refused when read, whatever their steps claim to be.
+    "tamper-role": "is not a wipefs command a cachewise recipe writes in a lvmcache-attach plan",
+    "tamper-otherlv": "names the LV othervg/keep, which is neither the plan's origin nor one the plan creates",
+    "tamper-othervg": "names the VG othervg",
 }
 
 
@@ -160,3 +164,16 @@ def test_sigterm_during_each_step_stops_between_steps_and_resume_rollback_or_aba
             assert not any(name.startswith("labvg/data_cache") for name in state), f"rollback after step {k}"
         assert guest.read(f"dm-after-term-{k}.txt") == before, "no device-mapper device is left behind"
     assert verified(guest, "term")
+
+
+def test_a_crash_mid_record_then_abandon_leaves_nothing_pending(guest: GuestRun) -> None:
+    """The journal's last record was cut off by a crash; abandoning appends the decision on a line
+    of its own, so it is read back and no plan is left to resume."""
+    abandon = guest.read("torn-abandon.txt")
+    print(abandon)
+    assert "Abandoned" in abandon and abandon.strip().endswith("rc 0"), abandon
+    lines = guest.read("torn-journal.jsonl").splitlines()
+    assert lines[-2].endswith('"event": "step-be') and json.loads(lines[-1])["event"] == "abandoned", lines[-3:]
+    resume = guest.read("torn-resume.txt")
+    assert "there is no interrupted plan to resume" in resume and resume.strip().endswith("rc 1"), resume
+    assert verified(guest, "torn")

@@ -196,7 +196,7 @@ CLI_CASES = [
         setup=write_plan(lambda p: p["steps"][0].update(argv=["pvcreate", "--yes", ORIGIN])), root=True),
     Cli("lvremove-another-lv", "plan", APPLY, "names the LV othervg/home, which is neither the plan's origin",
         setup=write_plan(lambda p: p["steps"].append(step(["lvremove", "--yes", "othervg/home"]))), root=True),
-    Cli("undo-removes-the-origin", "plan", APPLY, "would remove the LV labvg/data, which the plan did not create",
+    Cli("undo-removes-the-origin", "plan", APPLY, "would remove or overwrite the LV labvg/data, which the plan did not create",
         setup=write_plan(lambda p: p["steps"][0].update(undo=[["lvremove", "--yes", "labvg/data"]])), root=True),
     Cli("vgextend-another-vg", "plan", APPLY, "names the VG othervg",
         setup=write_plan(lambda p: p["steps"][1].update(argv=["vgextend", "othervg", NVME])), root=True),

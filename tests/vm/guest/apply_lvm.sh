@@ -31,6 +31,7 @@ udevadm settle
 mkfs.ext4 -q "${part}1"; mkfs.ext4 -q "${part}2"
 mkdir -p /run/lab/p1 && mount "${part}1" /run/lab/p1
 pvcreate -q "$other"; vgcreate -q othervg "$other"
+lvcreate -q -y -L 16M -n keep othervg  # an LV of another VG, which a tampered plan must not name
 
 verify() {  # verify NAME: remount without caches and check every recorded sum
   sync; umount $mnt; echo 3 > /proc/sys/vm/drop_caches; mount /dev/labvg/data $mnt
@@ -65,6 +66,13 @@ variant("tamper-undo", lambda p: p["steps"][2].__setitem__("undo", [["wipefs", "
 variant("tamper-identity", lambda p: p["devices"][1].__setitem__("identity", None))
 variant("tamper-twice", lambda p: p["steps"].append(p["steps"][0]))
 variant("tamper-write", lambda p: p["steps"][0].update(argv=[], write=["/sys/fs/bcache/register_quiet", "/dev/sda"]))
+# Role-confused and unbound: the plan's own origin wiped by a step that claims to be harmless,
+# an LV and a VG the plan neither has nor creates.
+origin = plan["devices"][0]["path"]
+variant("tamper-role", lambda p: p["steps"].insert(0, {"id": "look", "description": "look at the SSD (harmless)",
+                                                       "destructive": False, "argv": ["wipefs", "--all", origin]}))
+variant("tamper-otherlv", lambda p: p["steps"].append({"id": "tidy", "argv": ["lvremove", "--yes", "othervg/keep"]}))
+variant("tamper-othervg", lambda p: p["steps"][1].update(argv=["vgextend", "othervg", ssd]))
 open(f"{out}/truncated.json", "w").write(json.dumps(plan)[:700])
 open(f"{out}/garbage.json", "w").write("\x00\x01 not a plan")
 PY
@@ -93,7 +101,7 @@ J truncated-plan "[\"apply\",\"$LAB_OUT/truncated.json\",\"--yes\"]"
 J garbage-plan "[\"apply\",\"$LAB_OUT/garbage.json\",\"--yes\"]"
 J newer-schema "[\"apply\",\"$LAB_OUT/newer-schema.json\",\"--yes\"]"
 J missing-plan "[\"apply\",\"$LAB_OUT/nope.json\",\"--yes\"]"
-for t in rm sh path unbound undo identity twice write; do
+for t in rm sh path unbound undo identity twice write role otherlv othervg; do
   J "tamper-$t" "[\"apply\",\"$LAB_OUT/tamper-$t.json\",\"--yes\"]"
 done
 J no-yes-no-tty "[\"apply\",\"$LAB_OUT/good.json\"]"
@@ -202,6 +210,24 @@ for k in $term_ks; do
   dmsetup ls | sort > "$LAB_OUT/dm-after-term-$k.txt"
 done
 verify term
+
+# --- a crash in the middle of writing a journal record, then abandon: the decision is a record of
+# its own (not glued to the torn one) and nothing is left pending ---
+mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
+"$CW_PY" -m cachewise apply "$LAB_OUT/crash.json" --yes > "$LAB_OUT/torn-apply.txt" 2>&1 &
+pid=$!
+wait_for_event "$pid" step-end 1
+kill -9 $pid 2> /dev/null || true
+wait $pid 2> /dev/null || true
+torn=$(ls "$CACHEWISE_STATE_DIR"/journal/*.jsonl)
+printf '{"time": "2026-01-01T00:00:00.000+00:00", "event": "step-be' >> "$torn"  # cut off mid-record
+cw apply --abandon "$torn" > "$LAB_OUT/torn-abandon.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/torn-abandon.txt" \
+  || echo "rc $?" >> "$LAB_OUT/torn-abandon.txt"
+cp "$torn" "$LAB_OUT/torn-journal.jsonl"
+cw apply --resume --yes > "$LAB_OUT/torn-resume.txt" 2>&1 && echo "rc 0" >> "$LAB_OUT/torn-resume.txt" \
+  || echo "rc $?" >> "$LAB_OUT/torn-resume.txt"
+reset_attach
+verify torn
 
 cp "$CACHEWISE_STATE_DIR/audit.log" "$LAB_OUT/audit.log"
 echo scenario-done
