@@ -60,7 +60,8 @@ class Shape:
     DEV is a device of the plan and [x] is optional), a sysfs write (``write``: the file and its
     value's pattern, or DEV) or a wait (``wait``: the file). ``says``: what a step of this shape
     does, filled from its arguments (a second DEV or VGLV is DEV2 or VGLV2; SIZE is SIZEK for
-    people; VALUE is a write's or a wait's value; an optional flag given adds ``flags[flag]``).
+    people; VALUE is a write's or a wait's value; an optional flag given adds ``flags[flag]``;
+    an argument with a value named in ``notes`` adds its note).
     ``destroys``: the arguments whose contents a step of this shape destroys. The description,
     the destructive mark and what a plan destroys are computed from these, never read from a
     plan file. ``modules``: kernel modules a step of this shape needs besides its backend's."""
@@ -71,6 +72,7 @@ class Shape:
     says: str = ""
     destroys: tuple[str, ...] = ()
     flags: tuple[tuple[str, str], ...] = ()
+    notes: tuple[tuple[str, str, str], ...] = ()
     modules: tuple[str, ...] = ()
 
     @property
@@ -130,7 +132,11 @@ SHAPES: dict[str, Shape] = {
         "lvconvert --yes --splitcache VGLV",
         says="write the dirty blocks of {VGLV} back to the slow device, then split its cache off (kept as an LV)",
     ),
-    "cachemode": Shape("lvchange --yes --cachemode MODE VGLV", says="switch the cache of {VGLV} to {MODE}"),
+    "cachemode": Shape(
+        "lvchange --yes --cachemode MODE VGLV",
+        says="switch the cache of {VGLV} to {MODE}",
+        notes=(("MODE", "writethrough", " (dirty blocks are written back first)"),),
+    ),
     "deactivate": Shape("lvchange --yes -an VGLV", says="deactivate {VGLV}"),
     "make-bcache": Shape(
         "make-bcache --cset-uuid UUID [--writeback] -B DEV -C DEV",
@@ -278,7 +284,8 @@ def says(m: Match) -> str:
     values: dict[str, str] = {**m.args, **{flag: (text if flag in m.args else "") for flag, text in shape.flags}}
     if "SIZEK" in m.args:
         values["SIZE"] = _size(m.args["SIZEK"])
-    return shape.says.format(**values)
+    notes = "".join(note for arg, value, note in shape.notes if m.args.get(arg) == value)
+    return shape.says.format(**values) + notes
 
 
 def destroyed_by(m: Match) -> tuple[str, ...]:
@@ -447,15 +454,20 @@ def stable_path_problem(path: str) -> str | None:
     parts = path.split("/")
     if len(parts) < 4 or parts[:2] != ["", "dev"] or any(p in ("", ".", "..") for p in parts[2:]):
         return "it is not a path under /dev"
-    if parts[2:4] == ["disk", "by-id"] and len(parts) == 5 and re.fullmatch(r"[A-Za-z0-9:_.+@-]+", parts[4]):
+    # udev's link names: it spells any other byte as \xNN
+    link = r"[A-Za-z0-9:_.+@=#,~\\-]+"
+    if parts[2:4] in (["disk", "by-id"], ["disk", "by-path"]) and len(parts) == 5 and re.fullmatch(link, parts[4]):
         return None
     if parts[2:4] == ["bcache", "by-uuid"] and len(parts) == 5 and re.fullmatch(UUID, parts[4]):
         return None
-    if parts[2] == "mapper" and len(parts) == 4 and re.fullmatch(r"[A-Za-z0-9+_.-]+", parts[3]):
+    if parts[2] == "mapper" and len(parts) == 4 and re.fullmatch(link, parts[3]):
         return None
     if len(parts) == 4 and lv_of_path(path) is not None:
         return None
-    return "it is not one of the stable forms udev and lvm2 make (/dev/disk/by-id/…, /dev/mapper/…, /dev/VG/LV)"
+    return (
+        "it is not one of the stable forms udev and lvm2 make (/dev/disk/by-id/…, /dev/disk/by-path/…, "
+        "/dev/mapper/…, /dev/VG/LV)"
+    )
 
 
 class _Binding:

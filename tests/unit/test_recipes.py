@@ -106,7 +106,9 @@ def test_mode_change_plan_switches_with_lvchange_and_shows_the_flush(inv: Invent
     (step,) = plan.steps
     assert step.argv == ("lvchange", "--yes", "--cachemode", "writethrough", "labvg/data")
     assert step.progress == "cache_dirty" and step.post[0].kind == "cache_mode"
-    assert lvmcache_mode(inv2, "labvg/data", "writeback").steps[0].progress == ""
+    assert step.description.endswith("to writethrough (dirty blocks are written back first)")
+    to_writeback = lvmcache_mode(inv2, "labvg/data", "writeback").steps[0]
+    assert to_writeback.progress == "" and "dirty" not in to_writeback.description
     with pytest.raises(RecipeError, match="is not cached"):
         lvmcache_mode(inv, "labvg/data", "writeback")
 
