@@ -34,50 +34,77 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def folder_problem(folder: Path) -> str | None:
-    """Why files should not be written in ``folder`` (None: they may): the way to it goes
-    through a link that belongs to someone other than this user or root."""
+def walk(path: Path) -> int:
+    """A descriptor for the directory ``path``, reached one component at a time from / (or the
+    working directory), each opened relative to the one before without following a link: a
+    link is followed only when this user or root made it, and then read once. Nothing on the way
+    can be swapped between a check and the open. Unsafe for another user's link; OSError when
+    a component is missing or not a directory."""
     me = os.geteuid()
-    todo = list(Path(os.path.abspath(folder)).parts[1:])
-    at = Path("/")
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    todo = list(path.parts)
+    fd = os.open("/" if path.is_absolute() else ".", flags)
+    if path.is_absolute():
+        todo = todo[1:]
     hops = 0
-    while todo:
-        part = todo.pop(0)
-        if part in (".", ".."):
-            at = at if part == "." else at.parent  # ``at`` is a real directory: no link in it
-            continue
-        nxt = at / part
-        try:
-            st = os.lstat(nxt)
-        except OSError:
-            return None  # missing: the caller says so
-        if stat.S_ISLNK(st.st_mode):
-            if st.st_uid not in (me, 0):
-                return f"the way to it goes through {nxt}, a link that belongs to {_owner(st.st_uid)}"
-            hops += 1
-            if hops > 40:
-                return "the way to it goes through too many links"
-            target = Path(os.readlink(nxt))
-            todo[:0] = list(target.parts[1:] if target.is_absolute() else target.parts)
-            if target.is_absolute():
-                at = Path("/")
-            continue
-        at = nxt
+    try:
+        while todo:
+            part = todo.pop(0)
+            if part == ".":
+                continue
+            try:
+                nxt = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                st = os.lstat(part, dir_fd=fd)
+                if not stat.S_ISLNK(st.st_mode):
+                    raise
+                if st.st_uid not in (me, 0):
+                    raise Unsafe(
+                        f"the way to it goes through {part}, a link that belongs to {_owner(st.st_uid)}"
+                    ) from None
+                hops += 1
+                if hops > 40:
+                    raise Unsafe("the way to it goes through too many links") from None
+                target = Path(os.readlink(part, dir_fd=fd))
+                todo[:0] = list(target.parts[1:] if target.is_absolute() else target.parts)
+                if target.is_absolute():
+                    os.close(fd)
+                    fd = os.open("/", flags)
+                continue
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why files should not be written in ``folder`` (None: they may, or it is missing, which
+    the caller says): the way to it goes through a link that belongs to someone other than this
+    user or root."""
+    try:
+        os.close(walk(folder))
+    except Unsafe as exc:
+        return exc.why
+    except OSError:
+        return None
     return None
 
 
 def open_folder(folder: Path) -> int:
     """A descriptor for the folder an output goes in (Unsafe, or OSError)."""
-    why = folder_problem(folder)
-    if why:
-        raise Unsafe(why)
-    return os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    return walk(folder)
 
 
 def _temporary(dfd: int, name: str, data: bytes) -> str:
     """``data`` in a new temporary file beside ``name``, flushed to disk; its name."""
     tmp = f".{name}.{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dfd)
+    # 0644 at most: with a umask of 000 a plan would otherwise be anyone's to edit (and root
+    # would then refuse to apply it).
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
     try:
         view = memoryview(data)
         while view:

@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 
 from advisor.errors import Described, codes, next_step
+from advisor.outputs import Unsafe, walk
 
 codes({"state-dir-unsafe": "{why}"})
 
@@ -55,24 +56,33 @@ def _makedirs(path: Path) -> None:
 
 
 def check(path: Path) -> None:
-    """Refused (StateDirError) when ``path`` is not a directory this user may trust: it must be
-    a directory (a link to one is followed only if this user or root made the link), owned by
-    this user or root, and writable by no one else. OSError when it cannot be looked at."""
+    """Refused (StateDirError) when ``path`` is not a directory this user may trust: reached
+    without another user's link (outputs.walk), owned by this user or root, and writable by no
+    one else; the checks are made on the directory's own descriptor. OSError when it cannot be
+    looked at."""
+    os.close(_open_checked(path))
+
+
+def _open_checked(path: Path) -> int:
     me = os.geteuid()
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        if st.st_uid not in (me, 0):
-            raise _refuse(path, f"is a link that belongs to {_owner(st.st_uid)}")
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            raise _refuse(path, f"is a link to {os.readlink(path)}, which does not exist") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise _refuse(path, "is not a directory")
+    if os.path.islink(path) and not os.path.exists(path):
+        raise _refuse(path, f"is a link to {os.readlink(path)}, which does not exist")
+    try:
+        fd = walk(path)
+    except Unsafe as exc:
+        raise _refuse(path, f"cannot be trusted: {exc.why}") from None
+    except NotADirectoryError:
+        raise _refuse(path, "is not a directory") from None
+    st = os.fstat(fd)
+    why = None
     if st.st_uid not in (me, 0):
-        raise _refuse(path, f"belongs to {_owner(st.st_uid)}, not to {_owner(me)}")
-    if st.st_mode & 0o022:
-        raise _refuse(path, "can be written by other users")
+        why = f"belongs to {_owner(st.st_uid)}, not to {_owner(me)}"
+    elif st.st_mode & 0o022:
+        why = "can be written by other users"
+    if why:
+        os.close(fd)
+        raise _refuse(path, why)
+    return fd
 
 
 def ensure(path: Path) -> Path:
@@ -88,7 +98,7 @@ def open_in(state: Path, *parts: str, flags: int = os.O_RDONLY, mode: int = 0o60
     descriptor and never through a link (each directory on the way is opened with O_NOFOLLOW).
     The caller closes it. Missing directories on the way are made (0700) when ``flags`` has
     O_CREAT."""
-    fd = os.open(state, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    fd = _open_checked(state)
     try:
         for part in parts[:-1]:
             try:

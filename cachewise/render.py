@@ -4,6 +4,8 @@ shown in Static widgets by the TUI) and the lines of an apply's log."""
 from __future__ import annotations
 
 import math
+import re
+import shlex
 from typing import TYPE_CHECKING
 
 from rich.console import Group
@@ -271,28 +273,49 @@ def recommendation_report(rec: Recommendation) -> Group:
 def plan_preview(plan: Plan) -> Group:
     """A plan as a dry run: what it destroys and the exact commands first, then the layout
     before and after, the space and the time."""
-    parts: list[Table | Text] = [Text(plan.title, style="bold"), Text("")]
+    parts: list[Table | Text] = [Text(plain(plan.title), style="bold"), Text("")]
     parts.append(Text("Destroys", style="bold underline"))
-    parts += [Text(f"  {d}", style="red") for d in plan.destroys] or [Text("  nothing (no data is overwritten)")]
+    parts += [Text(f"  {plain(d)}", style="red") for d in plan.destroys] or [Text("  nothing (no data is overwritten)")]
     parts.append(Text(""))
     # A step that writes a label is destructive; on a device that holds nothing it destroys nothing.
-    mark = " [red](destructive)[/]" if plan.destroys else " [yellow](overwrites the device, which holds no data)[/]"
+    mark = (
+        Text(" (destructive)", style="red")
+        if plan.destroys
+        else Text(" (overwrites the device, which holds no data)", style="yellow")
+    )
     t = Table(title="Commands (nothing has run)", title_justify="left", show_lines=False)
     t.add_column("#", justify="right")
     t.add_column("What")
     t.add_column("Command", style="cyan", overflow="fold")
     for i, step in enumerate(plan.steps, 1):
-        t.add_row(str(i), step.description + (mark if step.destructive else ""), step.command)
+        what = Text(plain(step.description))
+        if step.destructive:
+            what.append_text(mark)
+        command = Text(plain(step.command))
+        for argv in step.undo:  # what a roll back would run, shown as well
+            command.append(f"\nundo: {plain(shlex.join(argv))}", style="dim")
+        t.add_row(str(i), what, command)
     parts += [t, Text("")]
+    # The plan's own words (from the file, for a plan read from one): shown as text, never as
+    # markup or terminal control.
     for label, rows in (("Before", plan.layout_before), ("After", plan.layout_after)):
         parts.append(Text(label, style="bold underline"))
-        parts += [Text(f"  {r}") for r in rows]
+        parts += [Text(f"  {plain(r)}") for r in rows]
     if plan.space:
         parts.append(Text("Space", style="bold underline"))
-        parts += [Text(f"  {k.replace('_', ' ')}: {human_size(v)}") for k, v in plan.space.items()]
+        parts += [Text(f"  {plain(k.replace('_', ' '))}: {human_size(v)}") for k, v in plan.space.items()]
     parts.append(Text(f"Expected time: about {plan.expected_seconds:.0f} s (longer while dirty blocks flush)"))
-    parts += [Text(f"Note: {n}", style="dim") for n in plan.notes]
+    parts += [Text(f"Note: {plain(n)}", style="dim") for n in plan.notes]
     return Group(*parts)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain(text: str) -> str:
+    """Text with every control character (an escape sequence's ESC, a carriage return) shown
+    as its code, so that nothing a file says can move the cursor or hide a line."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def event_line(e: Event) -> str:

@@ -31,11 +31,22 @@ class Unsafe(str):
     templated, hold only the playbook's own variables and quoted literals."""
 
 
-def _own_template(text: str) -> bool:
-    """Whether a raw command uses the playbook's own variables (a device's kernel name, looked
-    up on each host), so that it must be templated; its other parts are the plan language's
-    sysfs paths, never device data."""
-    return "{{ cw_kname_" in text
+JINJA = ("{{", "{%", "{#")
+
+
+def _jinja_in(plan: Plan) -> str | None:
+    """A string of the plan (a device's path, an LV's name, the title) that holds a Jinja
+    delimiter, which a playbook must never carry to the controller; None when none does."""
+    todo: list[Any] = [plan.to_json()]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, str) and any(j in value for j in JINJA):
+            return value
+        if isinstance(value, dict):
+            todo += list(value.keys()) + list(value.values())
+        elif isinstance(value, list):
+            todo += value
+    return None
 
 
 codes({"no-playbook": "{why}"})
@@ -47,12 +58,17 @@ class AnsibleError(Described, ValueError):
     CODE = "no-playbook"
 
 
-def _probe(name: str, argv: list[str] | tuple[str, ...], register: str, when: str | None = None) -> Task:
-    """A read-only check: a raw command whose result is registered and never fails the play."""
+def _probe(
+    name: str, argv: list[str] | tuple[str, ...], register: str, when: str | None = None, templated: bool = False
+) -> Task:
+    """A read-only check: a raw command whose result is registered and never fails the play.
+    ``templated``: the command uses the playbook's own variables (a device's kernel name, looked
+    up on each host; the check kind says so, never the text), the rest being the plan
+    language's sysfs paths; any other command is written !unsafe."""
     raw = shlex.join(argv) + " 2>/dev/null"
     task: Task = {
         "name": Unsafe(name),
-        "ansible.builtin.raw": raw if _own_template(raw) else Unsafe(raw),
+        "ansible.builtin.raw": raw if templated else Unsafe(raw),
         "register": register,
         "changed_when": False,
         "failed_when": False,
@@ -69,7 +85,7 @@ def _asserted(check: Check, register: str, when: str, names: tuple[str, str], fa
     """A check as two tasks: its read-only command, then an assert on the result."""
     form = check.ansible(register)
     return [
-        _probe(names[0], form.argv, register, when),
+        _probe(names[0], form.argv, register, when, form.templated),
         {
             "name": Unsafe(names[1]),
             "ansible.builtin.assert": {"that": [form.condition], "fail_msg": Unsafe(fail_msg)},
@@ -79,6 +95,13 @@ def _asserted(check: Check, register: str, when: str, names: tuple[str, str], fa
 
 
 def playbook(plan: Plan) -> list[dict[str, Any]]:
+    jinja = _jinja_in(plan)
+    if jinja is not None:
+        raise AnsibleError(
+            f"the plan holds {shown(jinja)}, which Ansible would run as a template on the controller; cachewise "
+            "writes no playbook for it",
+            next=[next_step("apply-on-each-host")],
+        )
     if any(s.write is not None or s.wait is not None for s in plan.steps):
         raise AnsibleError(
             f"{plan.kind} plans write to sysfs, which the playbook form does not cover yet",
@@ -119,6 +142,7 @@ def playbook(plan: Plan) -> list[dict[str, Any]]:
                     form.argv,
                     f"cw_post_{i}_{j}",
                     f"not ({later_done} | bool)" if later_done else None,
+                    form.templated,
                 )
             )
             parts.append(form.condition)

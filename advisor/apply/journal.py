@@ -84,25 +84,38 @@ def _flock(fd: int, busy: Busy) -> None:
 
 
 def _machine_lock() -> int | None:
-    """The machine-wide lock's descriptor, held (None where there is no /run/lock). A link
-    there, or a file another user made, is refused: /run/lock is writable by everyone."""
+    """The machine-wide lock's descriptor, held (None where there is no /run/lock). /run/lock is
+    writable by everyone: a link there, or a file another user made (to hold the lock and so
+    keep root from ever applying or rolling back), is removed as root may, and the lock made
+    afresh; only a lock root's own cachewise holds makes this one wait."""
     if not MACHINE_LOCK.parent.is_dir():
         return None
-    try:
-        fd = os.open(MACHINE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    except OSError as exc:
-        why = "is a link" if exc.errno == errno.ELOOP else f"cannot be opened ({exc.strerror or exc})"
-        raise CachewiseError("lock-unsafe", lock=MACHINE_LOCK, why=why) from None
-    st = os.fstat(fd)
-    if st.st_uid not in (0, os.geteuid()) or not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise CachewiseError("lock-unsafe", lock=MACHINE_LOCK, why="was made by another user; remove it")
-    try:
-        _flock(fd, Busy(None))
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    for _ in range(5):
+        try:
+            fd = os.open(MACHINE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise CachewiseError(
+                    "lock-unsafe", lock=MACHINE_LOCK, why=f"cannot be opened ({exc.strerror})"
+                ) from None
+            fd = -1
+        st = os.fstat(fd) if fd >= 0 else None
+        if st is not None and st.st_uid in (0, os.geteuid()) and stat.S_ISREG(st.st_mode):
+            try:
+                _flock(fd, Busy(None))
+            except BaseException:
+                os.close(fd)
+                raise
+            return fd
+        if fd >= 0:
+            os.close(fd)
+        try:  # a link, or another user's file: not cachewise's lock
+            os.unlink(MACHINE_LOCK)
+        except OSError as exc:
+            raise CachewiseError(
+                "lock-unsafe", lock=MACHINE_LOCK, why=f"belongs to another user ({exc.strerror})"
+            ) from None
+    raise CachewiseError("lock-unsafe", lock=MACHINE_LOCK, why="is made again by another user as soon as it is removed")
 
 
 @contextlib.contextmanager

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from advisor.apply.state import LiveState
+from advisor.apply.state import LiveState, RoleMissing, existing_names, last_in_effect
+from advisor.plan.canon import cache_sets, context
+from advisor.plan.language import created_names
 from advisor.plan.model import Plan
 from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
 
@@ -28,6 +30,8 @@ Code = Literal[
     "device-resized",
     "device-holds-data",
     "path-untrusted",
+    "name-taken",
+    "cache-set-unbound",
     "precondition",
 ]
 DEVICE_CHANGED: tuple[Code, ...] = ("device-missing", "device-replaced", "device-resized", "device-holds-data")
@@ -64,6 +68,11 @@ class Problem:
             )
         if self.code == "path-untrusted":
             return f"{self.subject} is not a path root can trust: {self.detail}"
+        if self.code == "name-taken":
+            return f"{self.subject} exists already, and the plan would create it"
+        if self.code == "cache-set-unbound":
+            now = "is not attached to any" if self.detail == "none" else f"is attached to the cache set {self.detail}"
+            return f"the plan stops the cache set {self.subject}, but its backing device {now}"
         return f"before '{self.subject}': expected that {self.detail}, but it is not so"
 
 
@@ -152,10 +161,38 @@ def preflight(plan: Plan, runner: CommandRunner, state: LiveState, *, resuming: 
             problems.append(Problem("tool-missing", tool, TOOL_PACKAGES.get(tool, tool)))
     problems += [p for p in (_load_module(m, runner) for m in plan.kernel_modules) if p is not None]
     problems += verify_devices(plan, state, resuming)
+    if not resuming:
+        problems += verify_names(plan, state) + verify_cache_set(plan, state)
     if not problems and not resuming:
-        first = next((s for s in plan.steps if not s.post or not all(c.holds(state) for c in s.post)), None)
-        if first is not None:
-            problems += [
-                Problem("precondition", first.description, c.describe()) for c in first.pre if not c.holds(state)
-            ]
+        first = plan.steps[last_in_effect(plan, state) + 1 :][:1]  # the step the run starts with
+        problems += [
+            Problem("precondition", s.description, c.describe()) for s in first for c in s.pre if not c.holds(state)
+        ]
     return problems
+
+
+def verify_names(plan: Plan, state: LiveState) -> list[Problem]:
+    """The VGs and LVs a fresh plan creates must not exist yet: a step that would create one is
+    skipped when it is found in effect, and a later step (its undo, a conversion) would then act
+    on what someone else made. A plan found wholly in effect runs nothing and is let be; one that
+    ran in part before goes on from its journal (a resumed run)."""
+    if last_in_effect(plan, state) == len(plan.steps) - 1:
+        return []
+    there = existing_names(state)
+    return [Problem("name-taken", name) for name in created_names(plan.steps) if name in there]
+
+
+def verify_cache_set(plan: Plan, state: LiveState) -> list[Problem]:
+    """A plan that stops a cache set it does not make must name the set its backing device is
+    attached to now (a plan file could name any set, or one that is already gone). A plan found
+    wholly in effect runs nothing and is let be."""
+    sets = cache_sets(plan)
+    if not sets or context(plan).cache_set is not None or last_in_effect(plan, state) == len(plan.steps) - 1:
+        return []
+    (wanted,) = sets
+    try:
+        link = state.resolve("{backing}/bcache/cache")
+    except RoleMissing:
+        return []  # reported as a missing device
+    attached = os.path.basename(os.path.realpath(link)) if os.path.exists(link) else "none"
+    return [] if attached == wanted else [Problem("cache-set-unbound", wanted, attached)]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from advisor.apply.journal import Journal, JournalError, audit
-from advisor.apply.state import LiveState, RoleMissing
+from advisor.apply.state import LiveState, RoleMissing, in_effect, last_in_effect
 from advisor.backends import BCACHE, by_progress
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.plan.model import Plan, Step
@@ -150,7 +150,7 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
     while time.monotonic() < deadline:
         current = bcache.read_files(directory, (Path(path).name, "dirty_data"))
         value = current.get(Path(path).name)
-        if value is not None and any(w in value for w in wanted):
+        if value is not None and value.strip() in wanted:  # the whole state, never a part of it
             return 0, ""
         if step.progress == BCACHE.progress and "dirty_data" in current:
             meter.add(bcache.hprint_bytes(current["dirty_data"]) or 0, "bytes", current["dirty_data"], value or "")
@@ -185,10 +185,6 @@ def _signals_deferred() -> Iterator[list[str]]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
-
-
-def _in_effect(step: Step, state: LiveState) -> bool:
-    return bool(step.post) and all(c.holds(state) for c in step.post)
 
 
 def apply(
@@ -233,16 +229,14 @@ def _run_steps(
     done: list[str],
     stop: list[str],
 ) -> Journal:
-    # Steps run in order, so once a step is in effect every step before it has run, even when
-    # its own postcondition no longer shows (lvconvert absorbs the metadata LV into the pool).
     state = read()
-    last_done = max((i for i, s in enumerate(plan.steps) if _in_effect(s, state)), default=-1)
+    last_done = last_in_effect(plan, state)
     for index, step in enumerate(plan.steps):
         try:
             if stop:
                 journal.write("interrupted", signal=stop[0], step=step.id)
                 raise _stopped(plan, step, done, f"cachewise received {stop[0]} and stopped between steps")
-            if index <= last_done or _in_effect(step, state):
+            if index <= last_done or in_effect(step, state):
                 journal.write("step-skip", step=step.id)
                 report(Event("skip", step, "already in effect"))
                 done.append(step.id)
@@ -345,7 +339,7 @@ def _undo_steps(
                 next=[next_step("rollback-again")],
             )
         try:
-            if not _in_effect(step, read()):
+            if not in_effect(step, read()):
                 continue
             for argv in step.undo:
                 undo = Step(f"undo-{step.id}", argv)

@@ -12,7 +12,7 @@ from advisor.disks.collect import collect
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import build_inventory, find_device
 from advisor.errors import CachewiseError, codes
-from advisor.plan.model import Plan
+from advisor.plan.model import Plan, Step
 from advisor.readers import lvm
 from advisor.readers.lvm import Lv
 from advisor.runner import CommandRunner
@@ -88,3 +88,20 @@ class LiveState:
             return os.path.exists(self.resolve(path))
         except RoleMissing:
             return False
+
+
+def in_effect(step: Step, state: LiveState) -> bool:
+    """Whether a step's postconditions hold (a step without any is never in effect)."""
+    return bool(step.post) and all(c.holds(state) for c in step.post)
+
+
+def last_in_effect(plan: Plan, state: LiveState) -> int:
+    """The index of the last step in effect (-1: none). Steps run in order, so every step before
+    it has run, even when its own postcondition no longer shows (lvconvert absorbs the metadata
+    LV into the pool): the run starts after it, and preflight checks that step's preconditions."""
+    return max((i for i, s in enumerate(plan.steps) if in_effect(s, state)), default=-1)
+
+
+def existing_names(state: LiveState) -> set[str]:
+    """The VGs and LVs (VG/LV) lvm2 reports now."""
+    return {vg for vg in state.pvs.values() if vg} | set(state.lvs) | {name.split("/")[0] for name in state.lvs}

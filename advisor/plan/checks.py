@@ -70,6 +70,7 @@ class Ansible:
 
     argv: tuple[str, ...]
     condition: str
+    templated: bool = False  # argv holds the playbook's own variables (a device's kernel name)
 
 
 def _quoted(value: str) -> str:
@@ -224,7 +225,9 @@ class _Exists(Check):
     def ansible(self, r: str = "r") -> Ansible:
         values = {k: _playbook_path(v) if k == "path" else v for k, v in self.args.items()}
         return Ansible(
-            tuple(a.format(**values) for a in self.lookup), f"{r}.rc != 0" if self.negated else f"{r}.rc == 0"
+            tuple(a.format(**values) for a in self.lookup),
+            f"{r}.rc != 0" if self.negated else f"{r}.rc == 0",
+            templated=role_of(str(self.args.get("path", ""))) is not None,
         )
 
 
@@ -372,7 +375,9 @@ class Sysfs(Check):
 
     def ansible(self, r: str = "r") -> Ansible:
         alts = " or ".join(f"{_quoted(a)} in {r}.stdout" for a in _alternatives(self.value))
-        return Ansible(("cat", _playbook_path(self.path)), f"({r}.rc == 0 and ({alts}))")
+        return Ansible(
+            ("cat", _playbook_path(self.path)), f"({r}.rc == 0 and ({alts}))", templated=role_of(self.path) is not None
+        )
 
 
 @dataclass(frozen=True)

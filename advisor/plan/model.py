@@ -11,6 +11,7 @@ system by :mod:`advisor.apply`. Recipes (recipes/) build plans; the executor run
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import socket
 from dataclasses import asdict, dataclass, field
@@ -170,13 +171,16 @@ class Plan:
             raise PlanError("this is not a cachewise plan (no schema field)")
         schema = str(data["schema"])
         name, _, version = schema.partition("/")
-        if name != "cachewise.plan" or not version.isdigit():
+        if name != "cachewise.plan" or not re.fullmatch(r"[0-9]{1,6}", version):
             raise PlanError(f"this is not a cachewise plan (schema {schema!r})")
         if int(version) > PLAN_SCHEMA_VERSION:
             raise PlanError(
                 f"the plan uses schema {schema}, newer than this cachewise understands "
                 f"({PLAN_SCHEMA}); upgrade cachewise or make the plan again with this one"
             )
+        where = _control_characters(data)
+        if where:
+            raise PlanError(f"the plan holds control characters ({where}), which no recipe writes")
         try:
             plan = strict.load(cls, data, "the plan", readers={Check: checks.from_json})
         except strict.StrictError as exc:
@@ -197,3 +201,24 @@ class Plan:
         except BadJson as exc:
             raise PlanError(f"the plan file is not valid JSON ({exc.why})") from None
         return cls.from_json(data)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _control_characters(data: Any) -> str | None:
+    """Where a plan's JSON holds a control character (a terminal escape in its title, a line
+    break that fakes a line), in any key or string; None where it holds none."""
+    todo: list[tuple[str, Any]] = [("the plan", data)]
+    while todo:
+        where, value = todo.pop()
+        if isinstance(value, str) and _CONTROL.search(value):
+            return where
+        if isinstance(value, dict):
+            for k, v in value.items():
+                if isinstance(k, str) and _CONTROL.search(k):
+                    return f"{where}, a key"
+                todo.append((f"{where}.{k}", v))
+        elif isinstance(value, list | tuple):
+            todo += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+    return None

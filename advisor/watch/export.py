@@ -8,6 +8,8 @@ does is replaced: a path that names another program's file is refused, not overw
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -75,15 +77,24 @@ def write_textfile(path: Path, text: str) -> None:
 
 def export_problem(path: Path) -> str | None:
     """Why ``path`` cannot take the textfile (None: it can), looked at before any sample is
-    read: a link, or a file cachewise did not write, is there."""
-    if path.is_symlink():
+    read: a link, anything but a regular file (a FIFO, a device, which are never opened), or a
+    file cachewise did not write, is there."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if stat.S_ISLNK(st.st_mode):
         return f"{path} is a link; cachewise replaces only a file it wrote"
-    if path.exists():
-        try:
-            with path.open("rb") as fh:
-                head = fh.read(256) if path.is_file() else b""
-        except OSError as exc:
-            return exc.strerror or str(exc)
-        if not path.is_file() or not written_by_us(head):
-            return f"{path} exists and was not written by cachewise"
-    return None
+    if not stat.S_ISREG(st.st_mode):
+        return f"{path} is not a regular file"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        head = os.read(fd, 256) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    finally:
+        os.close(fd)
+    return None if written_by_us(head) else f"{path} exists and was not written by cachewise"

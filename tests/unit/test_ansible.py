@@ -164,15 +164,35 @@ def test_check_mode_runs_the_read_only_checks_and_changes_nothing(tmp_path: Path
     assert "preflight: " in text and "lsblk" not in [r[0] for r in after["ran"]]  # type: ignore[union-attr]
 
 
-def test_device_data_is_never_templated_on_the_controller(tmp_path: Path) -> None:
-    """Names from the devices and the plan are written !unsafe: Jinja in them is shown, never run."""
+def test_device_data_is_never_templated_on_the_controller(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plan whose text holds a Jinja delimiter gets no playbook; and all text from the devices
+    and the plan is written !unsafe anyway: with that refusal taken away, Jinja in it is shown,
+    never run."""
+    from recipes import ansible
+
     marker = tmp_path / "templated"
     jinja = "{{ lookup('pipe', 'touch " + str(marker) + "') }}"
     plan = dataclasses.replace(lvmcache_attach(INV, "labvg/data", "nvme0n1", CacheSpec(256 << 20)),
                                title=f"Attach {jinja}")
+    with pytest.raises(AnsibleError, match="which Ansible would run as a template"):
+        render(plan)
+    monkeypatch.setattr(ansible, "_jinja_in", lambda plan: None)
     book = tmp_path / "attach.yml"
     book.write_text(render(plan))
     assert "!unsafe 'Attach {{ lookup" in book.read_text()
     text, _ = run_playbook(book, tmp_path, _fresh_state(plan), ("--check",))
     assert not marker.exists(), "the title was templated on the controller"
     assert "lookup('pipe'" in text and recap(text)["failed"] == 0, text[-3000:]
+
+
+def test_only_the_checks_that_look_up_a_kernel_name_are_templated() -> None:
+    """Whether a raw command is templated is the check kind's to say, never its text's: a device
+    argument that spells the playbook's own variable is still written !unsafe."""
+    from advisor.plan.checks import NotMounted, Sysfs
+    from recipes.ansible import _asserted
+
+    sly = NotMounted(device="/dev/x{{ lookup('pipe','id') }}{# {{ cw_kname_ #}")
+    probe = _asserted(sly, "r", "true", ("a", "b"), "msg")[0]
+    assert type(probe["ansible.builtin.raw"]).__name__ == "Unsafe"
+    sysfs = _asserted(Sysfs(path="{backing}/bcache/state", value="clean"), "r", "true", ("a", "b"), "msg")[0]
+    assert type(sysfs["ansible.builtin.raw"]) is str and "cw_kname_backing" in sysfs["ansible.builtin.raw"]

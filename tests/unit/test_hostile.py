@@ -224,11 +224,25 @@ CLI_CASES = [
     Cli("plan-writable-by-all", "plan", APPLY, "other users can write to it", setup=write_plan(mode=0o666),
         root=True),
     Cli("plan-of-another-user", "plan", APPLY, "it belongs to nobody", setup=write_plan(owner=NOBODY), root=True),
+    Cli("cache-pool-over-the-origin", "plan", APPLY, "would remove or overwrite the LV labvg/data",
+        setup=write_plan(lambda p: p["steps"][4]["argv"].__setitem__(5, "labvg/data"))),
+    Cli("remove-before-create", "plan", APPLY, "which is neither the plan's origin nor one the plan creates before it",
+        setup=write_plan(lambda p: p["steps"].insert(0, step(["lvremove", "--yes", "labvg/data_cache"])))),
+    Cli("created-twice", "plan", APPLY, "it creates labvg/data_cache, which the plan already has",
+        setup=write_plan(lambda p: p["steps"].insert(3, {**p["steps"][2], "id": "again"}))),
+    Cli("forged-postcondition", "plan", APPLY, "its postconditions are not the ones its command implies",
+        setup=write_plan(lambda p: p["steps"][5].update(post=[{"kind": "pv", "args": {"device": NVME}}]))),
+    Cli("precondition-left-out", "plan", APPLY, "its preconditions leave out",
+        setup=write_plan(lambda p: p["steps"][0].update(pre=[]))),
+    Cli("control-characters", "plan", APPLY, "the plan holds control characters",
+        setup=write_plan(lambda p: p.update(notes=["ok\u001b[30A\u001b[2Kall fine"]))),
+    Cli("schema-superscript", "plan", APPLY, "this is not a cachewise plan",
+        setup=write_plan(lambda p: p.update(schema="cachewise.plan/\u00b2"))),
     Cli("absurd-device-size", "plan", APPLY, "is out of range",
         setup=write_plan(lambda p: p["devices"][1].update(size_bytes=2**70)), root=True),
     # planted links
     Cli("state-dir-link-of-another-user", "links", ["--state-dir", "{tmp}/st", "history"],
-        "is a link that belongs to nobody", setup=link_by(NOBODY, "st", "{tmp}/real", mkdir=True), root=True),
+        "a link that belongs to nobody", setup=link_by(NOBODY, "st", "{tmp}/real", mkdir=True), root=True),
     Cli("state-dir-of-another-user", "links", ["--state-dir", "{tmp}/st", "history"], "belongs to nobody",
         setup=lambda tmp: (os.mkdir(tmp / "st", 0o755), os.chown(tmp / "st", NOBODY, -1)), root=True),
     Cli("state-dir-writable-by-all", "links", ["--state-dir", "{tmp}/st", "history"], "can be written by other users",
@@ -269,6 +283,8 @@ CLI_CASES = [
     Cli("snapshot-is-a-fifo", "fifo", SCAN, "it is a FIFO", setup=fifo("raw.json")),
     Cli("snapshot-is-dev-zero", "fifo", ["scan", "--from-raw", "/dev/zero"], "it is a character device"),
     Cli("trace-is-a-fifo", "fifo", ["analyze", "{tmp}/t.iolog"], "is not a readable file", setup=fifo("t.iolog")),
+    Cli("prometheus-is-a-fifo", "fifo", ["status", "--prometheus", "{tmp}/c.prom"], "is not a regular file",
+        setup=fifo("c.prom")),
     Cli("journal-is-a-fifo", "fifo", ["apply", "--resume", "--yes"], "it is a FIFO",
         setup=journal_with(fifo_name="20260101T000000-x.jsonl"), root=True),
     # deep JSON
@@ -408,6 +424,83 @@ def test_a_device_the_plan_overwrites_must_hold_what_the_plan_knew() -> None:
     assert verify_devices(plan, state, resuming=True) == []
 
 
+@case("plan")
+def test_a_bcache_removal_waits_for_what_removals_wait_for() -> None:
+    from advisor.disks.collect import RawSystem
+    from advisor.disks.discovery import build_inventory
+    from advisor.plan.model import Plan, PlanError
+    from recipes.bcache import bcache_create, bcache_detach
+
+    plan = bcache_detach(build_inventory(RawSystem.load(RAW)),
+                         "/dev/bcache/by-uuid/1c3dbe4c-c200-4e7c-adc5-2ed1669faa08", wipe_cache=True)
+    data = plan.to_json()
+    flush = next(s for s in data["steps"] if s["id"] == "flush")
+    flush["wait"] = [flush["wait"][0], ""]
+    with pytest.raises(PlanError, match="not a state a removal waits for"):
+        Plan.from_json(data)
+    data = bcache_create(build_inventory(RawSystem.load(RAW)), "sdg", "nvme0n1").to_json()
+    attach = next(s for s in data["steps"] if s["id"] == "attach")
+    attach["write"] = [attach["write"][0], "00000000-0000-0000-0000-000000000000"]
+    with pytest.raises(PlanError, match="names 2 cache sets"):
+        Plan.from_json(data)
+
+
+@case("plan")
+def test_names_a_fresh_plan_creates_must_not_exist_yet() -> None:
+    from advisor.apply.preflight import verify_names
+    from advisor.plan.model import Plan
+    from advisor.readers.lvm import Lv
+    from tests.unit.test_execute import FakeLvm
+
+    plan = Plan.from_json(plan_json())
+    state = FakeLvm().state()
+    assert verify_names(plan, state) == []
+    state.lvs["labvg/data_cache"] = Lv.from_row({"lv_name": "data_cache", "vg_name": "labvg", "segtype": "linear"})
+    assert [p.sentence() for p in verify_names(plan, state)] == [
+        "labvg/data_cache exists already, and the plan would create it"]
+
+
+@case("plan")
+def test_a_removal_stops_only_the_cache_set_its_backing_device_is_attached_to(tmp_path: Path) -> None:
+    from advisor.apply.preflight import verify_cache_set
+    from advisor.apply.state import LiveState
+    from advisor.disks.collect import RawSystem
+    from advisor.disks.discovery import build_inventory
+    from recipes.bcache import bcache_detach
+
+    plan = bcache_detach(build_inventory(RawSystem.load(RAW)), "/dev/bcache/by-uuid/1c3dbe4c-c200-4e7c-adc5-2ed1669faa08")
+    wanted = "92d9f462-55cf-4982-b1c4-ecef2705350f"  # the cache set of the snapshot's bcache0
+    assert f"/sys/fs/bcache/{wanted}/stop" in [s.write[0] for s in plan.steps if s.write]
+    backing, sets = tmp_path / "backing", tmp_path / "sets"
+    (backing / "bcache").mkdir(parents=True)
+    (backing / "bcache" / "state").write_text("dirty\n")
+    for uuid in (wanted, "9d0e5a8e-0000-4000-8000-000000000001"):
+        (sets / uuid).mkdir(parents=True)
+
+    class Here(LiveState):
+        def resolve(self, path: str) -> str:
+            return path.replace("{backing}", str(backing)).replace("/sys/fs/bcache", str(sets))
+
+        def sysfs_exists(self, path: str) -> bool:
+            return os.path.exists(self.resolve(path))
+
+    state = Here(plan=plan)
+    link = backing / "bcache" / "cache"
+    link.symlink_to(sets / wanted)
+    assert verify_cache_set(plan, state) == []
+    link.unlink()
+    link.symlink_to(sets / "9d0e5a8e-0000-4000-8000-000000000001")
+    assert [p.sentence() for p in verify_cache_set(plan, state)] == [
+        f"the plan stops the cache set {wanted}, but its backing device is attached to the cache set "
+        "9d0e5a8e-0000-4000-8000-000000000001"]
+    link.unlink()
+    assert [p.sentence() for p in verify_cache_set(plan, state)] == [
+        f"the plan stops the cache set {wanted}, but its backing device is not attached to any"]
+    (backing / "bcache" / "state").write_text("no cache\n")
+    (sets / wanted).rmdir()
+    assert verify_cache_set(plan, state) == [], "a removal found wholly in effect runs nothing and is let be"
+
+
 @case("links")
 def test_a_lock_planted_as_a_link_is_refused_and_its_target_kept(tmp_path: Path) -> None:
     from advisor.apply.journal import JournalError, locked
@@ -422,16 +515,33 @@ def test_a_lock_planted_as_a_link_is_refused_and_its_target_kept(tmp_path: Path)
 
 
 @case("links")
-def test_the_machine_lock_planted_as_a_link_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_machine_lock_planted_as_a_link_is_replaced_and_its_target_kept(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """/run/lock is everyone's: a link planted as the lock is removed (as root may), never followed."""
     from advisor.apply import journal
-    from advisor.errors import CachewiseError
 
     (tmp_path / "victim").write_text("keep")
-    (tmp_path / "cachewise-apply.lock").symlink_to(tmp_path / "victim")
-    monkeypatch.setattr(journal, "MACHINE_LOCK", tmp_path / "cachewise-apply.lock")
-    with pytest.raises(CachewiseError, match="is a link"), journal.locked(tmp_path / "state"):
-        pass
+    lock = tmp_path / "cachewise-apply.lock"
+    lock.symlink_to(tmp_path / "victim")
+    monkeypatch.setattr(journal, "MACHINE_LOCK", lock)
+    with journal.locked(tmp_path / "state"):
+        assert not lock.is_symlink() and lock.is_file()
     assert (tmp_path / "victim").read_text() == "keep"
+
+
+@case("links")
+def test_a_lock_another_user_made_cannot_keep_root_from_applying(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    if not ROOT:
+        pytest.skip("needs root to give a file away")
+    from advisor.apply import journal
+
+    lock = tmp_path / "cachewise-apply.lock"
+    lock.write_text("")
+    os.chown(lock, NOBODY, -1)
+    monkeypatch.setattr(journal, "MACHINE_LOCK", lock)
+    with journal.locked(tmp_path / "state"):
+        assert lock.stat().st_uid == 0
 
 
 @case("links")
@@ -531,6 +641,15 @@ class _FillingOs:
 def _enospc_after(monkeypatch: pytest.MonkeyPatch, module: Any, budget: int) -> None:
     """Writes through ``module``'s os.write fail once ``budget`` bytes went: a disk that fills."""
     monkeypatch.setattr(module, "os", _FillingOs(budget))
+
+
+@case("full")
+def test_outputs_are_never_writable_by_others_whatever_the_umask(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "cachewise", *PLAN, "-o", str(tmp_path / "p.json")],
+                          capture_output=True, text=True, timeout=60, check=False, preexec_fn=lambda: os.umask(0),  # noqa: PLW1509
+                          env={**os.environ, "CACHEWISE_STATE_DIR": str(tmp_path / "state")})
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "p.json").stat().st_mode & 0o777 == 0o644
 
 
 @case("full")
@@ -702,8 +821,22 @@ def test_a_probe_another_version_recorded_is_measured_again(tmp_path: Path) -> N
     core = Core.for_snapshot(RawSystem.from_json(inv_dev), tmp_path / "st")
     from cachewise.core.discover import scan
 
-    found, warning = earlier_probes(core, scan(core))
+    inv = scan(core)
+    found, warning = earlier_probes(core, inv)
     assert found == {} and warning is None
+    # The control: a probe this version recorded, of another disk of the snapshot, is found.
+    from advisor.disks.probe import ProbeResult, classify, parse_fio
+    from advisor.history import History
+
+    ssd = next(d for d in inv.devices if d.identity == "serial:SSD0001")
+    fio = json.loads((FIXTURES / "lab-probe" / "fio-SSD0001.json").read_text())
+    got = parse_fio(fio)
+    result = ProbeResult(ssd.name, ssd.devnode, ssd.identity, ssd.size_bytes, False, "sata", tuple(got),
+                         classify(got, False, "sata"), False, True, 7.1, "fio-3.33", (), fio)
+    with History(tmp_path / "st" / "history.sqlite3") as h:
+        h.record_probe(result, "SSD0001", None)
+    found, warning = earlier_probes(core, inv)
+    assert list(found) == [ssd.identity] and warning is None
 
 
 @case("history")

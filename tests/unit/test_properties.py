@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from advisor.disks.collect import RawSystem
@@ -179,6 +179,8 @@ def test_check_reader_on_any_json(value: Any) -> None:
 @FAST
 @given(st.text(max_size=400) | st.sampled_from([json.dumps(p) for p in PLANS]).map(
     lambda t: t.replace('"argv": [', '"argv": [], "argv": [', 1)))
+@example('{"schema": "cachewise.plan/\u00b2"}')
+@example('{"schema": "cachewise.plan/' + "9" * 5000 + '"}')
 def test_plan_loader_on_any_text(text: str) -> None:
     """Duplicate keys, deep nesting, NaN, broken UTF-8 in disguise: a PlanError or a plan."""
     try:
