@@ -45,6 +45,8 @@ ACTIONS: dict[str, str] = {
     "free-pv": "take {device} out of VG {vg} first",
     "keep-data-with-lvmcache": "keep the data in place with an lvmcache on LVM",
     "restore-after": "back it up, allow the wipe, and restore it onto the bcache device afterwards",
+    "move-into-lvm": "back the data up, make an LV for it, restore it there, and ask again with the LV",
+    "use-native-tier": "use that system's own SSD tier instead",
     "name-both-ssds": "name both SSDs of the mirrored pair",
     "writethrough": "choose writethrough for one SSD",
     "other-name": "choose another name",

@@ -15,6 +15,7 @@ from advisor.advice.config import CacheConfig
 from advisor.backends import BCACHE, Mode
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import find_device
+from advisor.disks.gate import barring, fast_barriers
 from advisor.errors import codes, next_step
 from advisor.plan.checks import (
     BcacheSuperblock,
@@ -26,7 +27,7 @@ from advisor.plan.checks import (
 )
 from advisor.plan.language import Use
 from advisor.plan.model import Plan, Step
-from advisor.units import BCACHE_SEQUENTIAL_CUTOFF, human_size
+from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
 from recipes.common import RecipeError, bind, check_backend
 from recipes.registry import Recipe, option, register
 
@@ -39,10 +40,6 @@ codes(
         "own superblock goes where the data starts, so the data would be lost",
         "bad-writeback-percent": "writeback_percent must be 0 to 40, not {value}",
         "same-device": "{backing} and {cache} are the same device; name the HDD and the SSD",
-        "bcache-cache-too-small": "{device} is too small for a bcache cache: {size} is {buckets} buckets of "
-        '{bucket}, and the kernel refuses a cache of {minimum} buckets or fewer (dmesg: "ca->sb.nbuckets is too '
-        'small"; registering fails with "Operation not permitted"); it takes an SSD or partition larger than '
-        "{smallest}",
         "bcache-sector-mismatch": "{cache} has larger logical sectors ({cache_sector}) than {backing} "
         "({backing_sector})",
         "not-bcache": "{device} is not a bcache device",
@@ -53,11 +50,6 @@ codes(
 )
 
 B = "{backing}/bcache"
-# make-bcache's default bucket (1024 sectors); the kernel's cache_alloc() refuses a cache whose
-# bucket count rounds up to fewer than 1024 (EPERM, "ca->sb.nbuckets is too small"), i.e. 512
-# buckets or fewer: a cache device of 256 MiB or less. Seen in the lab on 6.1 (docs/apply.md).
-BUCKET = 512 << 10
-MIN_BUCKETS = 512
 
 
 def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | None:
@@ -117,17 +109,9 @@ def bcache_create(
         signature = _empty_device(inv, dev, role, wipe)
         if signature:
             destroys.append(f"{dev.display_path}: {signature}")
-    buckets = cache.size_bytes // BUCKET
-    if buckets <= MIN_BUCKETS:
-        raise RecipeError(
-            "bcache-cache-too-small",
-            device=cache.display_path,
-            size=human_size(cache.size_bytes),
-            buckets=buckets,
-            bucket=human_size(BUCKET),
-            minimum=MIN_BUCKETS,
-            smallest=human_size(BUCKET * MIN_BUCKETS),
-        )
+    for barrier in barring(fast_barriers(inv, cache), BCACHE):
+        # the safety gate: another system's device, or too few buckets for the kernel
+        raise RecipeError(barrier.code, next=barrier.next, **barrier.facts)
     if (cache.logical_sector_size or 512) > (backing.logical_sector_size or 512):
         raise RecipeError(
             "bcache-sector-mismatch",

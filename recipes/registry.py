@@ -106,6 +106,7 @@ class Recipe(Generic[OptionsT]):
             modules=self.backend.kernel_modules if makes and self.backend else (),
             progress=self.backend.progress if self.backend and self.effect != "makes" else "",
             segtype=(self.backend.lvm_segtype or "") if self.backend and self.effect != "makes" else "",
+            makes=self.backend.id if makes and self.backend else "",
         )
 
     def for_devices(self, slow: str, fast: Sequence[str]) -> OptionsT:

@@ -20,6 +20,7 @@ from advisor.advice.config import CacheConfig
 from advisor.advice.lvmrules import LVM_EXTENT
 from advisor.backends import WRITECACHE
 from advisor.disks.devices import Device, Inventory
+from advisor.disks.gate import WRITECACHE_HIGH_WATERMARK, writecache_memory
 from advisor.errors import codes, next_step
 from advisor.plan.checks import NotSegtype, Segtype
 from advisor.plan.language import Use
@@ -117,6 +118,7 @@ def writecache_attach(
     if need > fast.size_bytes:
         raise too_small(fast, f"a {human_size(size)} writecache", need)
 
+    high = spec.high_watermark if spec.high_watermark is not None else WRITECACHE_HIGH_WATERMARK
     vglv, cvol = f"{vg}/{lv}", f"{lv}_wcache"
     settings = spec.settings(block)
     steps = fast.join_steps(vg)
@@ -152,6 +154,9 @@ def writecache_attach(
     notes = [
         f"dm-writecache caches writes only; reads of data not recently written still go to {vglv}'s disk.",
         f"Block size {block}: {why}.",
+        f"It starts writing back when {high}% of its blocks are in use, so up to "
+        f"{human_size(size * high // 100)} of written data may wait on the SSD before the disk has it; its "
+        f"entries take about {human_size(writecache_memory(size, block))} of kernel memory.",
         UNDO,
     ]
     if fast.mirrored:

@@ -33,6 +33,8 @@ ACTIONS = {
     "free-pv": "take {device} out of VG {vg} first (vgreduce {vg} {device})",
     "keep-data-with-lvmcache": "keep the data in place with lvmcache: choose an LV as the slow device",
     "restore-after": f"back it up, tick '{WIPE}', and restore it onto the bcache device afterwards",
+    "move-into-lvm": "back the data up, make an LV for it, restore it there, and choose the LV as the slow device",
+    "use-native-tier": "use that system's own SSD tier instead (named above)",
     "name-both-ssds": "mark both SSDs with Space on the Fast device step",
     "writethrough": "choose writethrough with o",
     "other-name": "choose another name",

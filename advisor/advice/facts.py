@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from advisor.advice.recommend import DeviceFacts, Versions
 from advisor.backends import WRITECACHE, by_segtype
 from advisor.disks.devices import Device, Inventory, underlying_disks
+from advisor.disks.gate import fast_barriers, slow_barriers
 from advisor.readers.lvm import parse_version
 from advisor.readers.smart import Endurance, parse_smartctl
 from advisor.runner import CommandError, CommandRunner
@@ -49,9 +50,16 @@ def existing_cache(dev: Device) -> str | None:
     return None
 
 
-def device_facts(inv: Inventory, dev: Device, probe_of: ProbeLookup, endurance: Endurance | None = None) -> DeviceFacts:
-    """DeviceFacts for a device. Its class comes from the newest probe of the disk(s) under
-    it (the slowest, if several), else from the kernel's rotational flag."""
+def device_facts(
+    inv: Inventory,
+    dev: Device,
+    probe_of: ProbeLookup,
+    endurance: Endurance | None = None,
+    part: Literal["slow", "fast"] = "slow",
+) -> DeviceFacts:
+    """DeviceFacts for a device in its part (the slow device, or a fast one). Its class comes
+    from the newest probe of the disk(s) under it (the slowest, if several), else from the
+    kernel's rotational flag; its barriers from the safety gate."""
     disks = underlying_disks(inv, dev) or [dev]
     probes = [p for p in (probe_of(d) for d in disks) if p]
     vg = dev.lvm.vg if dev.lvm is not None else None
@@ -68,6 +76,7 @@ def device_facts(inv: Inventory, dev: Device, probe_of: ProbeLookup, endurance: 
         endurance=endurance,
         redundancy=redundancy(dev),
         cached=existing_cache(dev),
+        barriers=tuple(slow_barriers(inv, dev) if part == "slow" else fast_barriers(inv, dev)),
     )
     if probes:
         slowest = max(probes, key=lambda p: _p50(p) or 0.0)

@@ -31,8 +31,10 @@ from advisor.advice.config import BLOCK, CacheConfig, Warmup
 from advisor.advice.findings import finding
 from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
 from advisor.advice.workloads import WORKLOADS, WorkloadType
+from advisor.backends import BACKENDS, Mode
 from advisor.backends import BackendId as Backend
-from advisor.backends import Mode
+from advisor.backends import backend as backend_of
+from advisor.disks.gate import WRITECACHE_HIGH_WATERMARK, Barrier, writecache_max_bytes, writecache_memory
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.readers.smart import Endurance
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF, KiB, MiB, cache_size, duration
@@ -124,6 +126,9 @@ class DeviceFacts:
     endurance: Endurance | None = None
     redundancy: str | None = None  # what discovery saw that keeps its data on two devices ("md raid1 array md0")
     cached: str | None = None  # the cache it already belongs to ("it is a bcache device ...")
+    # What the safety gate (advisor.disks.gate) found against each backend for this device in
+    # its part (slow or fast), from what discovery knows of it and of what is stacked on it.
+    barriers: tuple[Barrier, ...] = ()
 
     @property
     def latency(self) -> float:
@@ -155,6 +160,7 @@ class Inputs:
     cache_budget_bytes: int | None = None  # at most this much SSD space for the cache
     read_iops: float | None = None  # declared read rate, for warm-up time without a trace
     versions: Versions = field(default_factory=Versions)
+    memory_bytes: int | None = None  # the machine's memory (dm-writecache keeps an entry per block in it)
 
 
 # --- outputs --------------------------------------------------------------------------------
@@ -200,6 +206,9 @@ class Recommendation:
     # choice between them can be seen: bcache follows the 4 KiB curve, lvmcache the chunk curve
     # measured from a trace (else the 4 KiB curve over T-SIZE-1's 3.5x space).
     backend_curves: dict[str, CurveView] = field(default_factory=dict)
+    # What the safety gate found on the devices given: each barrier's code, the backends it bars,
+    # whether moving the data lifts it, and its sentence.
+    gate: tuple[dict[str, Any], ...] = ()
 
     @property
     def cited(self) -> list[str]:
@@ -501,11 +510,20 @@ def _size(ctx: _Context, backend: Backend) -> tuple[int, int, bool]:
         limit = lvm_max_cache(ctx.fast_bytes)
     if ctx.inp.cache_budget_bytes:
         limit = min(limit, ctx.inp.cache_budget_bytes)
+    if backend == "lvmcache-writecache":
+        # dm-writecache keeps an entry per block in kernel memory: its size is held to a share of it.
+        cap = writecache_max_bytes(ctx.inp.memory_bytes, _writecache_block(ctx))
+        limit = min(limit, round_down(cap, LVM_EXTENT)) if cap is not None else limit
     unit = MiB if backend == "bcache" else LVM_EXTENT
     size = min(round_up(wanted, unit), limit)
     bounded = size < round_up(wanted, unit)
     space = size if backend == "bcache" else (lvm_space(size)[2] if backend == "lvmcache" else size + LVM_EXTENT)
     return size, space, bounded
+
+
+def _writecache_block(ctx: _Context) -> int:
+    """lvm2's writecache block size: 512 bytes under an XFS made with 512-byte sectors (M-SECT-1)."""
+    return 512 if ctx.inp.slow.logical_sector_size < 4096 and ctx.fs == "xfs" else 4096
 
 
 def warmup(prof: Profile, backend: Backend, effective: int, hit: float, chunk: int | None = None) -> Warmup | None:
@@ -563,8 +581,7 @@ def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
         chunk, meta, _ = lvm_space(size)
         cfg = replace(cfg, chunk_size_bytes=chunk, metadata_size_bytes=meta, spare_metadata_bytes=meta, policy="smq")
     elif backend == "lvmcache-writecache":
-        small = ctx.inp.slow.logical_sector_size < 4096 and ctx.fs == "xfs"
-        cfg = replace(cfg, writecache_block_size=512 if small else 4096)
+        cfg = replace(cfg, writecache_block_size=_writecache_block(ctx))
     else:
         cfg = replace(
             cfg,
@@ -587,13 +604,48 @@ class Blocker:
         "not-measured",
         "lvm2-missing",
         "bcache-tools-missing",
+        "refused",
+        "needs-migration",
     ]
     text: str
+
+
+# The findings a refusal of the safety gate rests on, by its code.
+GATE_FINDINGS: dict[str, tuple[str, ...]] = {
+    "owned-by-other-system": ("G-OWN-1",),
+    "stacked-on-cache": ("M-LVM-1",),
+    "bcache-part": ("G-BC-1",),
+    "snapshot-origin": ("M-LVM-1",),
+    "md-member": ("M-LVM-1",),
+    "lvm-pv": ("M-LVM-1",),
+    "thin-lv": ("M-THIN-1",),
+    "thin-pool": ("M-THIN-1",),
+    "lv-snapshot": ("M-LVM-1",),
+    "lv-segtype": ("M-LVM-1",),
+    "lv-hidden": ("M-LVM-1",),
+    "not-on-lvm": ("T-LVM-2",),
+    "bcache-needs-block": ("G-BC-1",),
+    "bcache-cache-too-small": ("G-BC-1",),
+    "writecache-memory": ("K-WC-1",),
+}
+
+
+def _gate(inp: Inputs, backend: Backend) -> list[Barrier]:
+    """What the safety gate found against this backend on the devices given."""
+    b = backend_of(backend)
+    return [x for d in (inp.slow, *inp.fast) for x in d.barriers if x.bars(b)]
+
+
+def barred_everywhere(inp: Inputs) -> list[Barrier]:
+    """The refusals that bar every backend: no cache at all can be set up with these devices."""
+    return [x for d in (inp.slow, *inp.fast) for x in d.barriers if not x.migrate and all(x.bars(b) for b in BACKENDS)]
 
 
 def _blockers(ctx: _Context, backend: Backend, mode: Mode) -> list[Blocker]:
     """Why this candidate cannot be the recommendation as things stand (empty: it can)."""
     inp, why = ctx.inp, list[Blocker]()
+    for barrier in _gate(inp, backend):
+        why.append(Blocker("needs-migration" if barrier.migrate else "refused", barrier.what))
     if mode == "writeback" and not ctx.writeback_allowed and not (ctx.mirror_pool and backend.startswith("lvmcache")):
         text = "writeback needs mirrored SSDs or an explicit acceptance of the risk"
         if ctx.mirror_pool:
@@ -750,6 +802,8 @@ def recommend(inp: Inputs) -> Recommendation:
                 continue
             if cfg.backend == "lvmcache-writecache" and any(b.code == "mostly-reads" for b in blockers):
                 continue
+            if any(b.code == "refused" for b in blockers):
+                continue  # only what can be planned is offered
             _, _, ids = _speedup(ctx, cfg.backend, cfg.mode, cfg.predicted_hit_ratio or 0.0)
             hit = f", predicted hit ratio {cfg.predicted_hit_ratio:.0%}" if cfg.predicted_hit_ratio is not None else ""
             runner_ups.append(
@@ -781,7 +835,15 @@ def recommend(inp: Inputs) -> Recommendation:
             curve,
             summary_inputs,
             backend_curves=_backend_curves(ctx),
+            gate=tuple(b.to_json() for d in (slow, *inp.fast) for b in d.barriers),
         )
+
+    # 0. The safety gate: another system owns the data, lvm2 or the kernel would refuse every
+    # backend, or the devices are parts of a cache already.
+    barred = barred_everywhere(inp)
+    if barred:
+        reasons += [Reason(f"{b.what}.", GATE_FINDINGS.get(b.code, ("M-LVM-1",))) for b in barred]
+        return done("dont-cache", f"Don't cache here: {barred[0].what}.", None)
 
     # 1. The slow device is not slow, or the fast one is not fast.
     if slow.device_class in ("ssd", "nvme"):
@@ -1166,6 +1228,19 @@ def _warnings(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
                 f"{inp.slow.path} holds no file system yet: make it and load the data first (mkfs writes "
                 "its tables through the cache and leaves it full of cold data), then attach the cache.",
                 ("D-WARM-1",),
+            )
+        )
+    if cfg.backend == "lvmcache-writecache":
+        block = cfg.writecache_block_size or 4096
+        memory = f"about {cache_size(writecache_memory(cfg.size_bytes, block))} of kernel memory"
+        if inp.memory_bytes:
+            memory += f" of this machine's {cache_size(inp.memory_bytes)}"
+        out.append(
+            Reason(
+                f"dm-writecache starts writing back only when {WRITECACHE_HIGH_WATERMARK}% of its blocks are in use: "
+                f"up to {cache_size(cfg.size_bytes * WRITECACHE_HIGH_WATERMARK // 100)} of written data may be "
+                f"dirty on the SSD before the disk has it, and its {block}-byte blocks take {memory}.",
+                ("K-WC-1",),
             )
         )
     if cfg.mode == "writeback":

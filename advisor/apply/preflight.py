@@ -17,6 +17,7 @@ from typing import Literal
 
 from advisor.apply.state import LiveState, RoleMissing, existing_names, last_in_effect
 from advisor.plan.canon import cache_sets, context
+from advisor.plan.feasible import barriers
 from advisor.plan.language import created_names
 from advisor.plan.model import Plan
 from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
@@ -32,6 +33,7 @@ Code = Literal[
     "path-untrusted",
     "name-taken",
     "cache-set-unbound",
+    "gate",
     "precondition",
 ]
 DEVICE_CHANGED: tuple[Code, ...] = ("device-missing", "device-replaced", "device-resized", "device-holds-data")
@@ -70,6 +72,8 @@ class Problem:
             return f"{self.subject} is not a path root can trust: {self.detail}"
         if self.code == "name-taken":
             return f"{self.subject} exists already, and the plan would create it"
+        if self.code == "gate":
+            return self.subject
         if self.code == "cache-set-unbound":
             now = "is not attached to any" if self.detail == "none" else f"is attached to the cache set {self.detail}"
             return f"the plan stops the cache set {self.subject}, but its backing device {now}"
@@ -162,7 +166,7 @@ def preflight(plan: Plan, runner: CommandRunner, state: LiveState, *, resuming: 
     problems += [p for p in (_load_module(m, runner) for m in plan.kernel_modules) if p is not None]
     problems += verify_devices(plan, state, resuming)
     if not resuming:
-        problems += verify_names(plan, state) + verify_cache_set(plan, state)
+        problems += verify_names(plan, state) + verify_cache_set(plan, state) + verify_gate(plan, state)
     if not problems and not resuming:
         first = plan.steps[last_in_effect(plan, state) + 1 :][:1]  # the step the run starts with
         problems += [
@@ -180,6 +184,15 @@ def verify_names(plan: Plan, state: LiveState) -> list[Problem]:
         return []
     there = existing_names(state)
     return [Problem("name-taken", name) for name in created_names(plan.steps) if name in there]
+
+
+def verify_gate(plan: Plan, state: LiveState) -> list[Problem]:
+    """The safety gate on the machine as it is now: a plan made before the gate existed, on
+    another machine or by hand is held to it as a plan made here today is. A plan found wholly
+    in effect runs nothing and is let be."""
+    if last_in_effect(plan, state) == len(plan.steps) - 1:
+        return []
+    return [Problem("gate", b.what) for b in barriers(plan, state.inventory)]
 
 
 def verify_cache_set(plan: Plan, state: LiveState) -> list[Problem]:

@@ -110,6 +110,7 @@ class RawSystem:
     enhanceio: list[dict[str, str]] = field(default_factory=list)
     # Signatures this blkid does not know, read by cachewise itself (bcachefs before util-linux 2.39).
     magic: dict[str, str] = field(default_factory=dict)
+    memory_bytes: int | None = None  # the machine's memory (the gate holds dm-writecache's entries to a share)
     schema: str = RAW_SCHEMA
 
     def to_json(self) -> dict[str, Any]:
@@ -466,6 +467,7 @@ def collect(
     return RawSystem(
         taken_at=datetime.now(UTC).isoformat(timespec="seconds"),
         hostname=socket.gethostname(),
+        memory_bytes=psutil.virtual_memory().total,
         root=root,
         udev=state,
         blocks=blocks,
@@ -587,6 +589,7 @@ def _assemble(blocks: list[RawBlock], state: str, reuse: RawSystem | None) -> Ra
     return RawSystem(
         taken_at=datetime.now(UTC).isoformat(timespec="seconds"),
         hostname=socket.gethostname(),
+        memory_bytes=psutil.virtual_memory().total,
         root=os.geteuid() == 0,
         udev=state,
         blocks=blocks,

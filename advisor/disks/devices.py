@@ -27,6 +27,12 @@ class LvmInfo:
     lv: str | None = None
     segtype: str | None = None
     uuid: str | None = None
+    pool: str | None = None  # a thin LV's thin pool (lvs pool_lv)
+    attr: str | None = None  # lvs lv_attr: its first letter o/O marks the origin of COW snapshots
+
+    @property
+    def snapshot_origin(self) -> bool:
+        return bool(self.attr) and self.attr[0] in "oO"  # type: ignore[index]
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,11 @@ class MdInfo:
 CacheKind = Literal[
     "lvmcache", "dm-writecache", "bcache", "flashcache", "enhanceio", "zfs", "bcachefs", "md", "dm-crypt"
 ]
+
+
+# Layers that own their devices' data and manage SSDs themselves, or that cachewise never
+# touches: a device in one holds data whatever blkid says of it.
+OTHER_SYSTEMS: tuple[CacheKind, ...] = ("zfs", "bcachefs", "flashcache", "enhanceio")
 
 
 @dataclass(frozen=True)
@@ -153,6 +164,8 @@ class Device:
             return "bcache"
         if self.md is not None and self.md.role == "member":
             return "RAID member"
+        if self.caching is not None and self.caching.kind in OTHER_SYSTEMS:
+            return self.caching.part  # found by its magic where blkid did not name it (bcachefs)
         return None
 
     @property
@@ -194,6 +207,7 @@ class Inventory:
     root: bool
     devices: tuple[Device, ...]
     notes: tuple[str, ...] = ()
+    memory_bytes: int | None = None  # the machine's memory, when the snapshot says
     schema: str = field(default=SCAN_SCHEMA)
 
     def by_name(self, name: str) -> Device | None:
@@ -225,6 +239,7 @@ class Inventory:
             "udev": self.udev,
             "root": self.root,
             "notes": list(self.notes),
+            "memory_bytes": self.memory_bytes,
             "devices": [d.to_json() for d in self.visible(show_all)],
         }
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from advisor.disks.caches import with_caching
 from advisor.disks.collect import RawBlock, RawSystem, devnum_of
 from advisor.disks.devices import (
+    OTHER_SYSTEMS,
     BcacheInfo,
     Device,
     Inventory,
@@ -290,7 +291,15 @@ def build_inventory(raw: RawSystem) -> Inventory:
                 split = _split_dm_lvm_name(block.attrs.get("dm/name", ""))
                 vg, lv = split if split else (None, None)
             row = lv_rows.get((vg, lv or ""), {})
-            lvm = LvmInfo(role="lv", vg=vg, lv=lv, segtype=row.get("segtype") or None, uuid=row.get("lv_uuid") or None)
+            lvm = LvmInfo(
+                role="lv",
+                vg=vg,
+                lv=lv,
+                segtype=row.get("segtype") or None,
+                uuid=row.get("lv_uuid") or None,
+                pool=row.get("pool_lv", "").strip("[]") or None,
+                attr=row.get("lv_attr") or None,
+            )
         elif fs_type == "LVM2_member":
             vg = pv_vg.get(block.devnode)
             if vg is None:
@@ -389,6 +398,7 @@ def build_inventory(raw: RawSystem) -> Inventory:
 
     devices = _settle_states(devices)
     devices = with_caching(devices, lv_rows, raw.dm_targets, raw.enhanceio, raw.magic)
+    devices = {name: _owned(dev) for name, dev in devices.items()}
     notes = _notes(raw)
     ordered = tuple(devices[b.name] for b in sorted(raw.blocks, key=lambda b: b.name))
     return Inventory(
@@ -398,6 +408,7 @@ def build_inventory(raw: RawSystem) -> Inventory:
         root=raw.root,
         devices=ordered,
         notes=notes,
+        memory_bytes=raw.memory_bytes,
     )
 
 
@@ -529,6 +540,14 @@ def _state(dev: Device, devices: dict[str, Device]) -> tuple[State, str]:
     if any(u.fact == "signature" for u in dev.unreadable):
         return "free", "looks free, but its signature could not be read (run as root to be sure)"
     return "free", "free: no signature, not mounted, nothing holds it"
+
+
+def _owned(dev: Device) -> Device:
+    """A member of a file system that tiers itself (found by its magic where blkid did not name
+    it) holds data, whatever its signature said."""
+    if dev.state == "free" and dev.caching is not None and dev.caching.kind in OTHER_SYSTEMS:
+        return replace(dev, state="has-data", in_use_reason=f"has data: {dev.caching.part}")
+    return dev
 
 
 def find_device(inv: Inventory, path: str) -> Device | None:

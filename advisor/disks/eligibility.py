@@ -4,7 +4,9 @@ each front end words."""
 
 from __future__ import annotations
 
+from advisor.backends import BACKENDS
 from advisor.disks.devices import Device, Inventory, underlying_disks
+from advisor.disks.gate import Barrier, fast_barriers, slow_barriers
 from advisor.errors import CachewiseError, codes, next_step
 
 codes(
@@ -46,8 +48,9 @@ def slow_candidates(inv: Inventory) -> list[Device]:
     ]
 
 
-def slow_refusal(dev: Device) -> Ineligible | None:
-    """Why a cache cannot go in front of ``dev`` (None: it can)."""
+def slow_refusal(inv: Inventory, dev: Device) -> CachewiseError | None:
+    """Why a cache cannot go in front of ``dev`` (None: it can): the flows' own rules, then the
+    safety gate when it bars every backend."""
     c = dev.caching
     if c is not None and c.remove is not None:
         return Ineligible(
@@ -64,7 +67,12 @@ def slow_refusal(dev: Device) -> Ineligible | None:
         )
     if dev.state == "in-use" and dev.lvm is None:
         return Ineligible("slow-in-use", device=dev.display_path, why=dev.in_use_reason)
-    return None
+    return _everywhere(slow_barriers(inv, dev))
+
+
+def _everywhere(barriers: list[Barrier]) -> Barrier | None:
+    """The first refusal that bars every backend."""
+    return next((b for b in barriers if not b.migrate and all(b.bars(x) for x in BACKENDS)), None)
 
 
 def fast_candidates(inv: Inventory, slow: Device | None) -> list[Device]:
@@ -80,15 +88,16 @@ def fast_candidates(inv: Inventory, slow: Device | None) -> list[Device]:
         and (slow is None or d.name != slow.name)
         and not d.partitions
         and d.caching is None
+        and _everywhere(fast_barriers(inv, d)) is None
     ]
 
 
-def fast_refusal(chosen: list[Device]) -> Ineligible | None:
+def fast_refusal(inv: Inventory, chosen: list[Device]) -> CachewiseError | None:
     """Why these devices cannot hold the cache (None: they can)."""
     busy = next((d for d in chosen if d.state == "in-use"), None)
     if busy is not None:
         return Ineligible("fast-in-use", device=busy.display_path, why=busy.in_use_reason)
-    return None
+    return next((b for b in (_everywhere(fast_barriers(inv, d)) for d in chosen) if b is not None), None)
 
 
 def removable(inv: Inventory) -> list[Device]:

@@ -342,6 +342,7 @@ class Kind:
     modules: tuple[str, ...] = ()
     progress: str = ""
     segtype: str = ""  # lvm2's segment type of the cache a plan of this kind changes or removes
+    makes: str = ""  # the backend (id) of the cache a plan of this kind makes
 
 
 _KINDS: dict[str, Kind] = {}

@@ -30,6 +30,9 @@ ACTIONS = {
     "free-pv": "free it from {vg} first (vgreduce {vg} {device})",
     "keep-data-with-lvmcache": "keep the data in place with lvmcache (`cachewise plan lvmcache-attach`, on LVM)",
     "restore-after": "back it up and restore it onto the bcache device afterwards (then pass --wipe)",
+    "move-into-lvm": "back the data up, make an LV for it (pvcreate, vgcreate, lvcreate), restore it there, and "
+    "ask again with --slow VG/LV",
+    "use-native-tier": "use that system's own SSD tier instead (its commands are named above)",
     "name-both-ssds": "name both with --ssd A --ssd B",
     "writethrough": "choose --mode writethrough for one",
     "other-name": "choose another name",

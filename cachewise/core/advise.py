@@ -105,7 +105,7 @@ def prepare(core: Core, request: AdviceRequest) -> Prepared:
 
     slow_facts = facts.device_facts(inv, devices[0], probe_of)
     fast_facts = tuple(
-        facts.device_facts(inv, d, probe_of, facts.endurance(core.runner, d.devnode) if core.live else None)
+        facts.device_facts(inv, d, probe_of, facts.endurance(core.runner, d.devnode) if core.live else None, "fast")
         for d in devices[1:]
     )
     versions = facts.versions(core.runner) if core.live else Versions()
@@ -127,6 +127,7 @@ def prepare(core: Core, request: AdviceRequest) -> Prepared:
         cache_budget_bytes=d.cache_budget_bytes,
         read_iops=d.read_iops,
         versions=versions,
+        memory_bytes=inv.memory_bytes,
     )
     return Prepared(inv, inputs, tuple(warnings))
 

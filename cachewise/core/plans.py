@@ -15,6 +15,7 @@ from advisor.disks.discovery import find_device
 from advisor.disks.fsblock import with_fs_block_size
 from advisor.errors import codes, next_step
 from advisor.inputs import MiB, Unreadable, Untrusted, read_text
+from advisor.plan.feasible import barriers
 from advisor.plan.model import Plan, PlanError
 from advisor.prediction import Prediction
 from cachewise.core.context import Core, Refused
@@ -57,6 +58,9 @@ def make(core: Core, inv: Inventory, kind: str, options: Any) -> Plan:
     # refuses unless the user accepts it in so many words).
     plan = replace(r.build(inv, options), host=inv.hostname, from_snapshot=core.replay)
     plan.check()  # what apply will hold it to, now rather than when it is applied
+    refused = barriers(plan, inv)  # and the safety gate, which apply asks again on the live machine
+    if refused:
+        raise refused[0]
     return plan
 
 

@@ -68,7 +68,7 @@ class PickFast(DeviceStep):
         fast = [d for d in (inv.by_name(n) for n in names) if d is not None]
         if not fast:
             return
-        refusal = fast_refusal(fast)
+        refusal = fast_refusal(inv, fast)
         if refusal is not None:
             self.refuse(refusal)
             return

@@ -32,7 +32,7 @@ class PickSlow(DeviceStep):
         dev = self.current
         if dev is None:
             return
-        refusal = slow_refusal(dev)
+        refusal = slow_refusal(self.flow.inventory, dev)
         if refusal is not None:
             self.refuse(refusal)
             return

@@ -148,7 +148,7 @@ def test_every_code_raised_is_declared() -> None:
                 if not isinstance(node, ast.Call):
                     continue
                 name = getattr(node.func, "id", getattr(node.func, "attr", ""))
-                if not re.search(r"(Error|Refused|Ineligible)$", name):
+                if not re.search(r"(Error|Refused|Ineligible|Barrier)$", name):
                     continue
                 code = next((k.value for k in node.keywords if k.arg == "code"), None)
                 if code is None and node.args and isinstance(node.args[0], ast.Constant):
