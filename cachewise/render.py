@@ -190,7 +190,12 @@ def analysis_report(a: Analysis, width: int = 60, curve: bool = True) -> Group:
     )
 
 
-VERDICT_STYLE = {"cache": "bold green", "move-to-ssd": "bold cyan", "dont-cache": "bold yellow"}
+VERDICT_STYLE = {
+    "cache": "bold green",
+    "move-to-ssd": "bold cyan",
+    "dont-cache": "bold yellow",
+    "cant-judge": "bold magenta",
+}
 
 
 def config_table(cfg: CacheConfig) -> Table:

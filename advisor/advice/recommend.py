@@ -39,16 +39,34 @@ from advisor.errors import CachewiseError, codes, next_step
 from advisor.readers.smart import Endurance
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF, KiB, MiB, cache_size, duration
 from advisor.workload import mrc
-from advisor.workload.analysis import Analysis
+from advisor.workload.analysis import COLD_LIMIT, Analysis
 
 RECOMMEND_SCHEMA = "cachewise.recommend/1"
 
-Verdict = Literal["cache", "move-to-ssd", "dont-cache"]
+Verdict = Literal["cache", "move-to-ssd", "dont-cache", "cant-judge"]
+# Why the verdict is what it is, as a code (recommend --json "cause"): the real cause of a "don't
+# cache", or why it cannot judge yet.
+Cause = Literal[
+    "",
+    "gate",
+    "already-flash",
+    "fast-not-fast",
+    "fits-on-ssd",
+    "very-large-datasets",
+    "sequential",
+    "write-once",
+    "first-touches",
+    "ssd-too-small",
+    "no-hot-spots",
+    "gains-too-little",
+]
+WRITE_ONCE_READS = 0.2  # a trace of first touches with fewer reads than this writes data once
 DeviceClass = Literal["hdd", "ssd", "nvme", "unknown"]
 FileSystem = Literal["ext4", "xfs", "other"]
 
 KNEE_SHARE = 0.90  # of the achievable hit ratio
 HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
+HOT_SPOT_SHARE = 0.25  # hot spots: the data serving HOT_SHARE of the I/O is at most this share of the data
 MOVE_FILL = 0.80  # data up to this share of the SSD "fits" (room for growth and overprovisioning)
 MIN_CACHE = 256 * MiB
 MIN_GAIN = 1.10  # below this expected speed-up, caching is not worth its risk and complexity
@@ -189,6 +207,25 @@ class CurveView:
     knee_bytes: int
     achievable_hit_ratio: float
     hot_bytes: int  # data serving HOT_SHARE of the I/O
+    # How the curve was counted: "exact" (every 4 KiB block of the trace), "shards" (a spatial
+    # sample of the blocks, at sample_rate, scaled back) or "model" (no trace: a Zipf curve).
+    mode: str = "model"
+    sample_rate: float = 1.0
+
+
+@dataclass(frozen=True)
+class Uncertain:
+    """What a "can't judge yet" could not judge, and the range it can give for the cache it
+    would otherwise recommend: the low ends count every first touch of the trace as a miss for
+    good, the high ends assume the blocks come back (a full cache's steady hit ratio)."""
+
+    backend: str
+    mode: str
+    hit_ratio: tuple[float, float] | None  # reads served by the cache (None: a write cache)
+    speedup: tuple[float, float]
+    size_bytes: tuple[int, int]  # the curve's knee as traced, up to all the room the SSD gives it
+    first_touch_share: float
+    record: str  # what to record before asking again
 
 
 @dataclass(frozen=True)
@@ -209,6 +246,8 @@ class Recommendation:
     # What the safety gate found on the devices given: each barrier's code, the backends it bars,
     # whether moving the data lifts it, and its sentence.
     gate: tuple[dict[str, Any], ...] = ()
+    cause: Cause = ""
+    uncertain: Uncertain | None = None
 
     @property
     def cited(self) -> list[str]:
@@ -266,6 +305,18 @@ class Profile:
     cold_share: float = 0.0
     too_short: bool = False
     bypassed_bytes: int = 0
+    # The curves as traced, first touches counted as misses (the low end of a "can't judge yet").
+    raw_hits: np.ndarray[Any, Any] | None = None
+    chunk_raw_hits: np.ndarray[Any, Any] | None = None
+    curve_mode: str = "model"
+    sample_rate: float = 1.0
+    chunk_cold_share: float = 0.0
+
+    def too_short_for(self, backend: Backend) -> bool:
+        """Whether first touches dominate the curve this backend follows (then the trace cannot
+        show whether the data comes back)."""
+        share = self.chunk_cold_share if self.chunked(backend) else self.cold_share
+        return self.source == "trace" and share > COLD_LIMIT
 
     def chunked(self, backend: Backend) -> bool:
         """Whether the backend's prediction comes from the measured chunk curve."""
@@ -279,9 +330,16 @@ class Profile:
             return self.chunk_sizes_bytes, self.chunk_hits
         return self.sizes_bytes, self.hits
 
-    def hit_of(self, backend: Backend, size_bytes: float) -> float:
+    def hit_of(self, backend: Backend, size_bytes: float, raw: bool = False) -> float:
+        """The predicted hit ratio of a cache holding ``size_bytes``; ``raw``: as traced, every
+        first touch a miss."""
         sizes, hits = self.curve_of(backend)
-        return float(np.interp(size_bytes, sizes, hits, left=0.0))
+        if raw:
+            traced = self.chunk_raw_hits if self.chunked(backend) else self.raw_hits
+            hits = traced if traced is not None and len(traced) == len(hits) else hits
+        # Below the curve's first size, straight down to nothing at nothing (the true curve is
+        # concave, so this errs low), never a step to zero.
+        return float(np.interp(size_bytes, np.concatenate([[0.0], sizes]), np.concatenate([[0.0], hits])))
 
     def knee_of(self, backend: Backend) -> int:
         sizes, hits = self.curve_of(backend)
@@ -361,6 +419,11 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             cold_share=a.cold_miss_share,
             too_short=a.too_short,
             bypassed_bytes=a.bypassed_bytes,
+            raw_hits=np.asarray(a.curve_hit_ratio, dtype=np.float64),
+            curve_mode=a.curve_mode,
+            chunk_cold_share=a.chunk_cold_miss_share,
+            sample_rate=a.curve_sample_rate,
+            chunk_raw_hits=np.asarray(a.chunk_curve_hit_ratio, dtype=np.float64) if chunked else None,
             reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
         )
     wc = WORKLOADS[inp.workload] if inp.workload else None
@@ -374,7 +437,9 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
         raise RecommendError("bad-hot-fraction", value=hot_fraction)
     items = max(data_bytes // BLOCK, 1)
     alpha = zipf_alpha_for_hot_fraction(items, hot_fraction)
-    sizes = np.unique(np.concatenate([mrc.default_sizes(items), [items]]))
+    # From 1 MiB up, so that a cache far smaller than the data is read off the curve, not below it.
+    small = np.geomspace(MiB // BLOCK, max(items * 0.001, MiB // BLOCK), 20).astype(np.int64)
+    sizes = np.unique(np.concatenate([small, mrc.default_sizes(items), [items]]))
     hits = mrc.zipf_lru_curve(alpha, items, sizes)
     read_share = inp.read_share if inp.read_share is not None else (wc.read_share if wc else 1.0)
     label = wc.label if wc else "random I/O"
@@ -501,9 +566,9 @@ def _overhead(ctx: _Context, backend: Backend) -> float:
     return 1.0 if ctx.prof.chunked(backend) else SPACE_OVERHEAD[backend]
 
 
-def _size(ctx: _Context, backend: Backend) -> tuple[int, int, bool]:
-    """(cache size, SSD space, bounded by the SSD) for a backend, from the knee of its curve."""
-    wanted = max(ctx.prof.knee_of(backend) * _overhead(ctx, backend), MIN_CACHE)
+def _limit(ctx: _Context, backend: Backend) -> int:
+    """The largest cache of this backend the SSD (and the budget, and for dm-writecache the
+    machine's memory) allows."""
     if backend == "bcache":
         limit = round_down(ctx.fast_bytes * (1 - BCACHE_RESERVE), MiB)
     else:
@@ -514,6 +579,16 @@ def _size(ctx: _Context, backend: Backend) -> tuple[int, int, bool]:
         # dm-writecache keeps an entry per block in kernel memory: its size is held to a share of it.
         cap = writecache_max_bytes(ctx.inp.memory_bytes, _writecache_block(ctx))
         limit = min(limit, round_down(cap, LVM_EXTENT)) if cap is not None else limit
+    return limit
+
+
+def _size(ctx: _Context, backend: Backend) -> tuple[int, int, bool]:
+    """(cache size, SSD space, bounded by the SSD) for a backend: the knee of its curve, and at
+    least the hot data (what serves 90% of the I/O), so a cache the SSD has room for never ends
+    smaller than the hot data it is said to hold."""
+    hot = ctx.prof.hot_bytes * (1.0 if ctx.prof.chunked(backend) else _overhead(ctx, backend))
+    wanted = max(ctx.prof.knee_of(backend) * _overhead(ctx, backend), hot, MIN_CACHE)
+    limit = _limit(ctx, backend)
     unit = MiB if backend == "bcache" else LVM_EXTENT
     size = min(round_up(wanted, unit), limit)
     bounded = size < round_up(wanted, unit)
@@ -759,6 +834,8 @@ def recommend(inp: Inputs) -> Recommendation:
         prof.knee(),
         round(prof.achievable, 6),
         prof.hot_bytes,
+        prof.curve_mode,
+        prof.sample_rate,
     )
     summary_inputs = {
         "slow": slow.path,
@@ -783,19 +860,16 @@ def recommend(inp: Inputs) -> Recommendation:
                     ("T-DEV-1",),
                 )
             )
-    if prof.too_short:
-        warnings.append(
-            Reason(
-                f"The trace is too short to judge: {100 * prof.cold_share:.0f}% of its accesses are "
-                "first touches, so it cannot show whether those blocks come back. The predictions "
-                "assume they do; record a longer window (a whole day's cycle) and ask again.",
-                ("L-SIZE-4",),
-            )
-        )
     candidates = _candidates(ctx)
     runner_ups: list[Option] = []
 
-    def done(verdict: Verdict, summary: str, config: CacheConfig | None) -> Recommendation:
+    def done(
+        verdict: Verdict,
+        summary: str,
+        config: CacheConfig | None,
+        cause: Cause = "",
+        uncertain: Uncertain | None = None,
+    ) -> Recommendation:
         chosen = config
         for cfg, blockers in sorted(candidates, key=lambda c: -(c[0].expected_speedup or 0)):
             if chosen is not None and (cfg.backend, cfg.mode) == (chosen.backend, chosen.mode):
@@ -815,6 +889,8 @@ def recommend(inp: Inputs) -> Recommendation:
                     ids,
                 )
             )
+        if verdict == "cant-judge":
+            runner_ups.clear()  # nothing is offered until the workload can be judged
         if verdict == "cache":
             runner_ups.append(
                 Option(
@@ -836,6 +912,8 @@ def recommend(inp: Inputs) -> Recommendation:
             summary_inputs,
             backend_curves=_backend_curves(ctx),
             gate=tuple(b.to_json() for d in (slow, *inp.fast) for b in d.barriers),
+            cause=cause,
+            uncertain=uncertain,
         )
 
     # 0. The safety gate: another system owns the data, lvm2 or the kernel would refuse every
@@ -843,28 +921,26 @@ def recommend(inp: Inputs) -> Recommendation:
     barred = barred_everywhere(inp)
     if barred:
         reasons += [Reason(f"{b.what}.", GATE_FINDINGS.get(b.code, ("M-LVM-1",))) for b in barred]
-        return done("dont-cache", f"Don't cache here: {barred[0].what}.", None)
+        return done("dont-cache", f"Don't cache here: {barred[0].what}.", None, "gate")
 
     # 1. The slow device is not slow, or the fast one is not fast.
     if slow.device_class in ("ssd", "nvme"):
         reasons.append(
             Reason(
-                f"{slow.path} measured as {slow.device_class.upper()} "
-                f"({slow.latency:.3f} ms); an SSD cache in front of it gains little.",
+                f"{slow.path} {_measured(slow)}; an SSD cache in front of it gains little.",
                 ("T-DEV-1",),
             )
         )
-        return done("dont-cache", f"Don't cache: {slow.path} is already flash.", None)
+        return done("dont-cache", f"Don't cache: {slow.path} is already flash.", None, "already-flash")
     for f in inp.fast:
         if f.device_class in ("hdd", "unknown") or f.latency >= slow.latency / 4:
             reasons.append(
                 Reason(
-                    f"{f.path} measured as {f.device_class} ({f.latency:.3f} ms median read), "
-                    f"not much faster than {slow.path} ({slow.latency:.3f} ms).",
+                    f"{f.path} {_measured(f)}, not much faster than {slow.path} ({_measured(slow)}).",
                     ("T-DEV-1",),
                 )
             )
-            return done("dont-cache", f"Don't cache: {f.path} is not a fast device.", None)
+            return done("dont-cache", f"Don't cache: {f.path} is not a fast device.", None, "fast-not-fast")
 
     # 2. The data fits on the SSD (or in the part of it set aside): move it (T-SIZE-3).
     room = min(fast_bytes, inp.cache_budget_bytes or fast_bytes)
@@ -881,7 +957,9 @@ def recommend(inp: Inputs) -> Recommendation:
             reasons.append(
                 Reason("Mirror the two SSDs (md RAID1 or an LVM raid1 LV) to keep the data redundant.", ("T-MODE-1",))
             )
-        return done("move-to-ssd", f"Don't cache: move the data ({cache_size(data_bytes)}) onto the SSD.", None)
+        return done(
+            "move-to-ssd", f"Don't cache: move the data ({cache_size(data_bytes)}) onto the SSD.", None, "fits-on-ssd"
+        )
 
     # 3. The thesis's very large datasets, sequential streams and workloads without hot spots
     # gain nothing.
@@ -894,7 +972,9 @@ def recommend(inp: Inputs) -> Recommendation:
                 ("T-SIZE-3", "L-SIZE-4"),
             )
         )
-        return done("dont-cache", "Don't cache: very large datasets gain little from an SSD cache.", None)
+        return done(
+            "dont-cache", "Don't cache: very large datasets gain little from an SSD cache.", None, "very-large-datasets"
+        )
     if prof.sequential_share >= 0.7:
         reasons.append(
             Reason(
@@ -903,17 +983,64 @@ def recommend(inp: Inputs) -> Recommendation:
                 ("T-SEQ-1", "T-DEV-1"),
             )
         )
-        return done("dont-cache", "Don't cache: the workload is sequential streams.", None)
-    best_hit = max(c.predicted_hit_ratio or 0.0 for c, _ in candidates)
-    if best_hit < 0.3 and prof.read_share >= 0.5:
+        return done("dont-cache", "Don't cache: the workload is sequential streams.", None, "sequential")
+    # First touches dominate the trace: whether those blocks come back cannot be seen in it.
+    if prof.too_short and prof.read_share < WRITE_ONCE_READS:
         reasons.append(
             Reason(
-                f"Even the largest cache this SSD allows would serve only {best_hit:.0%} of reads: the "
-                "workload has no hot spots a cache can hold.",
+                f"{100 * prof.cold_share:.0f}% of the trace's accesses are first touches and only "
+                f"{100 * prof.read_share:.0f}% are reads: data written once and not read back (a backup target, "
+                "a log) gains nothing from a cache, which would only wear the SSD.",
+                ("L-SIZE-4", "T-DEV-3"),
+            )
+        )
+        return done("dont-cache", "Don't cache: the data is written once and not read back.", None, "write-once")
+    if prof.too_short:
+        uncertain = _uncertain(ctx, candidates)
+        if uncertain is None and prof.chunk_hits is not None:
+            warnings.append(
+                Reason(
+                    f"At 4 KiB, {100 * prof.cold_share:.0f}% of the trace's accesses are first touches; at "
+                    f"dm-cache's {(prof.chunk_bytes or 0) // KiB} KiB chunks only {100 * prof.chunk_cold_share:.0f}%: "
+                    "the chunk curve dm-cache's prediction follows is judged from chunks that came back, bcache's "
+                    "4 KiB one could not be.",
+                    ("L-SIZE-4",),
+                )
+            )
+        if uncertain is not None:
+            reasons.append(Reason(_uncertain_text(uncertain), ("L-SIZE-4",)))
+            return done(
+                "cant-judge",
+                "Can't judge yet: most of the trace is first touches, so it cannot show whether the data comes back.",
+                None,
+                "first-touches",
+                uncertain,
+            )
+    best_hit = max(c.predicted_hit_ratio or 0.0 for c, _ in candidates)
+    if best_hit < 0.3 and prof.read_share >= 0.5:
+        if prof.hot_bytes <= HOT_SPOT_SHARE * data_bytes:  # the hot spots are there; they do not fit
+            need = prof.hot_bytes
+            reasons.append(
+                Reason(
+                    f"The hot data ({cache_size(need)}, serving {100 * HOT_SHARE:.0f}% of the I/O) is "
+                    f"{need / max(room, 1):.0f}x the room this SSD gives a cache ({cache_size(room)}): the largest "
+                    f"cache would serve only {best_hit:.1%} of reads. An SSD of {cache_size(need)} or more would "
+                    "hold it.",
+                    ("L-SIZE-2", "L-SIZE-3"),
+                )
+            )
+            return done(
+                "dont-cache", "Don't cache with this SSD: it is too small for the hot data.", None, "ssd-too-small"
+            )
+        reasons.append(
+            Reason(
+                f"Even the largest cache this SSD allows would serve only {best_hit:.0%} of reads, and "
+                f"{100 * HOT_SHARE:.0f}% of the I/O spreads over {cache_size(prof.hot_bytes)} of the "
+                f"{cache_size(data_bytes)} of data: the workload has no hot spots a cache can hold.",
                 ("L-SIZE-4", "L-SIZE-3"),
             )
         )
-        return done("dont-cache", "Don't cache: the workload has too few hot spots.", None)
+        return done("dont-cache", "Don't cache: the workload has too few hot spots.", None, "no-hot-spots")
 
     # 4. Choose among the candidates that can be done as things stand.
     allowed = [(c, b) for c, b in candidates if not b]
@@ -948,7 +1075,10 @@ def recommend(inp: Inputs) -> Recommendation:
                 )
             )
         return done(
-            "dont-cache", "Don't cache: no cache that can be set up here is expected to help this workload.", None
+            "dont-cache",
+            "Don't cache: no cache that can be set up here is expected to help this workload.",
+            None,
+            "gains-too-little",
         )
     chosen = allowed[0][0]
     wt = next((c for c, _ in allowed if c.backend == chosen.backend and c.mode == "writethrough"), None)
@@ -972,6 +1102,56 @@ def recommend(inp: Inputs) -> Recommendation:
         + "."
     )
     return done("cache", summary, chosen)
+
+
+def _measured(d: DeviceFacts) -> str:
+    """How a device's class is known: measured by a probe, or only from the kernel's flag (with
+    the typical latency the model then assumes)."""
+    if d.class_source == "probe":
+        return f"measured as {d.device_class.upper()} ({d.latency:.3f} ms median read)"
+    return (
+        f"is {d.device_class.upper()} by the {d.class_source}, not measured "
+        f"(a typical {d.device_class.upper()} reads in {d.latency:.3f} ms)"
+    )
+
+
+def _uncertain(ctx: _Context, candidates: list[tuple[CacheConfig, list[Blocker]]]) -> Uncertain | None:
+    """The range for the cache that would be chosen, between first touches lost for good and
+    first touches that come back; None when no cache could be set up anyway, or when the curve
+    the chosen one follows is judged from data that came back (dm-cache's chunks often are)."""
+    allowed = sorted((c for c, b in candidates if not b), key=lambda c: -(c.expected_speedup or 0))
+    if not allowed or not ctx.prof.too_short_for(allowed[0].backend):
+        return None
+    cfg = allowed[0]
+    hi_size = _limit(ctx, cfg.backend)
+    if cfg.predicted_hit_ratio is not None:
+        low = ctx.prof.hit_of(cfg.backend, cfg.effective_bytes, raw=True)
+        high = ctx.prof.hit_of(cfg.backend, hi_size / _overhead(ctx, cfg.backend))
+        hit: tuple[float, float] | None = (round(low, 4), round(max(high, low), 4))
+    else:
+        low = high = 0.0
+        hit = None
+    s_low = _speedup(ctx, cfg.backend, cfg.mode, low)[0]
+    s_high = _speedup(ctx, cfg.backend, cfg.mode, max(high, low))[0]
+    return Uncertain(
+        cfg.backend,
+        cfg.mode,
+        hit,
+        (round(min(s_low, s_high), 2), round(max(s_low, s_high), 2)),
+        (cfg.size_bytes, max(hi_size, cfg.size_bytes)),
+        round(ctx.prof.chunk_cold_share if ctx.prof.chunked(cfg.backend) else ctx.prof.cold_share, 4),
+        "a longer window that covers the workload's whole cycle: a day, or a week with its nightly and weekly jobs",
+    )
+
+
+def _uncertain_text(u: Uncertain) -> str:
+    label = f"{backend_of(u.backend).label} {u.mode}"
+    hit = f"from {u.hit_ratio[0]:.0%} to {u.hit_ratio[1]:.0%} of reads, " if u.hit_ratio is not None else ""
+    return (
+        f"{100 * u.first_touch_share:.0f}% of the trace's accesses are first touches: it cannot show whether those "
+        f"blocks come back. {label} of {cache_size(u.size_bytes[0])} to {cache_size(u.size_bytes[1])} would serve "
+        f"{hit}about {u.speedup[0]:g}x to {u.speedup[1]:g}x, depending on that. Record {u.record}, and ask again."
+    )
 
 
 def _backend_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
@@ -1089,6 +1269,8 @@ def _backend_curves(ctx: _Context) -> dict[str, CurveView]:
             int(prof.knee_of(backend) * overhead),
             round(float(hits.max()) if len(hits) else 0.0, 6),
             prof.hot_bytes,
+            prof.curve_mode,
+            prof.sample_rate,
         )
     return out
 

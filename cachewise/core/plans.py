@@ -30,6 +30,8 @@ codes(
     {
         "no-such-recipe": "there is no recipe {kind!r} (the recipes: {kinds})",
         "not-to-cache": "the recommendation is not to cache, so there is nothing to set up",
+        "cant-judge-yet": "the recommendation cannot judge the workload yet, so there is nothing to set up; record "
+        "{record}, and ask again",
         "no-recipe-for": "cachewise has no recipe for {backend}",
         "plan-unreadable": "cannot read the plan {path}: {why}",
         "plan-file-unusable": "{path}: {why}",
@@ -70,6 +72,8 @@ def recommended(
     """The plan for a recommendation's cache, on the devices it was made for, carrying what it
     predicts (for the watch). ``wipe``: the user lets the plan destroy what the devices hold."""
     cfg = rec.config
+    if cfg is None and rec.uncertain is not None:
+        raise Refused("cant-judge-yet", record=rec.uncertain.record, next=[next_step("record-trace")])
     if cfg is None:
         raise Refused("not-to-cache")
     r = maker(backend(cfg.backend))

@@ -26,7 +26,7 @@ from advisor.advice.recommend import (
 )
 from advisor.units import GiB, MiB
 from advisor.workload import mrc
-from advisor.workload.analysis import analyze
+from advisor.workload.analysis import Analysis, analyze
 from advisor.workload.traces import load_trace
 from tests.conftest import raises_worded
 
@@ -458,24 +458,44 @@ def test_a_bypassed_backup_does_not_turn_a_hot_workload_into_dont_cache() -> Non
 
 def test_first_touches_are_a_warm_caches_past_and_a_short_trace_says_so() -> None:
     """Point 4: first touches made while a cache fills belong to its warm-up, not to its steady
-    hit ratio; when they dominate, the recommendation says the trace is too short and what to
-    record."""
+    hit ratio; when they dominate the curve the chosen cache follows, the recommendation cannot
+    judge yet: it gives the range between first touches lost for good and first touches that
+    come back, and what to record. dm-cache's chunks can be judged when their blocks' neighbours
+    came back."""
     from advisor.workload.traces import REQUEST, ImportStats, Trace
 
-    rng = np.random.default_rng(3)
-    n = 40_000
-    hot = rng.integers(0, 20_000, n)  # each hot block read about twice: half the accesses are first touches
-    req = np.zeros(n, REQUEST)
-    req["offset"], req["length"], req["t"] = hot.astype(np.uint64) * 4096, 4096, np.arange(n) / 100
-    a = analyze(Trace(req, "fio", "synthetic", ImportStats(lines=n, requests=n)))
-    assert a.too_short and a.cold_miss_share > 0.3
-    r = rec(analysis=a, data_bytes=64 * GiB, fast=(dataclasses.replace(SSD, size_bytes=8 * GiB),))
-    assert max(a.curve_hit_ratio) == pytest.approx(1 - a.cold_miss_share, abs=1e-6)
+    def trace(spread: int) -> Analysis:
+        rng = np.random.default_rng(3)
+        n = 40_000
+        hot = rng.integers(0, 20_000, n) * spread  # each hot block read about twice: half are first touches
+        req = np.zeros(n, REQUEST)
+        req["offset"], req["length"], req["t"] = hot.astype(np.uint64) * 4096, 4096, np.arange(n) / 100
+        return analyze(Trace(req, "fio", "synthetic", ImportStats(lines=n, requests=n)))
+
+    ssd = (dataclasses.replace(SSD, size_bytes=8 * GiB),)
+    near = trace(1)  # 80 MB of neighbouring blocks: each 64 KiB chunk is touched about 32 times
+    assert near.too_short and near.cold_miss_share > 0.3 and near.chunk_cold_miss_share < 0.1
+    r = rec(analysis=near, data_bytes=64 * GiB, fast=ssd)
+    assert max(near.curve_hit_ratio) == pytest.approx(1 - near.cold_miss_share, abs=1e-6)
     # The steady curve leaves out the first touches made while each size was filling.
-    assert r.curve is not None and r.curve.achievable_hit_ratio > max(a.curve_hit_ratio) + 0.1
-    assert r.verdict == "cache", "first touches alone never make 'don't cache'"
-    short = [w for w in r.warnings if "too short to judge" in w.text]
-    assert short and "L-SIZE-4" in short[0].findings and "record a longer window" in short[0].text
+    assert r.curve is not None and r.curve.achievable_hit_ratio > max(near.curve_hit_ratio) + 0.1
+    assert r.verdict == "cache" and r.config is not None and r.config.backend == "lvmcache"
+    assert any("chunks only" in w.text for w in r.warnings), "why dm-cache's curve can be judged and bcache's not"
+
+    far = trace(16)  # one block per chunk: the chunks are as new as the blocks
+    assert far.too_short and far.chunk_cold_miss_share > 0.3
+    r = rec(analysis=far, data_bytes=64 * GiB, fast=ssd)
+    print(r.summary, [x.text for x in r.reasons], r.uncertain)
+    assert r.verdict == "cant-judge" and r.cause == "first-touches", "first touches alone never make 'don't cache'"
+    u = r.uncertain
+    assert u is not None and r.config is None and not r.runner_ups, "nothing to plan until it can be judged"
+    assert u.hit_ratio is not None and u.hit_ratio[0] < u.hit_ratio[1] and u.speedup[0] < u.speedup[1]
+    assert u.size_bytes[0] <= u.size_bytes[1] <= 8 * GiB
+    why = next(x for x in r.reasons if "it cannot show" in x.text)
+    assert "L-SIZE-4" in why.findings and "a day, or a week" in why.text
+    out = r.to_json()
+    assert out["verdict"] == "cant-judge" and list(out["uncertain"]["hit_ratio"]) == list(u.hit_ratio)
+    assert out["curve"]["mode"] == far.curve_mode == "exact" and out["curve"]["sample_rate"] == 1.0
 
 
 def test_dm_cache_writeback_does_not_absorb_writes_like_a_write_back_buffer() -> None:
@@ -582,3 +602,32 @@ def test_every_citation_is_about_what_its_reason_says() -> None:
                     wrong.append(f"{fid} ({'/'.join(topic)}) cited for: {text[:120]}")
     assert not wrong, "\n".join(sorted(set(wrong)))
     assert len(seen) >= 30, sorted(seen)
+
+
+def test_dont_cache_names_its_real_cause() -> None:
+    """"No hot spots" only when the I/O spreads over the data; a hot set larger than the SSD is
+    "SSD too small", with the size that would hold it; data written once is "write-once"; an
+    unprobed device is never "measured"."""
+    from advisor.workload.traces import REQUEST, ImportStats, Trace
+
+    def uniform(blocks: int, rounds: int, write: bool = False) -> Analysis:
+        n = blocks * rounds
+        req = np.zeros(n, REQUEST)
+        rng = np.random.default_rng(5)
+        req["offset"] = np.concatenate([rng.permutation(blocks) for _ in range(rounds)]).astype(np.uint64) * 65536
+        req["length"], req["t"], req["write"] = 4096, np.arange(n) / 100, write
+        return analyze(Trace(req, "fio", "synthetic", ImportStats(lines=n, requests=n)))
+
+    tiny = (dataclasses.replace(SSD, size_bytes=320 << 20),)
+    hot = uniform(40_000, 6)  # 160 MB of 4 KiB blocks, 64 KiB apart, each read six times
+    r = rec(analysis=hot, data_bytes=8 * TiB, fast=(dataclasses.replace(SSD, size_bytes=40 << 20),))
+    print(r.summary, [x.text for x in r.reasons])
+    assert (r.verdict, r.cause) == ("dont-cache", "ssd-too-small") and "or more would hold it" in r.reasons[-1].text
+    everywhere = rec(hot_fraction=0.9, slow=dataclasses.replace(HDD_LV, size_bytes=8 * TiB), fast=tiny)
+    assert (everywhere.verdict, everywhere.cause) == ("dont-cache", "no-hot-spots")
+    once = uniform(40_000, 1, write=True)  # a backup written once
+    r = rec(analysis=once, data_bytes=8 * TiB, fast=(SSD,))
+    assert (r.verdict, r.cause) == ("dont-cache", "write-once") and "written once" in r.summary
+    flash = rec(slow=dataclasses.replace(HDD_LV, device_class="ssd", class_source="kernel flag"), hot_fraction=0.1)
+    assert flash.cause == "already-flash" and "not measured" in flash.reasons[-1].text
+    assert "measured as" not in flash.reasons[-1].text
