@@ -311,6 +311,7 @@ class Profile:
     curve_mode: str = "model"
     sample_rate: float = 1.0
     chunk_cold_share: float = 0.0
+    bypassed_share: float = 0.0  # of the requests: streams a cache lets through, at the disk's cost
 
     def too_short_for(self, backend: Backend) -> bool:
         """Whether first touches dominate the curve this backend follows (then the trace cannot
@@ -422,6 +423,7 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             raw_hits=np.asarray(a.curve_hit_ratio, dtype=np.float64),
             curve_mode=a.curve_mode,
             chunk_cold_share=a.chunk_cold_miss_share,
+            bypassed_share=a.bypassed_requests / max(a.requests, 1),
             sample_rate=a.curve_sample_rate,
             chunk_raw_hits=np.asarray(a.chunk_curve_hit_ratio, dtype=np.float64) if chunked else None,
             reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
@@ -534,16 +536,20 @@ def _speedup(ctx: _Context, backend: Backend, mode: Mode, hit: float) -> tuple[f
     read_hit = hit if backend != "lvmcache-writecache" else 0.0
     read_cost = read_hit * tf + (1 - read_hit) * ts
     write_cost = tf if mode == "writeback" and backend != "lvmcache" else ts
-    cost = r * read_cost + (1 - r) * write_cost
+    # Streams the cache lets through (bcache's sequential_cutoff; smq promotes nothing read once)
+    # are served by the disk whatever the cache holds: they are charged at its cost.
+    b = ctx.prof.bypassed_share
+    cost = b * ts + (1 - b) * (r * read_cost + (1 - r) * write_cost)
     gain = ts / cost if cost > 0 else 1.0
+    basis = "latency model from the predicted hit ratio and the devices' latency"
+    cites: tuple[str, ...] = ("T-DEV-1",)
+    if b > 0:
+        basis += f", the {b:.0%} of requests in streams the cache lets through at the disk's"
+        cites += ("T-SEQ-1",)
     if backend == "lvmcache" and mode == "writeback":
-        return (
-            gain,
-            "latency model from the predicted hit ratio and the devices' latency; dm-cache writeback "
-            "still writes every dirty chunk to the disk, so writes count at disk speed",
-            ("T-DEV-1", "T-LVM-1", "T-LVM-3"),
-        )
-    return gain, "latency model from the predicted hit ratio and the devices' latency", ("T-DEV-1",)
+        basis += "; dm-cache writeback still writes every dirty chunk to the disk, so writes count at disk speed"
+        cites += ("T-LVM-1", "T-LVM-3")
+    return gain, basis, cites
 
 
 def _held_share(ctx: _Context, backend: Backend, hit: float) -> float:

@@ -454,6 +454,12 @@ def test_a_bypassed_backup_does_not_turn_a_hot_workload_into_dont_cache() -> Non
     assert r.verdict == "cache" and r.config is not None and (r.config.predicted_hit_ratio or 0) > 0.5
     text = " ".join(x.text for x in r.reasons)
     assert "left out of the curve" in text and "T-SEQ-1" in r.cited
+    # The backup's reads go to the disk whatever the cache holds: charged at its cost, not as hits.
+    assert r.config.speedup_basis.startswith("latency model") and "streams the cache lets through" in \
+        r.config.speedup_basis
+    free = rec(analysis=dataclasses.replace(apart, bypassed_requests=0), slow=big,
+               fast=(dataclasses.replace(SSD, size_bytes=8 * GiB),))
+    assert free.config is not None and (r.config.expected_speedup or 0) < (free.config.expected_speedup or 0)
 
 
 def test_first_touches_are_a_warm_caches_past_and_a_short_trace_says_so() -> None:
