@@ -59,8 +59,10 @@ Cause = Literal[
     "ssd-too-small",
     "no-hot-spots",
     "gains-too-little",
+    "blocked",
 ]
-WRITE_ONCE_READS = 0.2  # a trace of first touches with fewer reads than this writes data once
+WRITE_ONCE_READS = 0.2  # a trace of first touches with fewer reads than this writes data once,
+WRITE_ONCE_FIRST_TOUCHES = 0.9  # when this share of its accesses or more are first touches
 DeviceClass = Literal["hdd", "ssd", "nvme", "unknown"]
 FileSystem = Literal["ext4", "xfs", "other"]
 
@@ -538,7 +540,7 @@ def _speedup(ctx: _Context, backend: Backend, mode: Mode, hit: float) -> tuple[f
     write_cost = tf if mode == "writeback" and backend != "lvmcache" else ts
     # Streams the cache lets through (bcache's sequential_cutoff; smq promotes nothing read once)
     # are served by the disk whatever the cache holds: they are charged at its cost.
-    b = ctx.prof.bypassed_share
+    b = ctx.prof.bypassed_share if backend != "lvmcache-writecache" else 0.0  # dm-writecache bypasses no stream
     cost = b * ts + (1 - b) * (r * read_cost + (1 - r) * write_cost)
     gain = ts / cost if cost > 0 else 1.0
     basis = "latency model from the predicted hit ratio and the devices' latency"
@@ -705,6 +707,7 @@ GATE_FINDINGS: dict[str, tuple[str, ...]] = {
     "lv-segtype": ("M-LVM-1",),
     "lv-hidden": ("M-LVM-1",),
     "not-on-lvm": ("T-LVM-2",),
+    "not-an-lv-yet": ("M-LVM-1",),
     "bcache-needs-block": ("G-BC-1",),
     "bcache-cache-too-small": ("G-BC-1",),
     "writecache-memory": ("K-WC-1",),
@@ -882,8 +885,8 @@ def recommend(inp: Inputs) -> Recommendation:
                 continue
             if cfg.backend == "lvmcache-writecache" and any(b.code == "mostly-reads" for b in blockers):
                 continue
-            if any(b.code == "refused" for b in blockers):
-                continue  # only what can be planned is offered
+            if any(b.code in ("refused", "needs-migration") for b in blockers):
+                continue  # only what can be planned (from this recommendation, on these devices) is offered
             _, _, ids = _speedup(ctx, cfg.backend, cfg.mode, cfg.predicted_hit_ratio or 0.0)
             hit = f", predicted hit ratio {cfg.predicted_hit_ratio:.0%}" if cfg.predicted_hit_ratio is not None else ""
             runner_ups.append(
@@ -991,7 +994,7 @@ def recommend(inp: Inputs) -> Recommendation:
         )
         return done("dont-cache", "Don't cache: the workload is sequential streams.", None, "sequential")
     # First touches dominate the trace: whether those blocks come back cannot be seen in it.
-    if prof.too_short and prof.read_share < WRITE_ONCE_READS:
+    if prof.too_short and prof.read_share < WRITE_ONCE_READS and prof.cold_share >= WRITE_ONCE_FIRST_TOUCHES:
         reasons.append(
             Reason(
                 f"{100 * prof.cold_share:.0f}% of the trace's accesses are first touches and only "
@@ -1022,7 +1025,8 @@ def recommend(inp: Inputs) -> Recommendation:
                 "first-touches",
                 uncertain,
             )
-    best_hit = max(c.predicted_hit_ratio or 0.0 for c, _ in candidates)
+    plannable = [(c, b) for c, b in candidates if not any(x.code == "refused" for x in b)] or candidates
+    best_hit = max(c.predicted_hit_ratio or 0.0 for c, _ in plannable)
     if best_hit < 0.3 and prof.read_share >= 0.5:
         if prof.hot_bytes <= HOT_SPOT_SHARE * data_bytes:  # the hot spots are there; they do not fit
             need = prof.hot_bytes
@@ -1052,7 +1056,7 @@ def recommend(inp: Inputs) -> Recommendation:
     allowed = [(c, b) for c, b in candidates if not b]
     allowed.sort(key=lambda cb: -(cb[0].expected_speedup or 0))
     if not allowed or (allowed[0][0].expected_speedup or 0) < MIN_GAIN:
-        best_blocked = max(candidates, key=lambda cb: cb[0].expected_speedup or 0)
+        best_blocked = max(plannable, key=lambda cb: cb[0].expected_speedup or 0)
         why = "; ".join(b.text for b in best_blocked[1]) or "it gains too little"
         if allowed:
             top = allowed[0][0]
@@ -1084,7 +1088,7 @@ def recommend(inp: Inputs) -> Recommendation:
             "dont-cache",
             "Don't cache: no cache that can be set up here is expected to help this workload.",
             None,
-            "gains-too-little",
+            "gains-too-little" if allowed else "blocked",
         )
     chosen = allowed[0][0]
     wt = next((c for c, _ in allowed if c.backend == chosen.backend and c.mode == "writethrough"), None)

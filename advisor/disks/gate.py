@@ -38,8 +38,9 @@ codes(
         "snapshot-origin": "{device} has snapshots: lvm2 caches a snapshot's origin with dm-cache, but neither its "
         "code nor its tests cover a writecache on one",
         "lv-hidden": "{device} is a part of another LV ({role}), not an LV a cache can go in front of",
-        "not-on-lvm": "{device} is not an LV: {backend} caches an LV in place, so its data ({signature}) would first "
-        "have to move into LVM",
+        "not-on-lvm": "{device} is not an LV: an lvm cache goes in front of an LV in place, so its data ({signature}) "
+        "would first have to move into LVM",
+        "not-an-lv-yet": "{device} is not an LV: an lvm cache goes in front of an LV, which would first be made on it",
         "bcache-needs-block": "{device} is a {what}: bcache formats a whole disk, a partition or an md array as its "
         "backing device",
         "bcache-cache-too-small": "{device} is too small for a bcache cache: {size} is {buckets} buckets of "
@@ -71,7 +72,6 @@ WRITECACHE_MEMORY_SHARE = 4
 # lvm2 passes no watermark unless told): up to this share of the cache may be dirty.
 WRITECACHE_HIGH_WATERMARK = 50
 
-LVM_SEGTYPES_CACHED = ("linear", "striped", "raid1", "raid4", "raid5", "raid6", "raid10")
 LVM_BACKENDS = tuple(b for b in BACKENDS if b.lvm_segtype is not None)
 
 
@@ -94,6 +94,9 @@ class Barrier(CachewiseError):
         self.backends = tuple(backends)
         self.migrate = migrate
 
+    def __reduce__(self) -> tuple[Any, ...]:  # copied and pickled with its facts, not its sentence
+        return (_barrier, (self.code, self.backends, self.migrate, self.next, self.facts))
+
     def bars(self, backend: Backend) -> bool:
         return backend in self.backends
 
@@ -104,6 +107,10 @@ class Barrier(CachewiseError):
             "migrate": self.migrate,
             "text": self.what,
         }
+
+
+def _barrier(code: str, backends: Any, migrate: bool, next: Any, facts: dict[str, Any]) -> Barrier:
+    return Barrier(code, backends=backends, migrate=migrate, next=next, **facts)
 
 
 def _walk(inv: Inventory, dev: Device, up: bool) -> Iterator[Device]:
@@ -155,10 +162,41 @@ def _owners(inv: Inventory, dev: Device) -> list[Barrier]:
                         where=where,
                         part=part,
                         native=c.can,
-                        next=[next_step("use-native-tier")],
+                        next=[next_step("use-native-tier")] if c.kind in ("zfs", "bcachefs") else [],
                     )
                 ]
     return []
+
+
+def _parts(dev: Device) -> list[Barrier]:
+    """The device is a part of something whose data it carries: a bcache backing, cache or
+    unregistered device (its data is reached through bcache), an md array's member."""
+    out: list[Barrier] = []
+    b = dev.bcache
+    if b is not None and b.role in ("backing", "cache", "unregistered"):
+        through = {
+            "backing": b.bcache_device or "its bcache device",
+            "cache": "the bcache devices of its cache set",
+            "unregistered": "bcache, once registered",
+        }
+        part = dev.caching.part if dev.caching is not None else f"bcache {b.role} device"
+        out.append(Barrier("bcache-part", device=dev.display_path, part=part, through=through[b.role]))
+    if dev.md is not None and dev.md.role == "member":
+        out.append(Barrier("md-member", device=dev.display_path, array=dev.md.array or "?"))
+    return out
+
+
+def destroy_barriers(inv: Inventory, dev: Device) -> list[Barrier]:
+    """Why no plan, whatever it is for, may destroy what ``dev`` holds: another system owns it
+    or something on it or under it (ZFS, bcachefs, an out-of-tree cache), or it is a member of
+    an md array (or holds one). A bcache part is not among them: a removal wipes the cache device
+    it has detached."""
+    out = _owners(inv, dev)
+    for other in (dev, *_walk(inv, dev, True)):
+        if other.md is not None and other.md.role == "member":
+            out.append(Barrier("md-member", device=other.display_path, array=other.md.array or "?"))
+            break
+    return out
 
 
 def slow_barriers(inv: Inventory, dev: Device) -> list[Barrier]:
@@ -172,32 +210,26 @@ def slow_barriers(inv: Inventory, dev: Device) -> list[Barrier]:
     if stacked is not None:
         where = "sits on" if stacked in list(_walk(inv, dev, False)) else "is under"
         out.append(Barrier("stacked-on-cache", device=dev.display_path, where=where, cache=_named(stacked)))
-    b = dev.bcache
-    if b is not None and b.role in ("backing", "cache", "unregistered"):
-        through = {"backing": b.bcache_device or "its bcache device", "cache": "the bcache devices of its cache set"}
-        part = dev.caching.part if dev.caching is not None else f"bcache {b.role} device"
-        out.append(Barrier("bcache-part", device=dev.display_path, part=part, through=through.get(b.role, "bcache")))
-    if dev.md is not None and dev.md.role == "member":
-        out.append(Barrier("md-member", device=dev.display_path, array=dev.md.array or "?"))
+    out += _parts(dev)
     lvm = dev.lvm
     if lvm is not None and lvm.role == "pv":
         out.append(Barrier("lvm-pv", device=dev.display_path, vg=lvm.vg or "?"))
     if lvm is not None and lvm.role == "lv":
         out += _lv_barriers(dev)
     elif not out:
-        signature = dev.signature
-        if signature is not None or dev.state != "free":
-            out.append(
-                Barrier(
-                    "not-on-lvm",
-                    backends=LVM_BACKENDS,
-                    migrate=True,
-                    device=dev.display_path,
-                    backend="an lvm cache",
-                    signature=signature or dev.in_use_reason or "in use",
-                    next=[next_step("move-into-lvm")],
-                )
+        # An lvm cache goes in front of an LV: data elsewhere moves into one first, and a free
+        # device becomes one (lvmcache-new makes the PV, VG and LV, when asked for by name).
+        signature = dev.signature or (dev.in_use_reason if dev.state != "free" else "")
+        out.append(
+            Barrier(
+                "not-on-lvm" if signature else "not-an-lv-yet",
+                backends=LVM_BACKENDS,
+                migrate=True,
+                device=dev.display_path,
+                signature=signature,
+                next=[next_step("move-into-lvm")] if signature else [next_step("plan-instead", recipe="lvmcache-new")],
             )
+        )
     if not (dev.kind in ("disk", "partition") or (dev.md is not None and dev.md.role == "array")):
         what = "logical volume" if lvm is not None and lvm.role == "lv" else f"{dev.kind} device"
         out.append(Barrier("bcache-needs-block", backends=(BCACHE,), device=dev.display_path, what=what))
@@ -217,7 +249,8 @@ def _lv_barriers(dev: Device) -> list[Barrier]:
         return [Barrier("lv-snapshot", device=name)]
     if by_segtype(segtype) is not None or segtype == "cache-pool":
         return []  # a cache itself: eligibility and recommend say "remove it first"
-    if segtype not in LVM_SEGTYPES_CACHED or (dev.lvm.attr or " ")[0] == "O":  # O: an origin merging a snapshot
+    cachable = segtype in ("linear", "striped") or segtype.startswith("raid")
+    if not cachable or (dev.lvm.attr or " ")[0] == "O":  # O: an origin merging a snapshot
         return [Barrier("lv-segtype", backends=LVM_BACKENDS, device=name, segtype=segtype)]
     if dev.lvm.snapshot_origin:
         return [Barrier("snapshot-origin", backends=(WRITECACHE,), device=name)]
@@ -227,8 +260,11 @@ def _lv_barriers(dev: Device) -> list[Barrier]:
 def fast_barriers(inv: Inventory, dev: Device) -> list[Barrier]:
     """Why each backend cannot keep its cache on ``dev``: another system owns it (a ZFS special
     vdev or L2ARC, a bcachefs member: wiping it would break that file system, so no acceptance
-    lifts this), or it is too small for bcache."""
+    lifts this), it or a partition of it is a bcache part or an md member (whose data lives on
+    through bcache or the array, active or not), or it is too small for bcache."""
     out = _owners(inv, dev)
+    for other in (dev, *(p for p in map(inv.by_name, dev.partitions) if p is not None)):
+        out += _parts(other)
     if 0 < dev.size_bytes and dev.size_bytes // BCACHE_BUCKET <= BCACHE_MIN_BUCKETS:
         out.append(
             Barrier(
@@ -269,7 +305,7 @@ def writecache_barrier(size_bytes: int, block: int, memory_bytes: int | None) ->
         size=human_size(size_bytes),
         block=block,
         memory=human_size(writecache_memory(size_bytes, block)),
-        share=f"1/{WRITECACHE_MEMORY_SHARE}",
+        share={2: "half", 4: "quarter", 8: "eighth"}.get(WRITECACHE_MEMORY_SHARE, f"1/{WRITECACHE_MEMORY_SHARE}"),
         ram=human_size(memory_bytes or 0),
         next=[next_step("smaller-size")],
     )

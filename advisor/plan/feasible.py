@@ -7,7 +7,7 @@ from __future__ import annotations
 from advisor.backends import WRITECACHE, backend
 from advisor.disks.devices import Inventory
 from advisor.disks.discovery import find_device
-from advisor.disks.gate import Barrier, fast_barriers, slow_barriers, writecache_barrier
+from advisor.disks.gate import Barrier, destroy_barriers, fast_barriers, slow_barriers, writecache_barrier
 from advisor.plan import language
 from advisor.plan.model import Plan
 
@@ -16,14 +16,21 @@ FAST_ROLES = ("ssd", "ssd2", "cache")
 
 
 def barriers(plan: Plan, inv: Inventory) -> list[Barrier]:
-    """The gate's refusals of this plan's devices for the backend it makes (empty for a plan that
-    makes no cache). A migration is not among them: a plan that makes a cache on a device with
-    data destroys it only with the user's leave, which the recipe and the preview hold it to."""
+    """The gate's refusals of this plan: of any plan, a device it would destroy that another
+    system owns or an md array's member; of a plan that makes a cache, its devices for that
+    backend. A migration is not among them: a plan that makes a cache on a device with data
+    destroys it only with the user's leave, which the recipe and the preview hold it to."""
+    out: list[Barrier] = []
+    for step in plan.steps:
+        undone = [m for m in map(language.match_argv, step.undo) if m is not None]  # a rollback runs these
+        for name in (*language.destroys(step), *(n for m in undone for n in language.destroyed_by(m))):
+            dev = find_device(inv, name if name.startswith("/") else f"/dev/{name}")
+            found = destroy_barriers(inv, dev) if dev is not None else []
+            out += [b for b in found if b.what not in [o.what for o in out]]
     kind = language.kind_of(plan.kind)
     if kind is None or not kind.makes:
-        return []
+        return out
     made = backend(kind.makes)
-    out: list[Barrier] = []
     for bound in plan.devices:
         dev = find_device(inv, bound.path)
         if dev is None:
@@ -34,7 +41,7 @@ def barriers(plan: Plan, inv: Inventory) -> list[Barrier]:
             found = fast_barriers(inv, dev)
         else:
             found = []
-        out += [b for b in found if b.bars(made) and not b.migrate and b.code not in [o.code for o in out]]
+        out += [b for b in found if b.bars(made) and not b.migrate and b.what not in [o.what for o in out]]
     if made is WRITECACHE:
         size, block = _writecache_size(plan)
         memory = writecache_barrier(size, block, inv.memory_bytes) if size else None

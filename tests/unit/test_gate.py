@@ -88,7 +88,8 @@ def test_an_lv_takes_the_lvm_caches_and_a_disk_with_data_takes_them_only_after_a
     ext4 = slow_barriers(inv, named(inv, "sdc1"))  # an ext4 partition
     assert barred(ext4) == set() and barred(ext4, migrate=True) == LVM
     assert "into LVM" in ext4[0].what
-    assert slow_barriers(inv, named(inv, "sda")) == [], "a free disk: lvmcache on a new LV, or bcache"
+    free = slow_barriers(inv, named(inv, "sda"))  # a free disk: bcache, or lvmcache once an LV is made on it
+    assert barred(free) == set() and codes_of(free) == ["not-an-lv-yet"] and barred(free, migrate=True) == LVM
     assert codes_of(slow_barriers(inv, named(inv, "sdb"))) == ["lvm-pv"]
 
 
@@ -122,7 +123,7 @@ def test_lvm2s_own_rules_bar_what_it_would_refuse(lvm: LvmInfo, code: str, bars:
 
 
 def test_raid_and_striped_lvs_take_both_lvm_caches() -> None:
-    for segtype in ("raid1", "raid5", "striped", "linear"):
+    for segtype in ("raid1", "raid5", "raid5_ls", "raid0", "raid10_near", "striped", "linear"):
         inv, dev = built(LvmInfo("lv", "vg", "data", segtype, attr="rwi-aor---"))
         assert barred(slow_barriers(inv, dev)) == {BCACHE.id}, segtype
 
@@ -246,3 +247,49 @@ def test_a_thin_lv_on_a_proxmox_host_is_not_cached_and_the_thin_pool_is_named() 
     r = recommend(Inputs(slow, (fast,), workload="database", memory_bytes=inv.memory_bytes))
     assert r.verdict == "dont-cache" and r.config is None and "pve/data" in r.summary
     assert not [o for o in r.runner_ups if o.config is not None]
+
+
+def test_an_ssd_that_carries_a_bcache_set_or_an_md_array_is_never_wiped_for_a_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cachewise.cli import main
+
+    inv = lab(RAW)
+    bcache_cache = fast_barriers(inv, named(inv, "sde"))  # the cache device of a live cache set
+    assert "bcache-part" in codes_of(bcache_cache) and barred(bcache_cache) == ALL
+    rc = main(["--state-dir", str(tmp_path), "plan", "lvmcache-attach", "--from-raw", str(RAW), "--lv", "labvg/data",
+               "--ssd", "sde", "--size", "256m", "--wipe", "-o", str(tmp_path / "p.json")])
+    err = capsys.readouterr().err
+    assert rc != 0 and "bcache" in err and not (tmp_path / "p.json").exists()
+    member = Device("sdx", "disk", "/dev/sdx", "8:96", "serial:x", "/dev/disk/by-id/x", size_bytes=500 * 10**9,
+                    md=MdInfo("member", "md0"), fs_type="linux_raid_member", state="has-data")
+    inactive = Inventory("t", "h", "running", True, (member,))  # its array is not assembled
+    assert "md-member" in codes_of(fast_barriers(inactive, member)) and barred(fast_barriers(inactive, member)) == ALL
+
+
+def test_a_handed_plan_of_any_kind_may_not_destroy_another_systems_device() -> None:
+    from advisor.plan.feasible import barriers
+    from advisor.plan.model import Step
+    from recipes.lvmcache import lvmcache_uncache
+
+    inv = lab(LAYERS)
+    plan = lvmcache_uncache(inv, "labvg/data")
+    zfs = named(inv, "sde1")
+    assert barriers(plan, inv) == []
+    forged = dataclasses.replace(
+        plan, steps=(*plan.steps, Step("wipe", ("wipefs", "--all", zfs.display_path))))
+    found = barriers(forged, inv)
+    assert [b.code for b in found] == ["owned-by-other-system"] and "ZFS pool tank" in found[0].what
+    undo = dataclasses.replace(plan, steps=(dataclasses.replace(plan.steps[0], undo=(
+        ("pvcreate", "--yes", "--force", zfs.display_path),)), *plan.steps[1:]))
+    assert [b.code for b in barriers(undo, inv)] == ["owned-by-other-system"], "a rollback runs the undo commands"
+
+
+def test_barriers_copy_with_their_facts() -> None:
+    import copy
+    import pickle
+
+    inv = lab(LAYERS)
+    (b,) = slow_barriers(inv, named(inv, "sde1"))
+    for twin in (copy.deepcopy(b), pickle.loads(pickle.dumps(b))):
+        assert twin.what == b.what and twin.backends == b.backends and twin.next == b.next

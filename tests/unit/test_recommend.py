@@ -634,6 +634,8 @@ def test_dont_cache_names_its_real_cause() -> None:
     once = uniform(40_000, 1, write=True)  # a backup written once
     r = rec(analysis=once, data_bytes=8 * TiB, fast=(SSD,))
     assert (r.verdict, r.cause) == ("dont-cache", "write-once") and "written once" in r.summary
+    twice = uniform(40_000, 2, write=True)  # each block written twice: half are first touches, not write-once
+    assert rec(analysis=twice, data_bytes=8 * TiB, fast=(SSD,)).cause != "write-once"
     flash = rec(slow=dataclasses.replace(HDD_LV, device_class="ssd", class_source="kernel flag"), hot_fraction=0.1)
     assert flash.cause == "already-flash" and "not measured" in flash.reasons[-1].text
     assert "measured as" not in flash.reasons[-1].text
