@@ -385,8 +385,10 @@ def watch_line(f: Figures) -> str:
     hit = f"hit {_percent(f.hit_ratio)}"
     if f.hit_ratio_total is not None:
         hit += f" (since start {_percent(f.hit_ratio_total)})"
+    if f.read_hit_ratio is not None:
+        hit += f", reads {_percent(f.read_hit_ratio)}"
     if f.predicted_hit_ratio is not None:
-        hit += f" predicted {_percent(f.predicted_hit_ratio)}"
+        hit += f" predicted {_percent(f.predicted_hit_ratio)} of reads"
     parts.append(hit)
     io = [
         f"{name} {rate(v)}"

@@ -68,9 +68,10 @@ class Series:
 
 CHARTS = (
     Series("Fill", lambda f: f.fill, percent, top=1.0),
+    # The prediction is of reads: dm-cache counts them apart, bcache counts only them.
     Series(
-        "Hit ratio (─ predicted)",
-        lambda f: f.hit_ratio,
+        "Read hit ratio (─ predicted)",
+        lambda f: f.read_hit_ratio if f.read_hit_ratio is not None else f.hit_ratio,
         percent,
         top=1.0,
         overlay=lambda f: f.predicted_hit_ratio,
@@ -180,7 +181,9 @@ def glance(ref: CacheRef, f: Figures | None) -> Table:
             (percent(f.hit_ratio), "bold"),
             " this interval, ",
             (percent(f.hit_ratio_total), "bold"),
-            " since start   predicted ",
+            " since start",
+            *((", reads ", (percent(f.read_hit_ratio), "bold")) if f.read_hit_ratio is not None else ()),
+            "   predicted of reads ",
             predicted,
         ),
     )

@@ -44,6 +44,8 @@ class CacheConfig:
     sequential_cutoff_bytes: int | None = None
     writeback_percent: int | None = None
     writecache_block_size: int | None = None
+    # Of the reads (read hits over reads, as dm-cache's read_hits/read_misses and bcache's read
+    # counters count them), from the trace's read curve; writes fill the cache as reads do.
     predicted_hit_ratio: float | None = None
     expected_speedup: float | None = None
     speedup_basis: str = ""
@@ -53,6 +55,9 @@ class CacheConfig:
     # The plan mirrors the cache on the two fast devices (LVM raid1): what makes writeback safe
     # on two SSDs that nothing mirrors yet (lvmcache and writecache only; bcache cannot).
     mirrored_pool: bool = False
+    # Of the writes: writes to blocks the cache holds (None for dm-writecache, which takes every
+    # write, and for a workload without writes).
+    predicted_write_hit_ratio: float | None = None
 
     @property
     def label(self) -> str:

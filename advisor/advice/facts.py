@@ -55,7 +55,8 @@ def device_facts(
     dev: Device,
     probe_of: ProbeLookup,
     endurance: Endurance | None = None,
-    part: Literal["slow", "fast"] = "slow",
+    *,
+    part: Literal["slow", "fast"],
 ) -> DeviceFacts:
     """DeviceFacts for a device in its part (the slow device, or a fast one). Its class comes
     from the newest probe of the disk(s) under it (the slowest, if several), else from the

@@ -314,6 +314,11 @@ class Profile:
     sample_rate: float = 1.0
     chunk_cold_share: float = 0.0
     bypassed_share: float = 0.0  # of the requests: streams a cache lets through, at the disk's cost
+    # The curves over the reads alone (steady, and as traced), 4 KiB and in chunks, when measured.
+    read_hits: np.ndarray[Any, Any] | None = None
+    raw_read_hits: np.ndarray[Any, Any] | None = None
+    chunk_read_hits: np.ndarray[Any, Any] | None = None
+    chunk_raw_read_hits: np.ndarray[Any, Any] | None = None
 
     def too_short_for(self, backend: Backend) -> bool:
         """Whether first touches dominate the curve this backend follows (then the trace cannot
@@ -333,12 +338,28 @@ class Profile:
             return self.chunk_sizes_bytes, self.chunk_hits
         return self.sizes_bytes, self.hits
 
-    def hit_of(self, backend: Backend, size_bytes: float, raw: bool = False) -> float:
+    def hit_of(self, backend: Backend, size_bytes: float, raw: bool = False, reads: bool = False) -> float:
         """The predicted hit ratio of a cache holding ``size_bytes``; ``raw``: as traced, every
-        first touch a miss."""
+        first touch a miss; ``reads``: of the reads alone, as the kernel's read counters count
+        (the trace's read curve; without one, every access is taken alike)."""
         sizes, hits = self.curve_of(backend)
+        chunked = self.chunked(backend)
+        if reads:
+            steady, traced = (
+                (self.chunk_read_hits, self.chunk_raw_read_hits)
+                if chunked
+                else (
+                    self.read_hits,
+                    self.raw_read_hits,
+                )
+            )
+            if steady is not None and len(steady) == len(hits):
+                hits = steady
+                if raw and traced is not None and len(traced) == len(hits):
+                    hits = traced
+                raw = False
         if raw:
-            traced = self.chunk_raw_hits if self.chunked(backend) else self.raw_hits
+            traced = self.chunk_raw_hits if chunked else self.raw_hits
             hits = traced if traced is not None and len(traced) == len(hits) else hits
         # Below the curve's first size, straight down to nothing at nothing (the true curve is
         # concave, so this errs low), never a step to zero.
@@ -369,6 +390,10 @@ def zipf_alpha_for_hot_fraction(items: int, hot_fraction: float, share: float = 
         else:
             hi = mid
     return (lo + hi) / 2
+
+
+def _curve(values: list[float]) -> np.ndarray[Any, Any] | None:
+    return np.asarray(values, dtype=np.float64) if values else None
 
 
 def _steady(steady: list[float], raw: list[float]) -> np.ndarray[Any, Any]:
@@ -426,6 +451,12 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             curve_mode=a.curve_mode,
             chunk_cold_share=a.chunk_cold_miss_share,
             bypassed_share=a.bypassed_requests / max(a.requests, 1),
+            read_hits=_curve(a.curve_read_steady_hit_ratio or a.curve_read_hit_ratio),
+            raw_read_hits=_curve(a.curve_read_hit_ratio),
+            chunk_read_hits=_curve(a.chunk_curve_read_steady_hit_ratio or a.chunk_curve_read_hit_ratio)
+            if chunked
+            else None,
+            chunk_raw_read_hits=_curve(a.chunk_curve_read_hit_ratio) if chunked else None,
             sample_rate=a.curve_sample_rate,
             chunk_raw_hits=np.asarray(a.chunk_curve_hit_ratio, dtype=np.float64) if chunked else None,
             reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
@@ -558,7 +589,7 @@ def _held_share(ctx: _Context, backend: Backend, hit: float) -> float:
     """How much of the thesis's setting a cache reproduces: its predicted hit ratio against
     the hit ratio at its curve's knee (the thesis's caches held their hot data), at most 1."""
     _, hits = ctx.prof.curve_of(backend)
-    at_knee = ctx.prof.hit_of(backend, ctx.prof.knee_of(backend)) if len(hits) else 0.0
+    at_knee = ctx.prof.hit_of(backend, ctx.prof.knee_of(backend), reads=True) if len(hits) else 0.0
     return min(1.0, hit / at_knee) if at_knee > 0 else 0.0
 
 
@@ -642,7 +673,10 @@ def warmup(prof: Profile, backend: Backend, effective: int, hit: float, chunk: i
 def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
     size, space, bounded = _size(ctx, backend)
     effective = int(size / _overhead(ctx, backend))
-    hit = ctx.prof.hit_of(backend, effective)
+    hit = ctx.prof.hit_of(backend, effective, reads=True)  # reads: what the kernel's read counters show
+    every = ctx.prof.hit_of(backend, effective)  # every access, reads and writes
+    r = ctx.prof.read_share
+    write_hit = min(1.0, max(0.0, (every - r * hit) / (1 - r))) if r < 1 else None
     gain, basis, _ = _speedup(ctx, backend, mode, hit)
     cfg = CacheConfig(
         backend=backend,
@@ -651,6 +685,9 @@ def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
         effective_bytes=effective,
         fast_space_bytes=space,
         predicted_hit_ratio=round(hit, 4) if backend != "lvmcache-writecache" else None,
+        predicted_write_hit_ratio=round(write_hit, 4)
+        if write_hit is not None and backend != "lvmcache-writecache"
+        else None,
         expected_speedup=round(gain, 2),
         speedup_basis=basis,
         warmup=warmup(ctx.prof, backend, effective, hit, lvm_space(size)[0] if backend == "lvmcache" else None),
@@ -1135,8 +1172,8 @@ def _uncertain(ctx: _Context, candidates: list[tuple[CacheConfig, list[Blocker]]
     cfg = allowed[0]
     hi_size = _limit(ctx, cfg.backend)
     if cfg.predicted_hit_ratio is not None:
-        low = ctx.prof.hit_of(cfg.backend, cfg.effective_bytes, raw=True)
-        high = ctx.prof.hit_of(cfg.backend, hi_size / _overhead(ctx, cfg.backend))
+        low = ctx.prof.hit_of(cfg.backend, cfg.effective_bytes, raw=True, reads=True)
+        high = ctx.prof.hit_of(cfg.backend, hi_size / _overhead(ctx, cfg.backend), reads=True)
         hit: tuple[float, float] | None = (round(low, 4), round(max(high, low), 4))
     else:
         low = high = 0.0

@@ -4,7 +4,7 @@ hot-data ratio (L-SIZE-4: measure the real workload before sizing a cache)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -132,6 +132,12 @@ class Analysis:
     skipped_lines: int
     bad_lines: int
     bad_examples: list[str]
+    # The curves over the reads alone (hits of reads over reads, writes filling the cache as
+    # reads do): what the kernel's read hit counters show. Empty in analyses made before.
+    curve_read_hit_ratio: list[float] = field(default_factory=list)
+    curve_read_steady_hit_ratio: list[float] = field(default_factory=list)
+    chunk_curve_read_hit_ratio: list[float] = field(default_factory=list)
+    chunk_curve_read_steady_hit_ratio: list[float] = field(default_factory=list)
     schema: str = ANALYSIS_SCHEMA
 
     def to_json(self) -> dict[str, Any]:
@@ -272,7 +278,15 @@ def _result(
         skipped_lines=stats.skipped,
         bad_lines=stats.bad,
         bad_examples=list(stats.examples),
+        curve_read_hit_ratio=_listed(curve.read_hit_ratio),
+        curve_read_steady_hit_ratio=_listed(curve.read_steady),
+        chunk_curve_read_hit_ratio=_listed(chunk[0].read_hit_ratio) if chunk is not None else [],
+        chunk_curve_read_steady_hit_ratio=_listed(chunk[0].read_steady) if chunk is not None else [],
     )
+
+
+def _listed(values: npt.NDArray[np.float64] | None) -> list[float]:
+    return [round(float(v), 6) for v in values] if values is not None else []
 
 
 def analyze(
@@ -301,7 +315,8 @@ def _analyze(
     bypass = summary.feed_requests(trace.requests)
     cached = trace.requests if bypass is None else trace.requests[~bypass]
     del bypass
-    chunks = to_blocks(cached, CHUNK) if block_size < CHUNK else None
+    reads = ~cached["write"].astype(bool)  # by request
+    chunks = blocks_per_request(cached, CHUNK) if block_size < CHUNK else None
     blocks, per_request = blocks_per_request(cached, block_size)
     del cached
     if release:
@@ -309,28 +324,37 @@ def _analyze(
     shards = mode == "shards" or (mode == "auto" and len(blocks) > mrc.EXACT_LIMIT)
     if shards:
         summary.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
-        curve = mrc.lru_curve(blocks, mrc.default_sizes(len(summary.counts())), "shards")
+        block_reads = reads if per_request is None else np.repeat(reads, per_request)
+        curve = mrc.lru_curve(blocks, mrc.default_sizes(len(summary.counts())), "shards", reads=block_reads)
+        del block_reads
     else:
         # Exact: the one relabelling serves the footprint counts and the stack distances.
         ids, dense, counts = mrc.relabel(blocks)
         summary.feed_blocks(len(blocks), ids, counts)
         del blocks
-        curve = mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids)), per_request)
+        curve = mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids)), per_request, reads)
         del dense
-    chunk = _chunk_curve(chunks, "shards" if shards else "exact") if chunks is not None else None
+    chunk = None
+    if chunks is not None:
+        in_chunks, per = chunks
+        chunk = _chunk_curve(
+            in_chunks, "shards" if shards else "exact", reads if per is None else np.repeat(reads, per)
+        )
     return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk)
 
 
-def _chunk_curve(chunks: mrc.Blocks, mode: Literal["exact", "shards"]) -> tuple[mrc.Curve, int, int]:
+def _chunk_curve(
+    chunks: mrc.Blocks, mode: Literal["exact", "shards"], reads: npt.NDArray[np.bool_] | None = None
+) -> tuple[mrc.Curve, int, int]:
     """The LRU curve over dm-cache chunks, how many distinct chunks were touched, and how many
-    chunk accesses there were."""
+    chunk accesses there were; ``reads``: which chunk accesses are reads."""
     accesses = len(chunks)
     if mode == "shards":
         distinct = len(np.unique(chunks))
-        return mrc.lru_curve(chunks, mrc.default_sizes(distinct), "shards"), distinct, accesses
+        return mrc.lru_curve(chunks, mrc.default_sizes(distinct), "shards", reads=reads), distinct, accesses
     ids, dense, _ = mrc.relabel(chunks)
     del chunks
-    return mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids))), len(ids), accesses
+    return mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids)), reads=reads), len(ids), accesses
 
 
 def analyze_stream(
@@ -353,16 +377,17 @@ def analyze_stream(
     for whole in chunks:
         bypass = summary.feed_requests(whole)
         part = whole if bypass is None else whole[~bypass]
-        blocks = to_blocks(part, block_size)
+        blocks, per = blocks_per_request(part, block_size)
+        reads = ~part["write"].astype(bool)
         if sampler is None:
             per_request = len(blocks) / max(len(part), 1)
             sampler = mrc.ShardsSampler(mrc.shards_rate(int(expected_requests * per_request)))
             chunk_sampler = mrc.ShardsSampler(mrc.shards_rate(expected_requests)) if block_size < CHUNK else None
         summary.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
-        sampler.feed(blocks)
+        sampler.feed(blocks, reads if per is None else np.repeat(reads, per))
         if chunk_sampler is not None:
-            in_chunks = to_blocks(part, CHUNK)
-            chunk_sampler.feed(in_chunks)
+            in_chunks, per = blocks_per_request(part, CHUNK)
+            chunk_sampler.feed(in_chunks, reads if per is None else np.repeat(reads, per))
             chunk_ids = np.union1d(chunk_ids, in_chunks)
             chunk_accesses += len(in_chunks)
     if sampler is None:

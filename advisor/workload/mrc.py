@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -153,13 +153,20 @@ class Curve:
     # The steady hit ratio at each size: hits over the accesses after a cache of that size has
     # filled (exact curves only; None for SHARDS). See steady_from_distances.
     steady: npt.NDArray[np.float64] | None = None
+    # The same over the reads alone (hits of reads over reads), when the accesses' kinds were
+    # given: what the kernel's read hit counters show. Writes fill the cache as reads do.
+    read_hit_ratio: npt.NDArray[np.float64] | None = None
+    read_steady: npt.NDArray[np.float64] | None = None
 
 
 STEADY_SLICES = 100  # the trace is cut in this many slices to place each size's fill time
 
 
 def steady_from_distances(
-    distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], new_blocks: npt.NDArray[np.int64] | None = None
+    distances: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    new_blocks: npt.NDArray[np.int64] | None = None,
+    counted: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.float64]:
     """The hit ratio each cache size settles at: an LRU cache of s blocks is full from the
     s-th first touch on, and only the accesses after that count. First touches before it are
@@ -169,18 +176,24 @@ def steady_from_distances(
     fills none, the curve of hits over accesses that were not first touches. Fill times are
     rounded up to the next of STEADY_SLICES slices of the trace. Never falls with size.
     ``new_blocks``: how many blocks each access touches for the first time, when an access is
-    a request of several blocks (default: one for each access whose distance is -1)."""
+    a request of several blocks (default: one for each access whose distance is -1).
+    ``counted``: only these accesses count, as hits and as accesses (the reads), while every
+    access fills the cache."""
     n = len(distances)
-    if n == 0:
+    if n == 0 or (counted is not None and not counted.any()):
         return np.zeros(len(sizes))
     if new_blocks is None:
         cold_at = np.flatnonzero(distances < 0)  # the i-th first touch is at cold_at[i]
     else:  # the access during which the i-th distinct block is first touched
         cold_at = np.repeat(np.arange(n), new_blocks)
     edges = np.linspace(0, n, STEADY_SLICES + 1).astype(np.int64)
+    # Accesses that count from each slice edge on (all of them, or the counted ones).
+    total = np.arange(n + 1)[edges] if counted is None else np.concatenate([[0], np.cumsum(counted)])[edges]
     hist = np.zeros((STEADY_SLICES, len(sizes) + 1), np.int64)
     for k in range(STEADY_SLICES):
         part = distances[edges[k] : edges[k + 1]]
+        if counted is not None:
+            part = part[counted[edges[k] : edges[k + 1]]]
         # An access at stack distance d hits in every cache of more than d blocks.
         hist[k] = np.bincount(np.searchsorted(sizes, part[part >= 0], side="right"), minlength=len(sizes) + 1)
     hits_by_slice = np.cumsum(hist, axis=1)[:, : len(sizes)]  # [slice, size]: hits of that size
@@ -189,11 +202,13 @@ def steady_from_distances(
     for j, size in enumerate(sizes):
         if 0 < size <= len(cold_at):
             first = int(np.searchsorted(edges, cold_at[size - 1] + 1, side="left"))
-            if first < STEADY_SLICES:
-                out[j] = after[first, j] / (n - edges[first])
+            remaining = total[-1] - total[first]
+            if first < STEADY_SLICES and remaining > 0:
+                out[j] = after[first, j] / remaining
     filled = ~np.isnan(out)
     if not filled.any():
-        reused = n - int(np.count_nonzero(distances < 0))
+        kept = distances if counted is None else distances[counted]
+        reused = len(kept) - int(np.count_nonzero(kept < 0))
         return hits_by_slice.sum(axis=0) / reused if reused else np.zeros(len(sizes))
     last = int(np.flatnonzero(filled)[-1])
     out[last + 1 :] = out[last]  # sizes the trace does not fill (a smaller size fills first)
@@ -209,7 +224,23 @@ def _curve_from_distances(
     return hits / total if total > 0 else np.zeros(len(sizes))
 
 
-def exact_curve(blocks: Blocks, sizes: npt.NDArray[np.int64]) -> Curve:
+def _read_curves(
+    d: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    reads: npt.NDArray[np.bool_] | None,
+    new_blocks: npt.NDArray[np.int64] | None = None,
+) -> dict[str, Any]:
+    """The read curves of accesses at stack distances ``d`` (empty without the kinds)."""
+    if reads is None:
+        return {}
+    return {
+        "read_hit_ratio": _curve_from_distances(d[reads], sizes, float(np.count_nonzero(reads))),
+        "read_steady": steady_from_distances(d, sizes, new_blocks, counted=reads),
+    }
+
+
+def exact_curve(blocks: Blocks, sizes: npt.NDArray[np.int64], reads: npt.NDArray[np.bool_] | None = None) -> Curve:
+    """The exact LRU curve; ``reads``: which accesses are reads, for the read curves."""
     d = stack_distances(blocks)
     return Curve(
         "exact",
@@ -217,6 +248,7 @@ def exact_curve(blocks: Blocks, sizes: npt.NDArray[np.int64]) -> Curve:
         _curve_from_distances(d, sizes, float(len(blocks))),
         len(blocks),
         steady=steady_from_distances(d, sizes),
+        **_read_curves(d, sizes, reads),
     )
 
 
@@ -225,10 +257,12 @@ def exact_curve_dense(
     distinct: int,
     sizes: npt.NDArray[np.int64],
     per_request: npt.NDArray[np.int64] | None = None,
+    reads: npt.NDArray[np.bool_] | None = None,
 ) -> Curve:
     """exact_curve of accesses relabelled to 0 .. distinct-1. With ``per_request`` (how many
     consecutive accesses each request made), the curve counts requests, as bcache does: a
-    request hits only when every block of it does (its distance is its blocks' largest)."""
+    request hits only when every block of it does (its distance is its blocks' largest).
+    ``reads``: which requests (or accesses, without ``per_request``) are reads."""
     d = dense_stack_distances(dense, distinct)
     if per_request is None:
         return Curve(
@@ -237,6 +271,7 @@ def exact_curve_dense(
             _curve_from_distances(d, sizes, float(len(dense))),
             len(dense),
             steady=steady_from_distances(d, sizes),
+            **_read_curves(d, sizes, reads),
         )
     starts = np.cumsum(per_request) - per_request
     cold = d < 0
@@ -251,6 +286,7 @@ def exact_curve_dense(
         _curve_from_distances(rd, sizes, float(len(rd))),
         len(rd),
         steady=steady_from_distances(rd, sizes, new),
+        **_read_curves(rd, sizes, reads, new),
     )
 
 
@@ -269,28 +305,46 @@ class ShardsSampler:
         self.threshold = np.uint64(max(1, round(rate * HASH_RANGE)))
         self.rate = float(self.threshold) / HASH_RANGE
         self.salts = SALTS[:samples]
-        self.total = 0
+        self.total = self.total_reads = 0
+        self.with_reads: bool | None = None  # whether every chunk came with its accesses' kinds
         self._kept: list[list[Blocks]] = [[] for _ in self.salts]
+        self._reads: list[list[npt.NDArray[np.bool_]]] = [[] for _ in self.salts]
 
-    def feed(self, blocks: Blocks) -> None:
+    def feed(self, blocks: Blocks, reads: npt.NDArray[np.bool_] | None = None) -> None:
+        """A chunk of block accesses; ``reads``: which of them are reads."""
         self.total += len(blocks)
-        for kept, salt in zip(self._kept, self.salts, strict=True):
+        self.with_reads = (reads is not None) if self.with_reads is None else (self.with_reads and reads is not None)
+        if reads is not None:
+            self.total_reads += int(np.count_nonzero(reads))
+        for kept, kinds, salt in zip(self._kept, self._reads, self.salts, strict=True):
             hashed = ((blocks.astype(np.uint64) ^ np.uint64(salt)) * HASH_MULTIPLIER) >> HASH_SHIFT
-            kept.append(blocks[hashed < self.threshold])
+            keep = hashed < self.threshold
+            kept.append(blocks[keep])
+            if reads is not None:
+                kinds.append(reads[keep])
+
+    def _scaled(self, d: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], kept: int, expected: float) -> Any:
+        reused = np.sort(np.floor(d[d >= 0] / self.rate).astype(np.int64))
+        hits = np.searchsorted(reused, sizes, side="left").astype(np.float64)
+        # SHARDS_adj: the references the sample has too many or too few, credited to the first
+        # bucket, which every cache size counts.
+        hits = np.where(sizes > 0, hits + (expected - kept), 0.0)
+        return np.clip(hits / expected, 0.0, 1.0) if expected > 0 else np.zeros(len(sizes))
 
     def curve(self, sizes: npt.NDArray[np.int64]) -> Curve:
-        expected = self.total * self.rate
-        curves = []
-        for kept in self._kept:
+        expected, expected_reads = self.total * self.rate, self.total_reads * self.rate
+        curves, read_curves = [], []
+        for kept, kinds in zip(self._kept, self._reads, strict=True):
             sample = np.concatenate(kept) if kept else np.zeros(0, np.int64)
             d = stack_distances(sample)
-            reused = np.sort(np.floor(d[d >= 0] / self.rate).astype(np.int64))
-            hits = np.searchsorted(reused, sizes, side="left").astype(np.float64)
-            # SHARDS_adj: the references the sample has too many or too few, credited to the
-            # first bucket, which every cache size counts.
-            hits = np.where(sizes > 0, hits + (expected - len(sample)), 0.0)
-            curves.append(np.clip(hits / expected, 0.0, 1.0) if expected > 0 else np.zeros(len(sizes)))
-        return Curve("shards", sizes, np.mean(curves, axis=0), self.total, self.rate, len(self.salts))
+            curves.append(self._scaled(d, sizes, len(sample), expected))
+            if self.with_reads:
+                mask = np.concatenate(kinds) if kinds else np.zeros(0, bool)
+                read_curves.append(self._scaled(d[mask], sizes, int(np.count_nonzero(mask)), expected_reads))
+        reads = np.mean(read_curves, axis=0) if read_curves else None
+        return Curve(
+            "shards", sizes, np.mean(curves, axis=0), self.total, self.rate, len(self.salts), read_hit_ratio=reads
+        )
 
 
 def lru_curve(
@@ -298,14 +352,16 @@ def lru_curve(
     sizes: npt.NDArray[np.int64],
     mode: Literal["auto", "exact", "shards"] = "auto",
     rate: float | None = None,
+    reads: npt.NDArray[np.bool_] | None = None,
 ) -> Curve:
-    """The LRU curve, exact or by SHARDS; ``auto`` is exact up to EXACT_LIMIT accesses."""
+    """The LRU curve, exact or by SHARDS; ``auto`` is exact up to EXACT_LIMIT accesses.
+    ``reads``: which accesses are reads, for the read curves."""
     if mode == "auto":
         mode = "exact" if len(blocks) <= EXACT_LIMIT else "shards"
     if mode == "exact":
-        return exact_curve(blocks, sizes)
+        return exact_curve(blocks, sizes, reads)
     sampler = ShardsSampler(rate or shards_rate(len(blocks)))
-    sampler.feed(blocks)
+    sampler.feed(blocks, reads)
     return sampler.curve(sizes)
 
 

@@ -103,9 +103,11 @@ def prepare(core: Core, request: AdviceRequest) -> Prepared:
         result = probes.get(d.identity or d.name)
         return result.to_json() if result is not None else None
 
-    slow_facts = facts.device_facts(inv, devices[0], probe_of)
+    slow_facts = facts.device_facts(inv, devices[0], probe_of, part="slow")
     fast_facts = tuple(
-        facts.device_facts(inv, d, probe_of, facts.endurance(core.runner, d.devnode) if core.live else None, "fast")
+        facts.device_facts(
+            inv, d, probe_of, facts.endurance(core.runner, d.devnode) if core.live else None, part="fast"
+        )
         for d in devices[1:]
     )
     versions = facts.versions(core.runner) if core.live else Versions()

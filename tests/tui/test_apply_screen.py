@@ -56,7 +56,7 @@ def lab_inputs(inv: Inventory) -> Inputs:
     """The lab's LV labvg/data with its NVMe SSD, declared as mixed files on XFS."""
     lv, nvme = inv.by_name("dm-1"), inv.by_name("nvme0n1")
     assert lv is not None and nvme is not None
-    facts = [sysfacts.device_facts(inv, d, lambda _d: None) for d in (lv, nvme)]
+    facts = [sysfacts.device_facts(inv, d, lambda _d: None, part=p) for d, p in ((lv, "slow"), (nvme, "fast"))]
     return Inputs(slow=facts[0], fast=(facts[1],), workload="mixed-files", filesystem="xfs", data_bytes=100 * GiB,
                   versions=Versions(kernel="6.1.0"))
 

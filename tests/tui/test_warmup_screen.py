@@ -116,7 +116,7 @@ async def test_warmup_screen_follows_fill_hits_flush_stall_and_loss(size: tuple[
 
         text = await feed(pilot, sampler, sample(2, 200, 40, 200))
         assert "19.5%" in text and "75.0%" in text  # fill; 30 hits of 40 lookups this interval
-        assert "predicted 85.0%" in text
+        assert "predicted of reads 85.0%" in text
         text = await feed(pilot, sampler, sample(3, 400, 130, 210))
         assert "39.1%" in text and "90.0%" in text and "min 0.0% max 39.1%" in text  # the chart keeps the past
 

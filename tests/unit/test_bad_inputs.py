@@ -423,7 +423,8 @@ async def test_tui_recommend_without_a_workload_asks_for_one() -> None:
 
     inv = lab_inventory()
     devices = [inv.by_name("sda"), inv.by_name("nvme0n1")]
-    slow, fast = (facts.device_facts(inv, d, lambda _d: None) for d in devices if d is not None)
+    slow, fast = (facts.device_facts(inv, d, lambda _d: None, part=p)
+                  for d, p in zip(devices, ("slow", "fast"), strict=True) if d is not None)
     app = CachewiseApp(Core(FakeDiscovery(inv), live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 50)) as pilot:
         await app.workers.wait_for_complete()

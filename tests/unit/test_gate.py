@@ -242,7 +242,7 @@ def test_a_thin_lv_on_a_proxmox_host_is_not_cached_and_the_thin_pool_is_named() 
     ssd = Device("nvme0n1", "disk", "/dev/nvme0n1", "259:0", "serial:n", "/dev/disk/by-id/nvme-x",
                  size_bytes=500 * 10**9, rotational=False, transport="nvme")
     inv = dataclasses.replace(inv, devices=(*inv.devices, ssd), memory_bytes=32 * GiB)
-    slow = dataclasses.replace(device_facts(inv, lv, lambda d: None), device_class="hdd")
+    slow = dataclasses.replace(device_facts(inv, lv, lambda d: None, part="slow"), device_class="hdd")
     fast = device_facts(inv, ssd, lambda d: None, part="fast")
     r = recommend(Inputs(slow, (fast,), workload="database", memory_bytes=inv.memory_bytes))
     assert r.verdict == "dont-cache" and r.config is None and "pve/data" in r.summary

@@ -639,3 +639,27 @@ def test_dont_cache_names_its_real_cause() -> None:
     flash = rec(slow=dataclasses.replace(HDD_LV, device_class="ssd", class_source="kernel flag"), hot_fraction=0.1)
     assert flash.cause == "already-flash" and "not measured" in flash.reasons[-1].text
     assert "measured as" not in flash.reasons[-1].text
+
+
+@pytest.mark.parametrize("mode", ["exact", "shards"])
+def test_a_write_hot_read_cold_database_is_predicted_by_its_reads(mode: str) -> None:
+    """The hit ratio a cache is predicted is the reads' (what dm-cache's read_hits/read_misses
+    and bcache's counters show), in exact and sampled counting alike: writes to a small hot set
+    make 70% of all accesses hit, while the reads, spread thin, almost never do."""
+    from advisor.workload.traces import REQUEST, ImportStats, Trace
+
+    rng = np.random.default_rng(3)
+    n = 200_000
+    write = rng.random(n) < 0.7
+    off = np.where(write, rng.integers(0, 1000, n), 1000 + rng.integers(0, 1_000_000, n))
+    req = np.zeros(n, REQUEST)
+    req["offset"], req["length"], req["t"], req["write"] = off.astype(np.uint64) * 4096, 4096, np.arange(n) / 100, write
+    a = analyze(Trace(req, "fio", "synthetic", ImportStats(lines=n, requests=n)), mode=mode)  # type: ignore[arg-type]
+    assert a.curve_mode == mode and max(a.curve_hit_ratio) > 0.65 and max(a.curve_read_hit_ratio) < 0.05
+    r = rec(analysis=a, data_bytes=64 * GiB, fast=(dataclasses.replace(SSD, size_bytes=8 * GiB),), reformat_ok=True)
+    configs = [c for c in (r.config, *(o.config for o in r.runner_ups)) if c is not None and c.predicted_hit_ratio]
+    # bcache caches 4 KiB blocks: its reads hit under 5%; dm-cache promotes 64 KiB chunks, which
+    # the thin reads revisit more often, still far under the 70% of all accesses.
+    assert configs and all((c.predicted_hit_ratio or 0) < (0.1 if c.backend == "bcache" else 0.35) for c in configs), \
+        [(c.backend, c.predicted_hit_ratio) for c in configs]
+    assert any((c.predicted_write_hit_ratio or 0) > 0.8 for c in configs), "the writes hit their hot set"
