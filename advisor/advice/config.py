@@ -17,7 +17,7 @@ BLOCK = 4096  # the modelled workload's block
 @dataclass(frozen=True)
 class Warmup:
     hot_blocks: int  # 4 KiB blocks of hot data the cache will hold
-    reads_63: int  # reads of the device until 63% of them are cached
+    reads_63: int  # read requests of the device until 63% of them are cached
     reads_95: int
     seconds_63: float | None  # at the measured (or declared) read rate
     seconds_95: float | None

@@ -314,6 +314,7 @@ class Profile:
     sample_rate: float = 1.0
     chunk_cold_share: float = 0.0
     bypassed_share: float = 0.0  # of the requests: streams a cache lets through, at the disk's cost
+    blocks_per_request: float = 1.0  # 4 KiB blocks a request touches, on average
     # The curves over the reads alone (steady, and as traced), 4 KiB and in chunks, when measured.
     read_hits: np.ndarray[Any, Any] | None = None
     raw_read_hits: np.ndarray[Any, Any] | None = None
@@ -451,6 +452,7 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             curve_mode=a.curve_mode,
             chunk_cold_share=a.chunk_cold_miss_share,
             bypassed_share=a.bypassed_requests / max(a.requests, 1),
+            blocks_per_request=a.block_accesses / max(a.requests - a.bypassed_requests, 1),
             read_hits=_curve(a.curve_read_steady_hit_ratio or a.curve_read_hit_ratio),
             raw_read_hits=_curve(a.curve_read_hit_ratio),
             chunk_read_hits=_curve(a.chunk_curve_read_steady_hit_ratio or a.chunk_curve_read_hit_ratio)
@@ -649,11 +651,15 @@ def warmup(prof: Profile, backend: Backend, effective: int, hit: float, chunk: i
     unit = (chunk or prof.chunk_bytes or DM_CACHE_CHUNK) if backend == "lvmcache" else BLOCK
     hot = max(1, min(effective, prof.footprint_bytes) // unit)
     # C-FILL-1: under uniform reads of N hot blocks, N reads cache 63%, 3N cache 95%; only the
-    # share `hit` of all reads goes to those blocks, and each promotes with probability p.
-    reads_63 = hot / p / hit
-    reads_95 = 3 * hot / p / hit
-    full_63 = hot / p_full / hit
-    rate = prof.read_rate
+    # share `hit` of all reads goes to those blocks, and each promotes with probability p. Counted
+    # in read requests, as the kernel and fio count them: a request of several 4 KiB blocks reads
+    # them all at once (and touches about one dm-cache chunk).
+    per = max(prof.blocks_per_request, 1.0)
+    accesses = per if unit == BLOCK else 1.0  # block (or chunk) accesses per request
+    reads_63 = hot / p / hit / accesses
+    reads_95 = 3 * hot / p / hit / accesses
+    full_63 = hot / p_full / hit / accesses
+    rate = prof.read_rate / per if prof.read_rate else None  # read requests per second
     ids = ("C-FILL-1", "R-WARM-1") if backend == "lvmcache" else ("C-FILL-1", "L-WARM-2")
     return Warmup(
         hot,

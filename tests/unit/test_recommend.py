@@ -663,3 +663,30 @@ def test_a_write_hot_read_cold_database_is_predicted_by_its_reads(mode: str) -> 
     assert configs and all((c.predicted_hit_ratio or 0) < (0.1 if c.backend == "bcache" else 0.35) for c in configs), \
         [(c.backend, c.predicted_hit_ratio) for c in configs]
     assert any((c.predicted_write_hit_ratio or 0) > 0.8 for c in configs), "the writes hit their hot set"
+
+
+def test_warm_up_is_counted_in_read_requests() -> None:
+    """A trace of 64 KiB reads touches 16 blocks a request: the warm-up is the reads a user (and
+    fio, and the kernel) counts, not 4 KiB blocks; the time it takes is the same either way."""
+    from advisor.workload.traces import REQUEST, ImportStats, Trace
+
+    def trace(length: int) -> Analysis:
+        rng = np.random.default_rng(9)
+        n = 60_000
+        req = np.zeros(n, REQUEST)
+        req["offset"] = rng.integers(0, 4_000, n).astype(np.uint64) * 65536
+        req["length"], req["t"] = length, np.arange(n) / 100
+        return analyze(Trace(req, "fio", "synthetic", ImportStats(lines=n, requests=n)))
+
+    ssd = (dataclasses.replace(SSD, size_bytes=8 * GiB),)
+    small, big = (rec(analysis=trace(n), data_bytes=64 * GiB, fast=ssd, slow=EMPTY_HDD, reformat_ok=True)
+                  for n in (4096, 65536))
+    by_backend = {}
+    for r in (small, big):
+        for c in (r.config, *(o.config for o in r.runner_ups)):
+            if c is not None and c.backend == "bcache" and c.warmup is not None:
+                by_backend.setdefault(id(r), c.warmup)
+    w4, w64 = by_backend[id(small)], by_backend[id(big)]
+    assert w64.hot_blocks == pytest.approx(16 * w4.hot_blocks, rel=0.05), "the same chunks, in 4 KiB blocks"
+    assert w64.reads_63 == pytest.approx(w4.reads_63, rel=0.1), "requests, not blocks"
+    assert w64.seconds_63 is not None and w4.seconds_63 is not None
