@@ -77,6 +77,7 @@ def device_facts(
         endurance=endurance,
         redundancy=redundancy(dev),
         cached=existing_cache(dev),
+        disks=max(len(disks), 1),
         barriers=tuple(slow_barriers(inv, dev) if part == "slow" else fast_barriers(inv, dev)),
     )
     if probes:
