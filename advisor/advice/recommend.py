@@ -1159,6 +1159,9 @@ def recommend(inp: Inputs) -> Recommendation:
                     ("T-SMALL-1",),
                 )
             )
+        # What moving the data would open up (the lvm caches, once it is in an LV).
+        moves = {b.what: b for d in (slow, *inp.fast) for b in d.barriers if b.migrate}
+        reasons += [Reason(f"{what}.", GATE_FINDINGS.get(b.code, ("M-LVM-1",))) for what, b in moves.items()]
         return done(
             "dont-cache",
             "Don't cache: no cache that can be set up here is expected to help this workload.",
