@@ -78,3 +78,17 @@ def test_bad_inputs_say_nothing_changed(guest: GuestRun) -> None:
     assert "--workload TYPE" in guest.read("bad-noworkload.err")
     for name in ("bad-missing.err", "bad-twice.err", "bad-noworkload.err"):
         assert "Nothing was changed." in guest.read(name)
+
+
+def test_the_safety_gate_refuses_zfs_and_bcachefs_members_on_the_real_machine(guest: GuestRun) -> None:
+    """Issue 26: discovery's facts reach the recommendation and the plan: a ZFS pool member gets
+    "don't cache" with L2ARC named, and a bcachefs member (which the guest's blkid does not know)
+    is refused as the SSD whatever --wipe allows, its bytes untouched."""
+    print(guest.read("rec-zfs.err"), guest.read("plan-bcachefs.err"))
+    rec = json.loads(guest.read("rec-zfs.json"))
+    assert (rec["verdict"], rec["cause"], rec["config"]) == ("dont-cache", "gate", None)
+    assert "L2ARC" in rec["summary"] and "owned-by-other-system" in {g["code"] for g in rec["gate"]}
+    assert not [o for o in rec["runner_ups"] if o["config"]], "nothing offered"
+    err = guest.read("plan-bcachefs.err")
+    assert err.strip().endswith("rc 1") and "bcachefs member" in err and "Nothing was changed." in err
+    assert guest.read("bcachefs-before.txt").split()[0] == guest.read("bcachefs-after.txt").split()[0]

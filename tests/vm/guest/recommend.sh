@@ -67,4 +67,22 @@ echo 3 > /proc/sys/vm/drop_caches
 sha256sum /run/lab/data/db.img > "$LAB_OUT/sha-after.txt"
 umount /run/lab/data
 lvconvert -q -y --uncache labvg/data > "$LAB_OUT/uncache.txt" 2>&1
+
+# The safety gate on the real machine (issue 26): a ZFS pool label and a bcachefs superblock on
+# the NVMe's two partitions (signatures only: the guest has neither file system). recommend says
+# "don't cache" and names L2ARC; a plan putting the cache on the bcachefs member is refused even
+# with --wipe, and the member is left byte-identical.
+nvme=$(by_serial NVME0001)
+printf 'label: gpt\n,96M\n,\n' | sfdisk -q "$nvme"
+udevadm settle --timeout=30
+"$CW_PY" "$LAB_GUEST/signatures.py" "${nvme}p1" "${nvme}p2"
+blockdev --rereadpt "$nvme" || true
+udevadm trigger; udevadm settle --timeout=30
+sha256sum "${nvme}p2" > "$LAB_OUT/bcachefs-before.txt"
+cw recommend --slow "${nvme}p1" --fast "$ssd_id" --workload database --json > "$LAB_OUT/rec-zfs.json" \
+  2> "$LAB_OUT/rec-zfs.err" || true
+cw plan lvmcache-attach --lv labvg/data --ssd "${nvme}p2" --allow-partition --size 64m --wipe \
+  -o "$LAB_OUT/plan-bcachefs.json" > /dev/null 2> "$LAB_OUT/plan-bcachefs.err" && echo "rc 0" >> "$LAB_OUT/plan-bcachefs.err" \
+  || echo "rc $?" >> "$LAB_OUT/plan-bcachefs.err"
+sha256sum "${nvme}p2" > "$LAB_OUT/bcachefs-after.txt"
 echo scenario-done
