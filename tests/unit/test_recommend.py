@@ -700,3 +700,26 @@ def test_warm_up_is_counted_in_read_requests() -> None:
     assert w64.hot_blocks == pytest.approx(16 * w4.hot_blocks, rel=0.05), "the same chunks, in 4 KiB blocks"
     assert w64.reads_63 == pytest.approx(w4.reads_63, rel=0.1), "requests, not blocks"
     assert w64.seconds_63 is not None and w4.seconds_63 is not None
+
+
+def test_a_write_back_cache_absorbs_writes_only_as_fast_as_the_disk_takes_them_back() -> None:
+    """bcache's cutoffs and dm-writecache's high watermark bound the dirty data: a trace that
+    writes faster than the disk can take back gets writes at the SSD's speed only for the share
+    the disk keeps up with (issue 26)."""
+    from advisor.workload.traces import REQUEST, ImportStats, Trace
+
+    def writes(per_second: float) -> Analysis:
+        n = 100_000
+        r = np.random.default_rng(4)
+        req = np.zeros(n, REQUEST)
+        req["offset"], req["length"] = r.integers(0, 50_000, n).astype(np.uint64) * 4096, 4096
+        req["t"], req["write"] = np.arange(n) / per_second, r.random(n) < 0.5
+        return analyze(Trace(req, "fio", "synthetic", ImportStats(lines=n, requests=n)))
+
+    base = {"data_bytes": 64 * GiB, "fast": (MIRROR,), "slow": EMPTY_HDD}
+    calm, busy = rec(analysis=writes(50.0), **base), rec(analysis=writes(2000.0), **base)
+    wb = [next(c for c in (r.config, *(o.config for o in r.runner_ups))
+               if c is not None and (c.backend, c.mode) == ("bcache", "writeback")) for r in (calm, busy)]
+    assert (wb[1].expected_speedup or 0) < (wb[0].expected_speedup or 0)
+    assert "times a second and the disk takes back about 238" in wb[1].speedup_basis and "K-BC-2" in busy.cited
+    assert "times a second" not in wb[0].speedup_basis
