@@ -29,7 +29,7 @@ import numpy as np
 
 from advisor.advice.config import BLOCK, CacheConfig, Warmup
 from advisor.advice.findings import finding
-from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down, round_up
+from advisor.advice.lvmrules import LVM_EXTENT, MAX_CHUNKS, lvm_max_cache, lvm_space, round_down, round_up
 from advisor.advice.workloads import WORKLOADS, WorkloadType
 from advisor.backends import BACKENDS, Mode
 from advisor.backends import BackendId as Backend
@@ -1515,6 +1515,19 @@ def _warnings(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
                 f"{inp.slow.path} holds no file system yet: make it and load the data first (mkfs writes "
                 "its tables through the cache and leaves it full of cold data), then attach the cache.",
                 ("D-WARM-1",),
+            )
+        )
+    chunk = cfg.chunk_size_bytes or 0
+    if cfg.backend == "lvmcache" and chunk > (ctx.prof.chunk_bytes or DM_CACHE_CHUNK):
+        measured = (ctx.prof.chunk_bytes or DM_CACHE_CHUNK) // KiB
+        out.append(
+            Reason(
+                f"lvm2 gives a cache pool of {cache_size(cfg.size_bytes)} chunks of {chunk // KiB} KiB (it keeps pools "
+                f"under 1,000,000 chunks), larger than the {measured} KiB the curve was "
+                f"{'measured' if ctx.prof.chunked('lvmcache') else 'modelled'} in: each chunk promoted carries more "
+                f"cold data, so the predicted hit ratio is an upper bound. A pool of "
+                f"{cache_size(MAX_CHUNKS * measured * KiB)} or less keeps {measured} KiB chunks.",
+                ("M-CHUNK-1",),
             )
         )
     if cfg.backend == "lvmcache-writecache":

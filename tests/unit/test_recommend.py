@@ -723,3 +723,14 @@ def test_a_write_back_cache_absorbs_writes_only_as_fast_as_the_disk_takes_them_b
     assert (wb[1].expected_speedup or 0) < (wb[0].expected_speedup or 0)
     assert "times a second and the disk takes back about 238" in wb[1].speedup_basis and "K-BC-2" in busy.cited
     assert "times a second" not in wb[0].speedup_basis
+
+
+def test_a_pool_whose_chunks_outgrow_the_curves_says_its_hit_ratio_is_an_upper_bound() -> None:
+    """lvm2 grows the chunk past 64 KiB above about 61 GiB (M-CHUNK-1): a prediction from the
+    64 KiB curve is then optimistic, and the recommendation says so and what size keeps 64 KiB."""
+    r = rec(hot_fraction=0.1)  # a 2 TiB LV and a 480 GB SSD: a pool of hundreds of GiB
+    assert r.config is not None and r.config.backend == "lvmcache" and (r.config.chunk_size_bytes or 0) > 64 * 1024
+    w = [x for x in r.warnings if "upper bound" in x.text]
+    assert w and "M-CHUNK-1" in w[0].findings and "61.0 GiB or less keeps 64 KiB chunks" in w[0].text
+    small = rec(hot_fraction=0.1, fast=(dataclasses.replace(SSD, size_bytes=32 * GiB),))
+    assert not [x for x in small.warnings if "upper bound" in x.text]
