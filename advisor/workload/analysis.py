@@ -324,9 +324,10 @@ def _analyze(
     shards = mode == "shards" or (mode == "auto" and len(blocks) > mrc.EXACT_LIMIT)
     if shards:
         summary.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
-        block_reads = reads if per_request is None else np.repeat(reads, per_request)
-        curve = mrc.lru_curve(blocks, mrc.default_sizes(len(summary.counts())), "shards", reads=block_reads)
-        del block_reads
+        # Requests, as the exact curve counts them (bcache's rule): one counting rule in both modes.
+        curve = mrc.lru_curve(
+            blocks, mrc.default_sizes(len(summary.counts())), "shards", reads=reads, per_request=per_request
+        )
     else:
         # Exact: the one relabelling serves the footprint counts and the stack distances.
         ids, dense, counts = mrc.relabel(blocks)
@@ -384,7 +385,7 @@ def analyze_stream(
             sampler = mrc.ShardsSampler(mrc.shards_rate(int(expected_requests * per_request)))
             chunk_sampler = mrc.ShardsSampler(mrc.shards_rate(expected_requests)) if block_size < CHUNK else None
         summary.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
-        sampler.feed(blocks, reads if per is None else np.repeat(reads, per))
+        sampler.feed(blocks, reads, per)
         if chunk_sampler is not None:
             in_chunks, per = blocks_per_request(part, CHUNK)
             chunk_sampler.feed(in_chunks, reads if per is None else np.repeat(reads, per))

@@ -297,7 +297,10 @@ def shards_rate(accesses: int) -> float:
 
 class ShardsSampler:
     """Streams chunks of block accesses and keeps each sample's share: memory grows with the
-    sample (rate x accesses x samples), not with the trace."""
+    sample (rate x accesses x samples), not with the trace. Fed requests of several blocks
+    (``per_request``), it counts requests as the exact curve does: a request is kept whole when
+    its first block is sampled (spatial sampling by where requests start, which holds for the
+    aligned requests file systems and databases make), and hits only when all its blocks do."""
 
     def __init__(self, rate: float, samples: int = len(SALTS)) -> None:
         if not 0 < rate <= 1 or not 1 <= samples <= len(SALTS):
@@ -309,17 +312,33 @@ class ShardsSampler:
         self.with_reads: bool | None = None  # whether every chunk came with its accesses' kinds
         self._kept: list[list[Blocks]] = [[] for _ in self.salts]
         self._reads: list[list[npt.NDArray[np.bool_]]] = [[] for _ in self.salts]
+        self._sizes: list[list[npt.NDArray[np.int64]]] = [[] for _ in self.salts]  # blocks per kept request
+        self.whole = True  # every request one block
 
-    def feed(self, blocks: Blocks, reads: npt.NDArray[np.bool_] | None = None) -> None:
-        """A chunk of block accesses; ``reads``: which of them are reads."""
-        self.total += len(blocks)
+    def feed(
+        self,
+        blocks: Blocks,
+        reads: npt.NDArray[np.bool_] | None = None,
+        per_request: npt.NDArray[np.int64] | None = None,
+    ) -> None:
+        """A chunk of block accesses; ``per_request``: how many consecutive ones each request
+        made (None: one each); ``reads``: which requests are reads."""
+        starts = None if per_request is None else np.cumsum(per_request) - per_request
+        firsts = blocks if starts is None else blocks[starts]
+        self.total += len(firsts)
+        self.whole = self.whole and per_request is None
         self.with_reads = (reads is not None) if self.with_reads is None else (self.with_reads and reads is not None)
         if reads is not None:
             self.total_reads += int(np.count_nonzero(reads))
-        for kept, kinds, salt in zip(self._kept, self._reads, self.salts, strict=True):
-            hashed = ((blocks.astype(np.uint64) ^ np.uint64(salt)) * HASH_MULTIPLIER) >> HASH_SHIFT
+        for kept, kinds, sizes, salt in zip(self._kept, self._reads, self._sizes, self.salts, strict=True):
+            hashed = ((firsts.astype(np.uint64) ^ np.uint64(salt)) * HASH_MULTIPLIER) >> HASH_SHIFT
             keep = hashed < self.threshold
-            kept.append(blocks[keep])
+            if per_request is None:
+                kept.append(blocks[keep])
+                sizes.append(np.ones(int(np.count_nonzero(keep)), np.int64))
+            else:
+                kept.append(blocks[np.repeat(keep, per_request)])
+                sizes.append(per_request[keep])
             if reads is not None:
                 kinds.append(reads[keep])
 
@@ -334,10 +353,12 @@ class ShardsSampler:
     def curve(self, sizes: npt.NDArray[np.int64]) -> Curve:
         expected, expected_reads = self.total * self.rate, self.total_reads * self.rate
         curves, read_curves = [], []
-        for kept, kinds in zip(self._kept, self._reads, strict=True):
+        for kept, kinds, counts in zip(self._kept, self._reads, self._sizes, strict=True):
             sample = np.concatenate(kept) if kept else np.zeros(0, np.int64)
             d = stack_distances(sample)
-            curves.append(self._scaled(d, sizes, len(sample), expected))
+            if not self.whole and len(sample):
+                d = _request_distances(d, np.concatenate(counts))
+            curves.append(self._scaled(d, sizes, len(d), expected))
             if self.with_reads:
                 mask = np.concatenate(kinds) if kinds else np.zeros(0, bool)
                 read_curves.append(self._scaled(d[mask], sizes, int(np.count_nonzero(mask)), expected_reads))
@@ -347,21 +368,38 @@ class ShardsSampler:
         )
 
 
+def _request_distances(d: npt.NDArray[np.int64], per_request: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Each request's stack distance: its blocks' largest, or -1 when any of them is a first
+    touch (a request hits only when all its blocks do)."""
+    starts = np.cumsum(per_request) - per_request
+    d = d.copy()
+    cold = d < 0
+    d[cold] = np.iinfo(np.int64).max
+    rd = np.maximum.reduceat(d, starts)
+    rd[rd == np.iinfo(np.int64).max] = -1
+    return rd
+
+
 def lru_curve(
     blocks: Blocks,
     sizes: npt.NDArray[np.int64],
     mode: Literal["auto", "exact", "shards"] = "auto",
     rate: float | None = None,
     reads: npt.NDArray[np.bool_] | None = None,
+    per_request: npt.NDArray[np.int64] | None = None,
 ) -> Curve:
     """The LRU curve, exact or by SHARDS; ``auto`` is exact up to EXACT_LIMIT accesses.
-    ``reads``: which accesses are reads, for the read curves."""
+    ``reads``: which requests are reads, for the read curves; ``per_request``: how many
+    consecutive accesses each request made (counted as one request, in either mode)."""
     if mode == "auto":
         mode = "exact" if len(blocks) <= EXACT_LIMIT else "shards"
     if mode == "exact":
+        if per_request is not None:
+            ids, dense, _ = relabel(blocks)
+            return exact_curve_dense(dense, len(ids), sizes, per_request, reads)
         return exact_curve(blocks, sizes, reads)
     sampler = ShardsSampler(rate or shards_rate(len(blocks)))
-    sampler.feed(blocks, reads)
+    sampler.feed(blocks, reads, per_request)
     return sampler.curve(sizes)
 
 

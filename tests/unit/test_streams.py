@@ -156,3 +156,25 @@ def test_the_curve_counts_requests_as_bcache_does_not_blocks() -> None:
     b = analyze(trace(again))
     sizes, hits = np.asarray(b.curve_sizes_blocks), np.asarray(b.curve_hit_ratio)
     assert np.all(hits[sizes < 256] == 0) and hits[sizes >= 256].max() == pytest.approx(0.5)
+    # One counting rule in both modes: the sampled curve counts the same requests.
+    sampled = analyze(trace(r), mode="shards")
+    assert sampled.curve_mode == "shards" and max(sampled.curve_hit_ratio) == pytest.approx(99 / 110, abs=1e-6)
+
+
+def test_sampled_and_exact_curves_agree_on_requests_of_several_blocks() -> None:
+    """Aligned 64 KiB requests (16 blocks each) over a skewed set: SHARDS keeps whole requests
+    by where they start and gives the exact curve's hit ratios, reads apart too (issue 26)."""
+    rng = np.random.default_rng(3)
+    n = 300_000
+    cdf = np.cumsum(np.arange(1, 50_001, dtype=float) ** -0.9)
+    cdf /= cdf[-1]
+    r = np.zeros(n, REQUEST)
+    r["offset"] = rng.permutation(50_000)[np.searchsorted(cdf, rng.random(n))].astype(np.uint64) * 65536
+    r["length"], r["write"] = 65536, rng.random(n) < 0.3
+    exact, sampled = analyze(trace(r), mode="exact"), analyze(trace(r), mode="shards")
+    assert sampled.curve_sample_rate < 0.1
+    for size in (50_000, 200_000, 600_000):
+        for field in ("curve_hit_ratio", "curve_read_hit_ratio"):
+            e = np.interp(size, exact.curve_sizes_blocks, getattr(exact, field))
+            s = np.interp(size, sampled.curve_sizes_blocks, getattr(sampled, field))
+            assert abs(e - s) < 0.02, (size, field, e, s)
