@@ -14,6 +14,12 @@ from advisor.backends import Mode, backend
 BLOCK = 4096  # the modelled workload's block
 
 
+# What a "can't judge yet" asks to record before asking again.
+RECORD_LONGER = (
+    "a longer window that covers the workload's whole cycle: a day, or a week with its nightly and weekly jobs"
+)
+
+
 @dataclass(frozen=True)
 class Warmup:
     hot_blocks: int  # 4 KiB blocks of hot data the cache will hold

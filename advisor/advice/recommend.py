@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from advisor.advice.config import BLOCK, CacheConfig, Warmup
+from advisor.advice.config import BLOCK, RECORD_LONGER, CacheConfig, Warmup
 from advisor.advice.findings import finding
 from advisor.advice.lvmrules import LVM_EXTENT, MAX_CHUNKS, lvm_max_cache, lvm_space, round_down, round_up
 from advisor.advice.workloads import WORKLOADS, WorkloadType
@@ -1245,7 +1245,7 @@ def _uncertain(ctx: _Context, candidates: list[tuple[CacheConfig, list[Blocker]]
         (round(min(s_low, s_high), 2), round(max(s_low, s_high), 2)),
         (cfg.size_bytes, max(hi_size, cfg.size_bytes)),
         round(ctx.prof.chunk_cold_share if ctx.prof.chunked(cfg.backend) else ctx.prof.cold_share, 4),
-        "a longer window that covers the workload's whole cycle: a day, or a week with its nightly and weekly jobs",
+        RECORD_LONGER,
     )
 
 

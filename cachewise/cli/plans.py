@@ -12,11 +12,11 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from advisor.advice.config import CacheConfig
+from advisor.advice.config import RECORD_LONGER, CacheConfig
 from advisor.apply.journal import Journal
 from advisor.apply.run import ApplyError, Event
 from advisor.backends import BCACHE, Backend
-from advisor.errors import NOTHING, codes
+from advisor.errors import NOTHING, codes, next_step
 from advisor.inputs import BadJson, MiB, Unreadable, load_json
 from advisor.plan.model import Plan
 from advisor.prediction import Prediction
@@ -63,11 +63,14 @@ RECOMMENDATION_LIMIT = 16 * MiB  # `recommend --json` writes a few hundred KiB a
 def recommended(path: Path) -> CacheConfig | None:
     """The cache a `recommend --json` output recommends (None: it recommends no cache)."""
     try:
-        data = load_json(path, RECOMMENDATION_LIMIT)["config"]
+        whole = load_json(path, RECOMMENDATION_LIMIT)
+        data = whole["config"]
     except (Unreadable, BadJson) as exc:
         raise Refused("recommendation-unreadable", path=path, why=exc.why) from None
     except (KeyError, TypeError):
         raise Refused("recommendation-unreadable", path=path, why="it has no config") from None
+    if data is None and whole.get("verdict") == "cant-judge":  # what to record is said here, never read from the file
+        raise Refused("cant-judge-yet", record=RECORD_LONGER, next=[next_step("record-trace")])
     if data is None:
         return None
     if isinstance(data, dict):  # a hand-written or trimmed file may lack what only the report uses

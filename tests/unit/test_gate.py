@@ -293,3 +293,17 @@ def test_barriers_copy_with_their_facts() -> None:
     (b,) = slow_barriers(inv, named(inv, "sde1"))
     for twin in (copy.deepcopy(b), pickle.loads(pickle.dumps(b))):
         assert twin.what == b.what and twin.backends == b.backends and twin.next == b.next
+
+
+def test_a_plan_from_a_recommendation_that_cannot_judge_yet_is_refused_with_what_to_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cachewise.cli import main
+
+    rec = tmp_path / "rec.json"
+    rec.write_text(json.dumps({"verdict": "cant-judge", "config": None, "uncertain": {"record": "\x1b[2J anything"}}))
+    rc = main(["--state-dir", str(tmp_path), "plan", "lvmcache-attach", "--from-raw", str(RAW), "--lv", "labvg/data",
+               "--ssd", "nvme0n1", "--recommendation", str(rec), "-o", str(tmp_path / "p.json")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "cannot judge the workload yet" in err and "a day, or a week" in err
+    assert "\x1b" not in err and not (tmp_path / "p.json").exists(), "what to record is cachewise's, not the file's"
