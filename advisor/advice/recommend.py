@@ -86,6 +86,7 @@ PROMOTION: dict[Backend, tuple[float, float]] = {"lvmcache": (0.37, 0.065), "bca
 DM_CACHE_CHUNK = 64 * KiB  # the unit dm-cache promotes, when the trace gave no chunk size
 # bcache defaults (T-SEQ-1) and its superblock/journal/bucket headroom on the cache device.
 BCACHE_WRITEBACK_PERCENT = 10
+BCACHE_WRITE_CUTOFF = 0.40  # bcache caches writes back only below 40% of its buckets in use (K-BC-2)
 BCACHE_RESERVE = 0.02
 # Latencies when a device was not probed (T-DEV-1), in ms.
 TYPICAL_LATENCY_MS: dict[DeviceClass, float] = {"hdd": 4.16, "ssd": 0.057, "nvme": 0.020, "unknown": 4.16}
@@ -317,6 +318,8 @@ class Profile:
     bypassed_share: float = 0.0  # of the requests: streams a cache lets through, at the disk's cost
     blocks_per_request: float = 1.0  # 4 KiB blocks a request touches, on average
     write_rate: float | None = None  # write requests per second the cache takes (a trace's)
+    # The trace's write bursts: the largest backlog of written bytes at each drain rate (bytes/s).
+    write_backlog: tuple[list[float], list[int]] = ([], [])
     # The curves over the reads alone (steady, and as traced), 4 KiB and in chunks, when measured.
     read_hits: np.ndarray[Any, Any] | None = None
     raw_read_hits: np.ndarray[Any, Any] | None = None
@@ -456,6 +459,7 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             bypassed_share=a.bypassed_requests / max(a.requests, 1),
             blocks_per_request=a.block_accesses / max(a.requests - a.bypassed_requests, 1),
             write_rate=a.write_requests / a.duration_s if a.duration_s > 0 else None,
+            write_backlog=(a.write_drain_rates, a.write_backlog_bytes),
             read_hits=_curve(a.curve_read_steady_hit_ratio or a.curve_read_hit_ratio),
             raw_read_hits=_curve(a.curve_read_hit_ratio),
             chunk_read_hits=_curve(a.chunk_curve_read_steady_hit_ratio or a.chunk_curve_read_hit_ratio)
@@ -672,12 +676,31 @@ def _limit(ctx: _Context, backend: Backend) -> int:
     return limit
 
 
-def _size(ctx: _Context, backend: Backend) -> tuple[int, int, bool]:
+def _write_need(ctx: _Context, backend: Backend, mode: Mode) -> int:
+    """The cache a write-back cache needs for the trace's write bursts: the largest backlog of
+    written data the disk would have had, taking writes back at about 1000/ts a second of 4 KiB,
+    over the share of the cache that may be dirty (dm-writecache's high watermark, bcache's 40%
+    cutoff). 0 without a trace, or for a cache that does not hold writes back."""
+    rates, backlog = ctx.prof.write_backlog
+    if not rates or mode != "writeback" or backend == "lvmcache":
+        return 0
+    drain = 1000.0 / ctx.inp.slow.latency * BLOCK
+    need = float(np.interp(np.log(drain), np.log(rates), backlog))
+    dirty_share = WRITECACHE_HIGH_WATERMARK / 100 if backend == "lvmcache-writecache" else BCACHE_WRITE_CUTOFF
+    return int(need / dirty_share)
+
+
+def _size(ctx: _Context, backend: Backend, mode: Mode = "writethrough") -> tuple[int, int, bool]:
     """(cache size, SSD space, bounded by the SSD) for a backend: the knee of its curve, and at
     least the hot data (what serves 90% of the I/O), so a cache the SSD has room for never ends
-    smaller than the hot data it is said to hold."""
+    smaller than the hot data it is said to hold; a write-back cache, at least what its write
+    bursts need (dm-writecache: that alone, it caches no reads)."""
     hot = ctx.prof.hot_bytes * (1.0 if ctx.prof.chunked(backend) else _overhead(ctx, backend))
-    wanted = max(ctx.prof.knee_of(backend) * _overhead(ctx, backend), hot, MIN_CACHE)
+    burst = _write_need(ctx, backend, mode)
+    if backend == "lvmcache-writecache" and ctx.prof.write_backlog[0]:
+        wanted = float(max(burst, MIN_CACHE))  # sized from the writes, not the read curve
+    else:
+        wanted = max(ctx.prof.knee_of(backend) * _overhead(ctx, backend), hot, burst, MIN_CACHE)
     limit = _limit(ctx, backend)
     unit = MiB if backend == "bcache" else LVM_EXTENT
     size = min(round_up(wanted, unit), limit)
@@ -726,7 +749,7 @@ def warmup(prof: Profile, backend: Backend, effective: int, hit: float, chunk: i
 
 
 def _config(ctx: _Context, backend: Backend, mode: Mode) -> CacheConfig:
-    size, space, bounded = _size(ctx, backend)
+    size, space, bounded = _size(ctx, backend, mode)
     effective = int(size / _overhead(ctx, backend))
     hit = ctx.prof.hit_of(backend, effective, reads=True)  # reads: what the kernel's read counters show
     every = ctx.prof.hit_of(backend, effective)  # every access, reads and writes
@@ -1391,6 +1414,21 @@ def _size_reasons(ctx: _Context, cfg: CacheConfig) -> list[Reason]:
             ("L-SIZE-4",) if prof.source == "trace" else ("L-SIZE-1",),
         )
     ]
+    burst = _write_need(ctx, cfg.backend, cfg.mode)
+    if burst:
+        writecache = cfg.backend == "lvmcache-writecache"
+        share = "its high watermark (50%)" if writecache else "bcache's 40% write cutoff"
+        backlog = int(burst * (WRITECACHE_HIGH_WATERMARK / 100 if writecache else BCACHE_WRITE_CUTOFF))
+        drain = 1000.0 / ctx.inp.slow.latency * BLOCK
+        out.append(
+            Reason(
+                f"The trace's write bursts would leave up to {cache_size(backlog)} "
+                f"written and not yet on the disk (taking writes back at about {cache_size(int(drain))}/s): at "
+                f"{share}, a cache of {cache_size(burst)} or more holds them"
+                + (", and the size follows from that alone." if writecache else "."),
+                ("K-WC-1",) if writecache else ("K-BC-2",),
+            )
+        )
     if cfg.backend == "lvmcache" and prof.chunked("lvmcache"):
         chunk_knee = prof.knee_of("lvmcache")
         ratio = chunk_knee / knee if knee else 1.0

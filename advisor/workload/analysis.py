@@ -134,6 +134,10 @@ class Analysis:
     bad_examples: list[str]
     # The curves over the reads alone (hits of reads over reads, writes filling the cache as
     # reads do): what the kernel's read hit counters show. Empty in analyses made before.
+    # The largest backlog of written bytes (write_backlog_bytes) a disk taking writes back at
+    # each rate (write_drain_rates, bytes/s) would have had: what a write-back cache must hold.
+    write_drain_rates: list[float] = field(default_factory=list)
+    write_backlog_bytes: list[int] = field(default_factory=list)
     curve_read_hit_ratio: list[float] = field(default_factory=list)
     curve_read_steady_hit_ratio: list[float] = field(default_factory=list)
     chunk_curve_read_hit_ratio: list[float] = field(default_factory=list)
@@ -145,6 +149,8 @@ class Analysis:
 
 
 FEED_CHUNK = 1 << 20  # requests summarised at a time
+# Drain rates (bytes/s) at which the writes' backlog is measured: 64 KiB/s to 1 GiB/s.
+DRAIN_RATES = tuple(float(x) for x in np.geomspace(64 << 10, 1 << 30, 15))
 
 
 class _Summary:
@@ -158,6 +164,20 @@ class _Summary:
         self.sizes = np.zeros(len(SIZE_BUCKETS) + 1, np.int64)
         self._ids = np.zeros(0, np.int64)
         self._counts = np.zeros(0, np.int64)
+        # The largest backlog of written bytes a disk draining at each of DRAIN_RATES would have
+        # (a queue fed by the trace's writes): what a write-back cache must hold to absorb them.
+        self.backlog = np.zeros(len(DRAIN_RATES))
+        self._written = 0.0  # bytes written before this chunk
+        self._lowest = np.full(len(DRAIN_RATES), np.inf)  # min over past writes of (written before it - rate x t)
+
+    def _feed_writes(self, t: npt.NDArray[np.float64], lengths: npt.NDArray[np.int64]) -> None:
+        rates = np.asarray(DRAIN_RATES)[:, None]
+        after = self._written + np.cumsum(lengths, dtype=np.float64)
+        before = after - lengths
+        lows = np.minimum(np.minimum.accumulate(before[None, :] - rates * t[None, :], axis=1), self._lowest[:, None])
+        self.backlog = np.maximum(self.backlog, (after[None, :] - rates * t[None, :] - lows).max(axis=1))
+        self._lowest = lows[:, -1]
+        self._written = float(after[-1])
 
     def feed_requests(self, req: Requests) -> npt.NDArray[np.bool_] | None:
         """The request-level figures of a chunk: mix, bytes, sizes, sequential share, times;
@@ -183,6 +203,8 @@ class _Summary:
         self.reads += len(req) - int(np.count_nonzero(writes))
         self.write_bytes += int(lengths[writes].sum())
         self.read_bytes += int(lengths.sum()) - int(lengths[writes].sum())
+        if writes.any():
+            self._feed_writes(req["t"][writes].astype(np.float64), lengths[writes])
         del writes
         self.sizes += np.bincount(
             np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"), minlength=len(SIZE_BUCKETS) + 1
@@ -278,6 +300,8 @@ def _result(
         skipped_lines=stats.skipped,
         bad_lines=stats.bad,
         bad_examples=list(stats.examples),
+        write_drain_rates=list(DRAIN_RATES),
+        write_backlog_bytes=[int(b) for b in summary.backlog],
         curve_read_hit_ratio=_listed(curve.read_hit_ratio),
         curve_read_steady_hit_ratio=_listed(curve.read_steady),
         chunk_curve_read_hit_ratio=_listed(chunk[0].read_hit_ratio) if chunk is not None else [],

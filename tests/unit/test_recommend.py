@@ -734,3 +734,33 @@ def test_a_pool_whose_chunks_outgrow_the_curves_says_its_hit_ratio_is_an_upper_b
     assert w and "M-CHUNK-1" in w[0].findings and "61.0 GiB or less keeps 64 KiB chunks" in w[0].text
     small = rec(hot_fraction=0.1, fast=(dataclasses.replace(SSD, size_bytes=32 * GiB),))
     assert not [x for x in small.warnings if "upper bound" in x.text]
+
+
+def test_a_write_back_cache_is_sized_for_the_write_bursts_it_must_hold() -> None:
+    """dm-writecache caches writes only: its size comes from the trace's write bursts (the
+    largest backlog the disk would have, over its 50% high watermark), not from the read curve;
+    bcache in writeback holds them below its 40% cutoff (issue 26)."""
+    from advisor.workload.traces import REQUEST, ImportStats, Trace
+
+    n = 200_000
+    r = np.random.default_rng(8)
+    req = np.zeros(n, REQUEST)
+    req["offset"], req["length"] = r.integers(0, 2_000_000, n).astype(np.uint64) * 4096, 4096
+    req["write"] = r.random(n) < 0.8
+    # A burst: the first 100,000 requests in 10 s, the rest over 2,000 s.
+    req["t"] = np.concatenate([np.linspace(0, 10, 100_000), 10 + np.linspace(0, 2000, 100_000)])
+    a = analyze(Trace(req, "fio", "synthetic", ImportStats(lines=n, requests=n)))
+    assert a.write_drain_rates and max(a.write_backlog_bytes) > 0
+    r_ = rec(analysis=a, data_bytes=8 * TiB, fast=(MIRROR,), slow=EMPTY_HDD)
+    options = {(c.backend, c.mode): c for c in (r_.config, *(o.config for o in r_.runner_ups)) if c is not None}
+    wc = options.get(("lvmcache-writecache", "writeback"))
+    drain = 1000.0 / EMPTY_HDD.latency * 4096
+    backlog = float(np.interp(np.log(drain), np.log(a.write_drain_rates), a.write_backlog_bytes))
+    assert backlog > 150 << 20, "80,000 writes in 10 s against a disk taking about 1 MB/s"
+    if wc is not None:
+        assert wc.size_bytes >= backlog / 0.5 and wc.size_bytes < 8 * backlog
+    bc = options[("bcache", "writeback")]
+    assert bc.size_bytes >= backlog / 0.4
+    text = " ".join(x.text for x in r_.reasons)
+    chosen = r_.config
+    assert chosen is None or chosen.mode != "writeback" or chosen.backend == "lvmcache" or "write bursts" in text
