@@ -116,7 +116,9 @@ def test_lvm_pv_vg_lv(guest: GuestRun, mode: str) -> None:
     assert pv["lvm"]["role"] == "pv" and pv["lvm"]["vg"] == "labvg"
     assert pv["state"] == "in-use" and "LVM physical volume of VG labvg" in pv["in_use_reason"]
     lv = next(d for d in data["devices"] if d["kind"] == "lvm")
-    assert lv["lvm"] == {"role": "lv", "vg": "labvg", "lv": "data", "segtype": "linear", "uuid": lv["lvm"]["uuid"]}
+    assert lv["lvm"] == {"role": "lv", "vg": "labvg", "lv": "data", "segtype": "linear", "uuid": lv["lvm"]["uuid"],
+                         "pool": None, "attr": lv["lvm"]["attr"]}
+    assert lv["lvm"]["attr"].startswith("-wi-a"), "lvs lv_attr: a linear LV, active, no snapshots"
     assert lv["stable_path"] == "/dev/labvg/data"
     assert lv["identity"].startswith("dm-uuid:LVM-")
     assert lv["slaves"] == [pv["name"]] and lv["name"] in pv["holders"]
