@@ -167,6 +167,7 @@ def steady_from_distances(
     sizes: npt.NDArray[np.int64],
     new_blocks: npt.NDArray[np.int64] | None = None,
     counted: npt.NDArray[np.bool_] | None = None,
+    classes: npt.NDArray[np.integer[Any]] | None = None,
 ) -> npt.NDArray[np.float64]:
     """The hit ratio each cache size settles at: an LRU cache of s blocks is full from the
     s-th first touch on, and only the accesses after that count. First touches before it are
@@ -178,7 +179,7 @@ def steady_from_distances(
     ``new_blocks``: how many blocks each access touches for the first time, when an access is
     a request of several blocks (default: one for each access whose distance is -1).
     ``counted``: only these accesses count, as hits and as accesses (the reads), while every
-    access fills the cache."""
+    access fills the cache. ``classes``: size_classes(distances, sizes), when already made."""
     n = len(distances)
     if n == 0 or (counted is not None and not counted.any()):
         return np.zeros(len(sizes))
@@ -189,13 +190,14 @@ def steady_from_distances(
     edges = np.linspace(0, n, STEADY_SLICES + 1).astype(np.int64)
     # Accesses that count from each slice edge on (all of them, or the counted ones).
     total = np.arange(n + 1)[edges] if counted is None else np.concatenate([[0], np.cumsum(counted)])[edges]
-    hist = np.zeros((STEADY_SLICES, len(sizes) + 1), np.int64)
+    if classes is None:
+        classes = size_classes(distances, sizes)
+    hist = np.zeros((STEADY_SLICES, len(sizes) + 2), np.int64)
     for k in range(STEADY_SLICES):
-        part = distances[edges[k] : edges[k + 1]]
+        part = classes[edges[k] : edges[k + 1]]
         if counted is not None:
             part = part[counted[edges[k] : edges[k + 1]]]
-        # An access at stack distance d hits in every cache of more than d blocks.
-        hist[k] = np.bincount(np.searchsorted(sizes, part[part >= 0], side="right"), minlength=len(sizes) + 1)
+        hist[k] = np.bincount(part, minlength=len(sizes) + 2)
     hits_by_slice = np.cumsum(hist, axis=1)[:, : len(sizes)]  # [slice, size]: hits of that size
     after = np.cumsum(hits_by_slice[::-1], axis=0)[::-1]  # hits from that slice to the end
     out = np.full(len(sizes), np.nan)
@@ -215,12 +217,28 @@ def steady_from_distances(
     return np.maximum.accumulate(np.nan_to_num(out))  # a size of 0 blocks never hits
 
 
+def size_classes(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.integer[Any]]:
+    """For each access, the index of the first cache size it hits in (an access at stack
+    distance d hits in every LRU cache of more than d blocks); len(sizes) + 1 for a first
+    touch, which hits in none. Made once per curve, counted as often as needed."""
+    small = len(sizes) + 1 < np.iinfo(np.int16).max  # the usual 60 sizes: two bytes an access
+    out: npt.NDArray[np.integer[Any]] = np.searchsorted(sizes, distances, side="right").astype(
+        np.int16 if small else np.int32
+    )
+    out[distances < 0] = len(sizes) + 1
+    return out
+
+
 def _curve_from_distances(
-    distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], total: float
+    distances: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    total: float,
+    classes: npt.NDArray[np.integer[Any]] | None = None,
 ) -> npt.NDArray[np.float64]:
-    reused = np.sort(distances[distances >= 0])
-    # An access with stack distance d hits in every LRU cache of more than d blocks.
-    hits = np.searchsorted(reused, sizes, side="left").astype(np.float64)
+    # A histogram over the sizes of where each access starts hitting: no sort of the accesses.
+    if classes is None:
+        classes = size_classes(distances, sizes)
+    hits = np.cumsum(np.bincount(classes, minlength=len(sizes) + 2))[: len(sizes)].astype(np.float64)
     return hits / total if total > 0 else np.zeros(len(sizes))
 
 
@@ -229,13 +247,18 @@ def _read_curves(
     sizes: npt.NDArray[np.int64],
     reads: npt.NDArray[np.bool_] | None,
     new_blocks: npt.NDArray[np.int64] | None = None,
+    classes: npt.NDArray[np.integer[Any]] | None = None,
 ) -> dict[str, Any]:
     """The read curves of accesses at stack distances ``d`` (empty without the kinds)."""
     if reads is None:
         return {}
+    if classes is None:
+        classes = size_classes(d, sizes)
     return {
-        "read_hit_ratio": _curve_from_distances(d[reads], sizes, float(np.count_nonzero(reads))),
-        "read_steady": steady_from_distances(d, sizes, new_blocks, counted=reads),
+        "read_hit_ratio": _curve_from_distances(
+            d[reads], sizes, float(np.count_nonzero(reads)), classes=classes[reads]
+        ),
+        "read_steady": steady_from_distances(d, sizes, new_blocks, counted=reads, classes=classes),
     }
 
 
@@ -265,13 +288,14 @@ def exact_curve_dense(
     ``reads``: which requests (or accesses, without ``per_request``) are reads."""
     d = dense_stack_distances(dense, distinct)
     if per_request is None:
+        classes = size_classes(d, sizes)
         return Curve(
             "exact",
             sizes,
-            _curve_from_distances(d, sizes, float(len(dense))),
+            _curve_from_distances(d, sizes, float(len(dense)), classes),
             len(dense),
-            steady=steady_from_distances(d, sizes),
-            **_read_curves(d, sizes, reads),
+            steady=steady_from_distances(d, sizes, classes=classes),
+            **_read_curves(d, sizes, reads, classes=classes),
         )
     starts = np.cumsum(per_request) - per_request
     cold = d < 0
@@ -280,13 +304,14 @@ def exact_curve_dense(
     rd = np.maximum.reduceat(d, starts)
     del d, cold
     rd[rd == np.iinfo(np.int64).max] = -1
+    classes = size_classes(rd, sizes)
     return Curve(
         "exact",
         sizes,
-        _curve_from_distances(rd, sizes, float(len(rd))),
+        _curve_from_distances(rd, sizes, float(len(rd)), classes),
         len(rd),
-        steady=steady_from_distances(rd, sizes, new),
-        **_read_curves(rd, sizes, reads, new),
+        steady=steady_from_distances(rd, sizes, new, classes=classes),
+        **_read_curves(rd, sizes, reads, new, classes),
     )
 
 
