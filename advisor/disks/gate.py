@@ -206,9 +206,10 @@ def slow_barriers(inv: Inventory, dev: Device) -> list[Barrier]:
     if owned:
         return owned
     out: list[Barrier] = []
-    stacked = next((d for d in (*_walk(inv, dev, False), *_walk(inv, dev, True)) if _is_cache(d)), None)
+    below = list(_walk(inv, dev, False))
+    stacked = next((d for d in (*below, *_walk(inv, dev, True)) if _is_cache(d)), None)
     if stacked is not None:
-        where = "sits on" if stacked in list(_walk(inv, dev, False)) else "is under"
+        where = "sits on" if stacked in below else "is under"
         out.append(Barrier("stacked-on-cache", device=dev.display_path, where=where, cache=_named(stacked)))
     out += _parts(dev)
     lvm = dev.lvm

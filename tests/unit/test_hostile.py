@@ -165,13 +165,6 @@ def link_by(owner: int, name: str, target: str, mkdir: bool = False) -> Callable
     return setup
 
 
-def both(*setups: Callable[[Path], None]) -> Callable[[Path], None]:
-    def setup(tmp: Path) -> None:
-        for s in setups:
-            s(tmp)
-    return setup
-
-
 def journal_with(first_line: str | None = None, fifo_name: str | None = None) -> Callable[[Path], None]:
     def setup(tmp: Path) -> None:
         d = tmp / "state" / "journal"
