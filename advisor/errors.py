@@ -82,6 +82,9 @@ ACTIONS: dict[str, str] = {
     "install": "install the {package} package (apt-get install {package})",
     "start-udev": "start udev (it makes the stable /dev/disk/by-id links) and plan again",
     "record-trace": "record a trace of the slow device's workload",
+    "record-longer": "record the workload again over its whole cycle (a day, or a week with its nightly and weekly "
+    "jobs)",
+    "probe-device": "probe {device} (a few seconds of read-only fio) to measure its class",
     "choose-workload": "choose the workload type",
     "declare-hot-fraction": "declare the hot fraction of a Zipf-like random workload",
     "name-fast": "name the SSD to cache with",

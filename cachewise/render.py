@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.console import Group
@@ -21,7 +22,7 @@ from advisor.units import duration, human_size, rate
 
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
     from advisor.advice.config import CacheConfig
-    from advisor.advice.recommend import Reason, Recommendation
+    from advisor.advice.model import Reason, Recommendation
     from advisor.apply.run import Event
     from advisor.plan.model import Plan
     from advisor.watch.figures import Figures
@@ -249,7 +250,8 @@ def reason_lines(reasons: tuple[Reason, ...], style: str = "") -> list[Text]:
     return out
 
 
-def recommendation_report(rec: Recommendation) -> Group:
+def recommendation_report(rec: Recommendation, next_steps: Sequence[str] = ()) -> Group:
+    """The recommendation for a terminal; ``next_steps``: its next steps in the front end's words."""
     parts: list[Table | Text] = [Text(rec.summary, style=VERDICT_STYLE[rec.verdict]), Text("")]
     if rec.config is not None:
         parts += [config_table(rec.config), Text("")]
@@ -265,6 +267,8 @@ def recommendation_report(rec: Recommendation) -> Group:
             if o.tradeoff:
                 line.append(f"; {o.tradeoff}", style="dim")
             parts.append(line)
+    if next_steps:
+        parts += [Text(""), Text("Next", style="bold underline")] + [Text(f"• {step}") for step in next_steps]
     if rec.curve is not None and rec.curve.sizes_bytes:
         mark = rec.config.effective_bytes if rec.config else None
         parts += [Text(""), Text(curve_plot(rec.curve.sizes_bytes, rec.curve.hit_ratio, 1, mark=mark))]

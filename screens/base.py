@@ -17,7 +17,7 @@ from typing import Literal, Protocol, cast
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from advisor.advice.recommend import Inputs
+from advisor.advice.model import Inputs
 from advisor.apply.journal import Journal
 from advisor.disks.devices import Inventory
 from advisor.disks.probe import ProbeResult

@@ -14,7 +14,7 @@ from typing import Literal, cast
 from textual.app import App
 from textual.screen import Screen
 
-from advisor.advice.recommend import Inputs
+from advisor.advice.model import Inputs
 from advisor.apply.journal import Journal
 from advisor.disks.devices import Inventory
 from advisor.errors import CachewiseError

@@ -14,8 +14,8 @@ from textual.widgets import Checkbox, Footer, Header, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from advisor.advice.findings import finding
-from advisor.advice.recommend import Inputs, Reason, Recommendation, RecommendError
-from advisor.advice.recommend import Option as Choice
+from advisor.advice.model import Inputs, Reason, Recommendation, RecommendError
+from advisor.advice.model import Option as Choice
 from advisor.advice.workloads import WORKLOADS
 from advisor.disks.devices import Inventory
 from advisor.errors import CachewiseError
@@ -24,7 +24,7 @@ from cachewise.render import VERDICT_STYLE, config_table
 from screens.base import CoreScreen
 from screens.flows.model import Flow
 from screens.flows.steps import StepBar
-from screens.phrases import WIPE, word
+from screens.phrases import TUI, WIPE, word
 from screens.widgets import Curve, CurveChart
 
 
@@ -168,21 +168,23 @@ class RecommendScreen(CoreScreen):
         self.choice = None
         self.query_one("#rec-summary", Static).update(Text(rec.summary, style=VERDICT_STYLE[rec.verdict]))
         self._show_choice()
+        nexts = [("next", Reason(f"Next: {TUI.next_steps([step])}")) for step in rec.next]
         self._reasons = (
             [("why", r) for r in rec.reasons]
             + [("warning", r) for r in rec.warnings]
+            + nexts
             + [
                 ("option", Reason(f"{o.summary}; {o.tradeoff}" if o.tradeoff else o.summary, o.findings))
                 for o in rec.runner_ups
             ]
         )
-        first = len(rec.reasons) + len(rec.warnings)
+        first = len(rec.reasons) + len(rec.warnings) + len(nexts)
         self._options = {first + i: o for i, o in enumerate(rec.runner_ups)}
         why = self.query_one("#why", OptionList)
         why.clear_options()
         for kind, r in self._reasons:
-            prefix = {"why": "• ", "warning": "⚠ ", "option": "○ "}[kind]
-            style = {"why": "", "warning": "yellow", "option": "dim"}[kind]
+            prefix = {"why": "• ", "warning": "⚠ ", "next": "→ ", "option": "○ "}[kind]
+            style = {"why": "", "warning": "yellow", "next": "cyan", "option": "dim"}[kind]
             why.add_option(
                 Option(Text(prefix + r.text + (f"  [{', '.join(r.findings)}]" if r.findings else ""), style=style))
             )

@@ -1,6 +1,6 @@
 """What a recommendation sets up: the cache's configuration and what it predicts of its warm-up.
 
-Plain data, apart from the recommendation's model (advisor/advice/recommend.py), so that the
+Plain data, apart from the recommendation's model (advisor/advice/model.py), so that the
 recipes take a recommendation without loading the analysis.
 """
 

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
-from advisor.advice.recommend import DeviceFacts, Versions
+from advisor.advice.model import DeviceFacts, Versions
 from advisor.backends import WRITECACHE, by_segtype
 from advisor.disks.devices import Device, Inventory, underlying_disks
 from advisor.disks.gate import fast_barriers, slow_barriers

@@ -8,6 +8,7 @@ from advisor.errors import NOTHING
 from cachewise.cli import common
 from cachewise.cli.common import size
 from cachewise.cli.output import error, print_json, show, warn
+from cachewise.cli.phrases import CLI
 from cachewise.core.advise import AdviceRequest, Declared, prepare, recommend
 from cachewise.render import recommendation_report
 
@@ -38,5 +39,5 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     rec = recommend(prepared.inputs)
     if args.json:
         return print_json(rec.to_json())
-    show(recommendation_report(rec))
+    show(recommendation_report(rec, [CLI.next_steps([step]) for step in rec.next]))
     return 0

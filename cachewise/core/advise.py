@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.advice import facts
-from advisor.advice.recommend import FileSystem, Inputs, Recommendation, Versions
+from advisor.advice.model import FileSystem, Inputs, Recommendation, Versions
 from advisor.advice.recommend import recommend as recommend_inputs
 from advisor.advice.workloads import WorkloadType
 from advisor.disks.devices import Device, Inventory

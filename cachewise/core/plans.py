@@ -24,7 +24,7 @@ from recipes.ansible import render
 from recipes.registry import Recipe, maker, recipe, recipes
 
 if TYPE_CHECKING:  # the recommendation's model loads numpy, which planning from the command line does not need
-    from advisor.advice.recommend import Recommendation
+    from advisor.advice.model import Recommendation
 
 codes(
     {

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Input, RichLog, Static
 
 from advisor.advice import facts as sysfacts
-from advisor.advice.recommend import Inputs, Versions
+from advisor.advice.model import Inputs, Versions
 from advisor.apply.journal import Journal
 from advisor.apply.run import Event
 from advisor.disks.devices import Inventory

@@ -47,7 +47,12 @@ async def test_recommend_from_marked_ssd_and_highlighted_hdd() -> None:
         if rec.config is not None:
             assert "│" in static_text(app, "#rec-curve"), "the chosen size is marked on the curve"
         why = screen.query_one("#why", OptionList)
-        assert why.option_count == len(rec.reasons) + len(rec.warnings) + len(rec.runner_ups)
+        assert why.option_count == len(rec.reasons) + len(rec.warnings) + len(rec.next) + len(rec.runner_ups)
+        # The next steps, in the TUI's words: a model asks for a trace, an unprobed disk for a probe.
+        first_step = len(rec.reasons) + len(rec.warnings)
+        steps = [str(why.get_option_at_index(first_step + i).prompt) for i in range(len(rec.next))]
+        assert len(steps) >= 2 and all(s.startswith("→ Next:") for s in steps)
+        assert "(t on the Disks screen)" in steps[0] and "(p on the Disks screen)" in steps[1]
         first = rec.reasons[0].findings[0]
         assert first in static_text(app, "#why-source") and "Source:" in static_text(app, "#why-source")
 

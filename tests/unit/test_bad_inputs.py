@@ -415,7 +415,7 @@ async def test_tui_apply_refuses_a_wrong_name_and_a_plan_the_system_does_not_mat
 
 async def test_tui_recommend_without_a_workload_asks_for_one() -> None:
     from advisor.advice import facts
-    from advisor.advice.recommend import Inputs
+    from advisor.advice.model import Inputs
     from cachewise.core import Core
     from screens.app import CachewiseApp
     from screens.recommend import RecommendScreen

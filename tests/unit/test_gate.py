@@ -221,8 +221,8 @@ def test_preflight_holds_a_plan_made_before_the_gate_to_it() -> None:
 
 
 def test_every_gate_code_cites_a_finding() -> None:
+    from advisor.advice.explain import GATE_FINDINGS
     from advisor.advice.findings import finding
-    from advisor.advice.recommend import GATE_FINDINGS
     from advisor.disks import gate
     from advisor.errors import CODES
 
@@ -236,7 +236,8 @@ def test_every_gate_code_cites_a_finding() -> None:
 
 def test_a_thin_lv_on_a_proxmox_host_is_not_cached_and_the_thin_pool_is_named() -> None:
     from advisor.advice.facts import device_facts
-    from advisor.advice.recommend import Inputs, recommend
+    from advisor.advice.model import Inputs
+    from advisor.advice.recommend import recommend
 
     inv, lv = built(LvmInfo("lv", "pve", "vm-100-disk-0", "thin", pool="data", attr="Vwi-aotz--"))
     ssd = Device("nvme0n1", "disk", "/dev/nvme0n1", "259:0", "serial:n", "/dev/disk/by-id/nvme-x",

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from advisor.advice.facts import device_facts
-from advisor.advice.recommend import DeviceFacts, Inputs, Recommendation, Versions, recommend
+from advisor.advice.model import DeviceFacts, Inputs, Recommendation, Versions
+from advisor.advice.recommend import recommend
 from advisor.disks.devices import Caching, Device, Inventory, LvmInfo, MdInfo
 from advisor.units import GiB
 from advisor.workload.analysis import Analysis, analyze

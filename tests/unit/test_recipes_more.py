@@ -172,7 +172,8 @@ def test_tampered_writecache_settings_are_refused(inv: Inventory) -> None:
 
 
 def recommendation(**config: object) -> object:
-    from advisor.advice.recommend import CacheConfig, Recommendation
+    from advisor.advice.config import CacheConfig
+    from advisor.advice.model import Recommendation
 
     base: dict[str, object] = {"backend": "lvmcache", "mode": "writeback", "size_bytes": 64 * MiB,
                                "effective_bytes": 18 * MiB, "fast_space_bytes": 90 * MiB}

@@ -12,18 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from advisor.advice.config import CacheConfig
 from advisor.advice.findings import finding, findings
 from advisor.advice.lvmrules import lvm_chunk_size, lvm_max_cache, lvm_metadata_size, lvm_space
-from advisor.advice.recommend import (
-    CacheConfig,
-    DeviceFacts,
-    Endurance,
-    Inputs,
-    Recommendation,
-    RecommendError,
-    Versions,
-    recommend,
-)
+from advisor.advice.model import DeviceFacts, Inputs, Recommendation, RecommendError, Versions
+from advisor.advice.recommend import recommend
+from advisor.readers.smart import Endurance
 from advisor.units import GiB, MiB
 from advisor.workload import mrc
 from advisor.workload.analysis import Analysis, analyze
@@ -339,7 +333,7 @@ def test_smartctl_wear_from_the_real_tool() -> None:
 
 def test_a_device_that_is_already_cached_is_refused_with_the_way_out() -> None:
     """Recommending for bcache0 or a cached LV used to propose a second cache on top."""
-    from advisor.advice.recommend import RecommendError
+    from advisor.advice.model import RecommendError
 
     on_bcache = dataclasses.replace(HDD_LV, path="/dev/bcache0", is_lv=False,
                                     cached="it is a bcache device (backing sdd, cache set 1234)")
@@ -560,16 +554,17 @@ def test_dm_cache_warm_up_counts_chunks_promotes_eagerly_while_free_and_slowly_o
     """Point 6: smq promotes about a third of read misses while it has free chunks and a few
     percent once full (measured in the lab, docs/accuracy.md); the warm-up counts the pool's
     chunks, not 4 KiB blocks, and a cache full of older data says how much longer it takes."""
-    from advisor.advice.recommend import PROMOTION
+    from advisor.advice.thesis import tables
 
     r = rec(hot_fraction=0.1, read_iops=500.0)
     assert r.config is not None and r.config.backend == "lvmcache" and r.config.warmup is not None
     w = r.config.warmup
     assert w.block_bytes == r.config.chunk_size_bytes == 480 * 1024, "lvm2's chunk for a 447 GiB pool"
-    assert (w.promotion_probability, w.promotion_probability_full) == PROMOTION["lvmcache"]
+    promotion = tables().promotion["lvmcache"]
+    assert (w.promotion_probability, w.promotion_probability_full) == (promotion.free, promotion.full)
     assert w.hot_blocks == min(r.config.effective_bytes, 2 * TiB) // w.block_bytes
     hit = r.config.predicted_hit_ratio or 0
-    assert w.reads_63 == pytest.approx(w.hot_blocks / PROMOTION["lvmcache"][0] / hit, rel=1e-3)
+    assert w.reads_63 == pytest.approx(w.hot_blocks / promotion.free / hit, rel=1e-3)
     assert w.reads_63_full is not None and w.reads_63_full > 5 * w.reads_63
     assert w.seconds_63 == pytest.approx(w.reads_63 / 500.0, abs=0.1)
     assert any("once full" in x.text and "older data" in x.text for x in r.reasons)
@@ -580,7 +575,7 @@ def test_dm_cache_warm_up_counts_chunks_promotes_eagerly_while_free_and_slowly_o
 def test_every_citation_is_about_what_its_reason_says() -> None:
     """Each finding has topic words (findings.toml); every reason, warning and runner-up that
     cites it, across the workload classes, file systems, platforms and traces, mentions one."""
-    from advisor.advice.recommend import RecommendError
+    from advisor.advice.model import RecommendError
 
     nvme = DeviceFacts("/dev/disk/by-id/nvme-NV1", 512 * 10**9, "nvme", "probe", 0.02)
     old = Versions(kernel="4.9.0", lvm2="2.02.1", bcache_tools="1.0")

@@ -10,7 +10,7 @@ analyze` would, and two predictions are made from it:
 - the steady hit ratio: the recommendation's own (the warm LRU curve at the cache's size, over
   64 KiB chunks for dm-cache, 4 KiB blocks for bcache);
 - the time to 63% of the steady hit ratio: the trace replayed through an LRU cache of that
-  size that admits a missed block with the backend's promotion chance (recommend.PROMOTION).
+  size that admits a missed block with the backend's promotion chance (data/thesis.toml's promotion).
 They are compared with the counters' steady hit ratio (the last third of the run) and the time
 their 10 s windowed hit ratio first reaches 63% of it. Goals: within 0.10, within 2x. Misses
 are reported in the table, not hidden.
@@ -27,7 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.advice.recommend import PROMOTION, DeviceFacts, Inputs, profile, warmup
+from advisor.advice.choice import warmup
+from advisor.advice.model import DeviceFacts, Inputs
+from advisor.advice.profile import profile
+from advisor.advice.thesis import tables
 from advisor.readers.dmstatus import CacheStatus
 from advisor.workload.analysis import CHUNK, analyze
 from advisor.workload.traces import ImportStats, Trace, load_trace
@@ -50,7 +53,7 @@ class Row:
     observed: float
     predicted_t63: float | None
     observed_t63: float | None
-    model_t63: float | None  # the recommendation's own warm-up (C-FILL-1 with PROMOTION)
+    model_t63: float | None  # the recommendation's own warm-up (C-FILL-1 with thesis.toml's promotion)
     start: str  # "empty" or "old data"
     # The counters' first update came at or after observed_t63: the kernel reported nothing
     # sooner (bcache folds its counters into stats_total in steps of about 13 s), so the real
@@ -166,7 +169,7 @@ def predict(trace: Trace, backend: str, cache_bytes: int, full: bool) -> tuple[f
     unit = CHUNK if name == "lvmcache" else 4096
     blocks = (reads["offset"] // np.uint64(unit)).astype(np.int64)
     times, hits, misses = simulate(blocks, reads["t"].astype(np.float64), cache_bytes // unit,
-                                   PROMOTION[name], full)  # type: ignore[index]
+                                   (tables().promotion[name].free, tables().promotion[name].full), full)
     return steady, t63(times, hits, misses, steady), model, analysis.requests
 
 
@@ -195,7 +198,7 @@ def table(rows: list[Row], meta: dict[str, str]) -> str:
     t63_ok = sum(r.t63_ok for r in rows)
     out += ["", f"Steady hit ratio within {STEADY_GOAL:.2f}: {steady_ok} of {len(rows)} runs. Time to 63% within "
             f"{T63_GOAL:g}x (simulated): {t63_ok} of {len(rows)}. The model column is the recommendation's closed-form "
-            "warm-up (C-FILL-1 with the promotion chances in advisor/advice/recommend.py), at the run's average read "
+            "warm-up (C-FILL-1 with the promotion chances in advisor/advice/data/thesis.toml), at the run's average read "
             "rate: it counts 63% of the hot data cached, which a skewed workload reaches long after 63% of its "
             "hit ratio. bcache folds its counters into stats_total in steps of about 13 s, so a time at "
             "or before its first step is an upper bound (≤). In the backup runs the observed dm-cache hit ratio leaves out the backup stream's reads "

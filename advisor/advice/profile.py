@@ -1,0 +1,248 @@
+"""The workload profile: what the advice knows of the workload, measured from a trace (the
+miss-ratio curves, 4 KiB and in dm-cache's chunks, steady and as traced, of every access and of
+the reads; the mix, rates, streams and write bursts) or modelled from a declared class (a Zipf
+curve calibrated so the hot fraction of the data receives 90% of the I/O, L-SIZE-1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from advisor.advice.config import BLOCK
+from advisor.advice.model import Inputs, Reason, RecommendError
+from advisor.advice.traits import traits
+from advisor.advice.workloads import WORKLOADS, WorkloadType
+from advisor.backends import BackendId as Backend
+from advisor.errors import next_step
+from advisor.units import MiB, cache_size
+from advisor.workload import mrc
+from advisor.workload.analysis import COLD_LIMIT
+
+KNEE_SHARE = 0.90  # of the achievable hit ratio
+HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
+
+
+@dataclass(frozen=True)
+class Profile:
+    kind: WorkloadType | None
+    read_share: float
+    sequential_share: float
+    sizes_bytes: np.ndarray[Any, Any]
+    hits: np.ndarray[Any, Any]
+    source: Literal["trace", "model"]
+    hot_bytes: int
+    footprint_bytes: int
+    read_rate: float | None  # 4 KiB block reads per second
+    reasons: tuple[Reason, ...]
+    # The trace's curve at dm-cache's chunk size (a chunk is cached whole), when measured.
+    chunk_sizes_bytes: np.ndarray[Any, Any] | None = None
+    chunk_hits: np.ndarray[Any, Any] | None = None
+    chunk_bytes: int | None = None
+    # From a trace: first touches as a share of its accesses (the curves here leave them out:
+    # a warm cache has paid them), whether they dominate, and the bytes in bypassed streams.
+    cold_share: float = 0.0
+    too_short: bool = False
+    bypassed_bytes: int = 0
+    # The curves as traced, first touches counted as misses (the low end of a "can't judge yet").
+    raw_hits: np.ndarray[Any, Any] | None = None
+    chunk_raw_hits: np.ndarray[Any, Any] | None = None
+    curve_mode: str = "model"
+    sample_rate: float = 1.0
+    chunk_cold_share: float = 0.0
+    bypassed_share: float = 0.0  # of the requests: streams a cache lets through, at the disk's cost
+    blocks_per_request: float = 1.0  # 4 KiB blocks a request touches, on average
+    write_rate: float | None = None  # write requests per second the cache takes (a trace's)
+    # The trace's write bursts: the largest backlog of written bytes at each drain rate (bytes/s).
+    write_backlog: tuple[list[float], list[int]] = ([], [])
+    # The curves over the reads alone (steady, and as traced), 4 KiB and in chunks, when measured.
+    read_hits: np.ndarray[Any, Any] | None = None
+    raw_read_hits: np.ndarray[Any, Any] | None = None
+    chunk_read_hits: np.ndarray[Any, Any] | None = None
+    chunk_raw_read_hits: np.ndarray[Any, Any] | None = None
+
+    def too_short_for(self, backend: Backend) -> bool:
+        """Whether first touches dominate the curve this backend follows (then the trace cannot
+        show whether the data comes back)."""
+        share = self.chunk_cold_share if self.chunked(backend) else self.cold_share
+        return self.source == "trace" and share > COLD_LIMIT
+
+    def chunked(self, backend: Backend) -> bool:
+        """Whether the backend's prediction comes from the measured chunk curve."""
+        return traits(backend).promotes_chunks and self.chunk_hits is not None and len(self.chunk_hits) > 0
+
+    def curve_of(self, backend: Backend) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """(sizes in bytes, hit ratios) the backend follows: the chunk curve for an lvmcache when
+        the trace gave one, else the 4 KiB curve."""
+        if self.chunked(backend):
+            assert self.chunk_sizes_bytes is not None and self.chunk_hits is not None
+            return self.chunk_sizes_bytes, self.chunk_hits
+        return self.sizes_bytes, self.hits
+
+    def hit_of(self, backend: Backend, size_bytes: float, raw: bool = False, reads: bool = False) -> float:
+        """The predicted hit ratio of a cache holding ``size_bytes``; ``raw``: as traced, every
+        first touch a miss; ``reads``: of the reads alone, as the kernel's read counters count
+        (the trace's read curve; without one, every access is taken alike)."""
+        sizes, hits = self.curve_of(backend)
+        chunked = self.chunked(backend)
+        if reads:
+            steady, traced = (
+                (self.chunk_read_hits, self.chunk_raw_read_hits)
+                if chunked
+                else (
+                    self.read_hits,
+                    self.raw_read_hits,
+                )
+            )
+            if steady is not None and len(steady) == len(hits):
+                hits = steady
+                if raw and traced is not None and len(traced) == len(hits):
+                    hits = traced
+                raw = False
+        if raw:
+            traced = self.chunk_raw_hits if chunked else self.raw_hits
+            hits = traced if traced is not None and len(traced) == len(hits) else hits
+        # Below the curve's first size, straight down to nothing at nothing (the true curve is
+        # concave, so this errs low), never a step to zero.
+        return float(np.interp(size_bytes, np.concatenate([[0.0], sizes]), np.concatenate([[0.0], hits])))
+
+    def knee_of(self, backend: Backend) -> int:
+        return _knee(*self.curve_of(backend))
+
+    @property
+    def achievable(self) -> float:
+        return float(self.hits.max()) if len(self.hits) else 0.0
+
+    def knee(self) -> int:
+        """The knee of the 4 KiB curve (bcache's, and every backend's without a chunk curve)."""
+        return _knee(self.sizes_bytes, self.hits)
+
+
+def _knee(sizes: np.ndarray[Any, Any], hits: np.ndarray[Any, Any]) -> int:
+    """The smallest size reaching KNEE_SHARE of the curve's highest hit ratio."""
+    target = KNEE_SHARE * (float(hits.max()) if len(hits) else 0.0)
+    return int(sizes[int(np.argmax(hits >= target))])
+
+
+def zipf_alpha_for_hot_fraction(items: int, hot_fraction: float, share: float = HOT_SHARE) -> float:
+    """The Zipf exponent under which the hottest ``hot_fraction`` of ``items`` receives
+    ``share`` of the references (L-SIZE-1 calibrates fio's zipf:1.2 to 10% -> 90%)."""
+    lo, hi = 0.0, 4.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if mrc.zipf_hot_items(mid, items, share) / items > hot_fraction:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def _curve(values: list[float]) -> np.ndarray[Any, Any] | None:
+    return np.asarray(values, dtype=np.float64) if values else None
+
+
+def _steady(steady: list[float], raw: list[float]) -> np.ndarray[Any, Any]:
+    """The curve a cache in service follows: each size's hit ratio once full (exact curves),
+    else the LRU curve as measured (SHARDS, first touches counted as misses)."""
+    return np.asarray(steady if steady else raw, dtype=np.float64)
+
+
+def profile(inp: Inputs, data_bytes: int) -> Profile:
+    a = inp.analysis
+    if a is not None and a.curve_sizes_blocks:
+        reads = a.read_requests / max(a.requests, 1)
+        shares = dict(zip(a.hot_shares, a.hot_blocks, strict=True))
+        hot_blocks = shares.get(HOT_SHARE, a.footprint_blocks)
+        rate = a.block_accesses * reads / a.duration_s if a.duration_s > 0 else inp.read_iops
+        hot_pct = 100 * hot_blocks / max(a.footprint_blocks, 1)
+        chunked = bool(a.chunk_size and a.chunk_curve_sizes_blocks)
+        text = (
+            f"Measured from the trace {a.source}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
+            f"{100 * a.sequential_share:.0f}% sequential, {hot_pct:.1f}% of the touched data serves "
+            f"{100 * HOT_SHARE:.0f}% of the I/O."
+        )
+        if a.bypassed_requests:
+            text += (
+                f" {a.bypassed_requests:,} requests ({cache_size(a.bypassed_bytes)}) belong to streams past "
+                f"{cache_size(a.sequential_cutoff)}, which a cache lets through to the disk (bcache's "
+                "sequential_cutoff; dm-cache promotes nothing read once): they are left out of the curve."
+            )
+        text += (
+            f" {100 * a.cold_miss_share:.1f}% of the rest are first touches: those before a cache of a given "
+            "size is full are its warm-up, those after it count as misses, so the predicted hit ratios are a "
+            "full cache's."
+        )
+        return Profile(
+            kind=inp.workload,
+            read_share=reads,
+            sequential_share=a.sequential_share,
+            sizes_bytes=np.asarray(a.curve_sizes_blocks, dtype=np.float64) * a.block_size,
+            hits=_steady(a.curve_steady_hit_ratio, a.curve_hit_ratio),
+            source="trace",
+            hot_bytes=hot_blocks * a.block_size,
+            footprint_bytes=a.footprint_bytes,
+            read_rate=rate,
+            chunk_sizes_bytes=(
+                np.asarray(a.chunk_curve_sizes_blocks, dtype=np.float64) * a.chunk_size
+                if chunked and a.chunk_size
+                else None
+            ),
+            chunk_hits=_steady(a.chunk_curve_steady_hit_ratio, a.chunk_curve_hit_ratio) if chunked else None,
+            chunk_bytes=a.chunk_size,
+            cold_share=a.cold_miss_share,
+            too_short=a.too_short,
+            bypassed_bytes=a.bypassed_bytes,
+            raw_hits=np.asarray(a.curve_hit_ratio, dtype=np.float64),
+            curve_mode=a.curve_mode,
+            chunk_cold_share=a.chunk_cold_miss_share,
+            bypassed_share=a.bypassed_requests / max(a.requests, 1),
+            blocks_per_request=a.block_accesses / max(a.requests - a.bypassed_requests, 1),
+            write_rate=a.write_requests / a.duration_s if a.duration_s > 0 else None,
+            write_backlog=(a.write_drain_rates, a.write_backlog_bytes),
+            read_hits=_curve(a.curve_read_steady_hit_ratio or a.curve_read_hit_ratio),
+            raw_read_hits=_curve(a.curve_read_hit_ratio),
+            chunk_read_hits=_curve(a.chunk_curve_read_steady_hit_ratio or a.chunk_curve_read_hit_ratio)
+            if chunked
+            else None,
+            chunk_raw_read_hits=_curve(a.chunk_curve_read_hit_ratio) if chunked else None,
+            sample_rate=a.curve_sample_rate,
+            chunk_raw_hits=np.asarray(a.chunk_curve_hit_ratio, dtype=np.float64) if chunked else None,
+            reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
+        )
+    wc = WORKLOADS[inp.workload] if inp.workload else None
+    if wc is None and inp.hot_fraction is None:
+        raise RecommendError(
+            "no-workload",
+            next=[next_step("record-trace"), next_step("choose-workload"), next_step("declare-hot-fraction")],
+        )
+    hot_fraction = inp.hot_fraction if inp.hot_fraction is not None else wc.hot_fraction  # type: ignore[union-attr]
+    if not 0 < hot_fraction <= 1:
+        raise RecommendError("bad-hot-fraction", value=hot_fraction)
+    items = max(data_bytes // BLOCK, 1)
+    alpha = zipf_alpha_for_hot_fraction(items, hot_fraction)
+    # From 1 MiB up, so that a cache far smaller than the data is read off the curve, not below it.
+    small = np.geomspace(MiB // BLOCK, max(items * 0.001, MiB // BLOCK), 20).astype(np.int64)
+    sizes = np.unique(np.concatenate([small, mrc.default_sizes(items), [items]]))
+    hits = mrc.zipf_lru_curve(alpha, items, sizes)
+    read_share = inp.read_share if inp.read_share is not None else (wc.read_share if wc else 1.0)
+    label = wc.label if wc else "random I/O"
+    return Profile(
+        kind=inp.workload,
+        read_share=read_share,
+        sequential_share=wc.sequential_share if wc else 0.0,
+        sizes_bytes=sizes.astype(np.float64) * BLOCK,
+        hits=hits,
+        source="model",
+        hot_bytes=int(hot_fraction * data_bytes),
+        footprint_bytes=data_bytes,
+        read_rate=inp.read_iops,
+        reasons=(
+            Reason(
+                f"No trace: modelled as {label} over {cache_size(data_bytes)} with {100 * hot_fraction:.0f}% of the "
+                f"data serving {100 * HOT_SHARE:.0f}% of the I/O (a Zipf curve, exponent {alpha:.2f}). "
+                "A trace of the real workload would be better.",
+                ("L-SIZE-1", "L-SIZE-4"),
+            ),
+        ),
+    )
