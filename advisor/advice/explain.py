@@ -662,7 +662,20 @@ def _warnings(s: Situation, cfg: CacheConfig) -> list[Reason]:
         )
     chunk = cfg.chunk_size_bytes or 0
     measured_chunk = prof.chunk_bytes or DM_CACHE_CHUNK
-    if t.promotes_chunks and chunk > measured_chunk:
+    read_at = prof.curves_for(t.id, cfg.effective_bytes).chunk_bytes if t.promotes_chunks else 0
+    if t.promotes_chunks and chunk > measured_chunk and read_at >= chunk:
+        out.append(
+            Reason(
+                f"lvm2 gives a cache pool of {cache_size(cfg.size_bytes)} chunks of {chunk // KiB} KiB (it keeps pools "
+                f"under 1,000,000 chunks): the predicted hit ratio is read from the trace's curve measured at "
+                f"{read_at // KiB} KiB chunks"
+                + (", the same." if read_at == chunk else f", the nearest measured at or above {chunk // KiB} KiB.")
+                + f" A pool of {cache_size(MAX_CHUNKS * measured_chunk)} or less keeps {measured_chunk // KiB} KiB "
+                "chunks, which carry less cold data each.",
+                ("M-CHUNK-1",),
+            )
+        )
+    elif t.promotes_chunks and chunk > measured_chunk:
         out.append(
             Reason(
                 f"lvm2 gives a cache pool of {cache_size(cfg.size_bytes)} chunks of {chunk // KiB} KiB (it keeps pools "

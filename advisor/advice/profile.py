@@ -11,6 +11,7 @@ from typing import Any, Literal
 import numpy as np
 
 from advisor.advice.config import BLOCK
+from advisor.advice.lvmrules import lvm_chunk_size
 from advisor.advice.model import Inputs, Reason, RecommendError
 from advisor.advice.traits import traits
 from advisor.advice.workloads import WORKLOADS, WorkloadType
@@ -22,6 +23,31 @@ from advisor.workload.analysis import COLD_LIMIT
 
 KNEE_SHARE = 0.90  # of the achievable hit ratio
 HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
+
+
+@dataclass(frozen=True)
+class Curves:
+    """One granularity's curves: sizes in bytes, the steady hit ratios and those as traced (first
+    touches counted as misses), of every access and of the reads alone (None: not measured)."""
+
+    chunk_bytes: int
+    sizes_bytes: np.ndarray[Any, Any]
+    hits: np.ndarray[Any, Any]
+    raw_hits: np.ndarray[Any, Any] | None
+    read_hits: np.ndarray[Any, Any] | None
+    raw_read_hits: np.ndarray[Any, Any] | None
+
+    def hit(self, size_bytes: float, raw: bool, reads: bool) -> float:
+        hits = self.hits
+        if reads and self.read_hits is not None and len(self.read_hits) == len(hits):
+            hits = self.read_hits
+            if raw and self.raw_read_hits is not None and len(self.raw_read_hits) == len(hits):
+                hits = self.raw_read_hits
+        elif raw and self.raw_hits is not None and len(self.raw_hits) == len(hits):
+            hits = self.raw_hits
+        # Below the curve's first size, straight down to nothing at nothing (the true curve is
+        # concave, so this errs low), never a step to zero.
+        return float(np.interp(size_bytes, np.concatenate([[0.0], self.sizes_bytes]), np.concatenate([[0.0], hits])))
 
 
 @dataclass(frozen=True)
@@ -61,6 +87,8 @@ class Profile:
     raw_read_hits: np.ndarray[Any, Any] | None = None
     chunk_read_hits: np.ndarray[Any, Any] | None = None
     chunk_raw_read_hits: np.ndarray[Any, Any] | None = None
+    # The chunk curves at coarser chunks, for pools lvm2 gives larger chunks (coarsest last).
+    coarse: tuple[Curves, ...] = ()
 
     def too_short_for(self, backend: Backend) -> bool:
         """Whether first touches dominate the curve this backend follows (then the trace cannot
@@ -80,32 +108,31 @@ class Profile:
             return self.chunk_sizes_bytes, self.chunk_hits
         return self.sizes_bytes, self.hits
 
+    def curves_for(self, backend: Backend, size_bytes: float) -> Curves:
+        """The curves a cache of this backend holding ``size_bytes`` follows: 4 KiB blocks, or
+        for an lvmcache the trace's chunk curve at the chunk lvm2 gives a pool of that size (the
+        nearest measured at or above it; the finest when none was measured that coarse)."""
+        if not self.chunked(backend):
+            return Curves(BLOCK, self.sizes_bytes, self.hits, self.raw_hits, self.read_hits, self.raw_read_hits)
+        assert self.chunk_sizes_bytes is not None and self.chunk_hits is not None
+        lvm_chunk = lvm_chunk_size(int(size_bytes))
+        for c in self.coarse:
+            if (self.chunk_bytes or 0) < lvm_chunk <= c.chunk_bytes:
+                return c
+        return Curves(
+            self.chunk_bytes or 0,
+            self.chunk_sizes_bytes,
+            self.chunk_hits,
+            self.chunk_raw_hits,
+            self.chunk_read_hits,
+            self.chunk_raw_read_hits,
+        )
+
     def hit_of(self, backend: Backend, size_bytes: float, raw: bool = False, reads: bool = False) -> float:
         """The predicted hit ratio of a cache holding ``size_bytes``; ``raw``: as traced, every
         first touch a miss; ``reads``: of the reads alone, as the kernel's read counters count
         (the trace's read curve; without one, every access is taken alike)."""
-        sizes, hits = self.curve_of(backend)
-        chunked = self.chunked(backend)
-        if reads:
-            steady, traced = (
-                (self.chunk_read_hits, self.chunk_raw_read_hits)
-                if chunked
-                else (
-                    self.read_hits,
-                    self.raw_read_hits,
-                )
-            )
-            if steady is not None and len(steady) == len(hits):
-                hits = steady
-                if raw and traced is not None and len(traced) == len(hits):
-                    hits = traced
-                raw = False
-        if raw:
-            traced = self.chunk_raw_hits if chunked else self.raw_hits
-            hits = traced if traced is not None and len(traced) == len(hits) else hits
-        # Below the curve's first size, straight down to nothing at nothing (the true curve is
-        # concave, so this errs low), never a step to zero.
-        return float(np.interp(size_bytes, np.concatenate([[0.0], sizes]), np.concatenate([[0.0], hits])))
+        return self.curves_for(backend, size_bytes).hit(size_bytes, raw, reads)
 
     def knee_of(self, backend: Backend) -> int:
         return _knee(*self.curve_of(backend))
@@ -208,6 +235,19 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             chunk_raw_read_hits=_curve(a.chunk_curve_read_hit_ratio) if chunked else None,
             sample_rate=a.curve_sample_rate,
             chunk_raw_hits=np.asarray(a.chunk_curve_hit_ratio, dtype=np.float64) if chunked else None,
+            coarse=tuple(
+                Curves(
+                    c.chunk_size,
+                    np.asarray(c.sizes_blocks, dtype=np.float64) * c.chunk_size,
+                    _steady(c.steady_hit_ratio, c.hit_ratio),
+                    _curve(c.hit_ratio),
+                    _curve(c.read_steady_hit_ratio or c.read_hit_ratio),
+                    _curve(c.read_hit_ratio),
+                )
+                for c in sorted(a.coarse_chunk_curves, key=lambda c: c.chunk_size)
+            )
+            if chunked
+            else (),
             reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
         )
     wc = WORKLOADS[inp.workload] if inp.workload else None

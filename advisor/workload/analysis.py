@@ -36,6 +36,9 @@ STREAM_REQUESTS = 8_000_000  # longer cachewise traces are analysed in chunks, b
 # too short to judge: it cannot show whether its blocks come back.
 COLD_LIMIT = 0.3
 SIZE_BUCKETS = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1 << 20)
+# lvm2 keeps a cache pool under this many chunks (M-CHUNK-1): a pool larger than about 61 GiB gets
+# chunks larger than CHUNK, and a trace that touches more chunks than this could be given one.
+LVM_MAX_CHUNKS = 1_000_000
 
 
 # Block accesses analysed at once (8 bytes each, and a few arrays of them): a larger expansion
@@ -79,6 +82,19 @@ def blocks_per_request(requests: Requests, block_size: int) -> tuple[mrc.Blocks,
     starts = np.repeat(np.cumsum(counts) - counts, counts)
     blocks: mrc.Blocks = np.repeat(first, counts) + (np.arange(int(counts.sum()), dtype=np.int64) - starts)
     return blocks, counts
+
+
+@dataclass(frozen=True)
+class CoarseCurve:
+    """The chunk curve again at a coarser chunk, the kind lvm2 gives a pool past 61 GiB."""
+
+    chunk_size: int
+    sizes_blocks: list[int]  # in chunks of chunk_size
+    hit_ratio: list[float]
+    steady_hit_ratio: list[float]
+    read_hit_ratio: list[float]
+    read_steady_hit_ratio: list[float]
+    footprint_blocks: int
 
 
 @dataclass(frozen=True)
@@ -142,6 +158,10 @@ class Analysis:
     curve_read_steady_hit_ratio: list[float] = field(default_factory=list)
     chunk_curve_read_hit_ratio: list[float] = field(default_factory=list)
     chunk_curve_read_steady_hit_ratio: list[float] = field(default_factory=list)
+    # When the trace touches more chunks than an lvm2 pool of CHUNK-sized chunks holds: the chunk
+    # curve at coarser chunks (twice CHUNK, four times, ... up to what lvm2 gives a pool of the
+    # whole footprint), so an lvmcache past 61 GiB is predicted at the chunk lvm2 gives it.
+    coarse_chunk_curves: list[CoarseCurve] = field(default_factory=list)
     schema: str = ANALYSIS_SCHEMA
 
     def to_json(self) -> dict[str, Any]:
@@ -260,6 +280,7 @@ def _result(
     source_format: str,
     stats: ImportStats,
     chunk: tuple[mrc.Curve, int, int] | None = None,
+    coarse: list[CoarseCurve] | None = None,
 ) -> Analysis:
     counts = summary.counts()
     hot = mrc.hot_data(counts)
@@ -312,6 +333,7 @@ def _result(
         curve_read_steady_hit_ratio=_listed(curve.read_steady),
         chunk_curve_read_hit_ratio=_listed(chunk[0].read_hit_ratio) if chunk is not None else [],
         chunk_curve_read_steady_hit_ratio=_listed(chunk[0].read_steady) if chunk is not None else [],
+        coarse_chunk_curves=coarse or [],
     )
 
 
@@ -365,13 +387,60 @@ def _analyze(
         del blocks
         curve = mrc.exact_curve_dense(dense, len(ids), mrc.default_sizes(len(ids)), per_request, reads)
         del dense
-    chunk = None
+    chunk, coarse = None, list[CoarseCurve]()
     if chunks is not None:
         in_chunks, per = chunks
-        chunk = _chunk_curve(
-            in_chunks, "shards" if shards else "exact", reads if per is None else np.repeat(reads, per)
+        how: Literal["exact", "shards"] = "shards" if shards else "exact"
+        chunk_reads = reads if per is None else np.repeat(reads, per)
+        chunk = _chunk_curve(in_chunks, how, chunk_reads)
+        if chunk[1] > LVM_MAX_CHUNKS:
+            coarse = _coarse_curves(in_chunks, per, chunk_reads, chunk[1], how)
+    return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse)
+
+
+def coarse_chunks(footprint_chunks: int) -> list[int]:
+    """The coarser chunks to measure for a trace touching ``footprint_chunks`` of CHUNK: doubling
+    from 2 x CHUNK until one holds what lvm2 gives a pool of the whole footprint (its chunk keeps
+    the pool under LVM_MAX_CHUNKS, in multiples of 32 KiB)."""
+    needed = -(-footprint_chunks * CHUNK // LVM_MAX_CHUNKS)
+    out, size = [], CHUNK
+    while size < needed:
+        size *= 2
+        out.append(size)
+    return out
+
+
+def _coarse_curves(
+    chunks: mrc.Blocks,
+    per_request: npt.NDArray[np.int64] | None,
+    reads: npt.NDArray[np.bool_],
+    footprint_chunks: int,
+    mode: Literal["exact", "shards"],
+) -> list[CoarseCurve]:
+    """The chunk curve at each coarser chunk, from the CHUNK accesses: a request's accesses that
+    fall in one coarser chunk are one access of it."""
+    starts = None if per_request is None else np.cumsum(per_request) - per_request
+    out = []
+    for size in coarse_chunks(footprint_chunks):
+        coarse = chunks // (size // CHUNK)
+        keep = np.ones(len(coarse), dtype=bool)
+        if starts is not None:
+            keep[1:] = coarse[1:] != coarse[:-1]
+            keep[starts] = True
+        curve, distinct, _ = _chunk_curve(coarse[keep], mode, reads[keep])
+        del coarse, keep
+        out.append(
+            CoarseCurve(
+                size,
+                [int(x) for x in curve.sizes],
+                _listed(curve.hit_ratio),
+                _listed(curve.steady),
+                _listed(curve.read_hit_ratio),
+                _listed(curve.read_steady),
+                distinct,
+            )
         )
-    return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk)
+    return out
 
 
 def _chunk_curve(
