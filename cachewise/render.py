@@ -22,7 +22,7 @@ from advisor.units import duration, human_size, rate
 
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
     from advisor.advice.config import CacheConfig
-    from advisor.advice.model import Reason, Recommendation
+    from advisor.advice.model import CurveView, Reason, Recommendation
     from advisor.apply.run import Event
     from advisor.plan.model import Plan
     from advisor.watch.figures import Figures
@@ -101,6 +101,7 @@ def curve_plot(
     mark: int | None = None,
     mark_label: str = "recommended",
     observed: float | None = None,
+    legend: str = "LRU hit ratio",
 ) -> str:
     """The hit-ratio curve as text, ``width`` columns of plot after a 6-column axis: cache size
     (log scale) across, hit ratio up, ticks at round percentages. ``mark`` (a size in blocks)
@@ -142,7 +143,7 @@ def curve_plot(
         tag = f"↑ {mark_label}: {human_size(mark * block_size)}{seen}"
         tag = tag if len(tag) <= width else f"↑ {human_size(mark * block_size)}"
         lines.append("      " + " " * min(mx, max(0, width - len(tag))) + tag)
-    legends = ("cache size (log scale) → LRU hit ratio", "size (log) → hit ratio", "size → hits")
+    legends = (f"cache size (log scale) → {legend}", f"size (log) → {legend}", "size (log) → hit ratio", "size → hits")
     lines.append("      " + next((t for t in legends if len(t) <= width), legends[-1]))
     return "\n".join(lines)
 
@@ -186,9 +187,28 @@ def analysis_report(a: Analysis, width: int = 60, curve: bool = True) -> Group:
         summary.add_row("Malformed", Text(example, style="yellow"))
     if not curve:
         return Group(summary)
-    return Group(
-        summary, Text(""), Text(curve_plot(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size, width=width))
-    )
+    return Group(summary, Text(""), Text(curve_plot(*analysis_curve(a), width=width, legend=ANALYSIS_LEGEND)))
+
+
+# The Analysis chart (CLI and TUI): the LRU curve as the trace ran, every first touch a miss.
+ANALYSIS_LEGEND = "LRU hit ratio as traced (first touches miss)"
+
+
+def analysis_curve(a: Analysis) -> tuple[list[int], list[float], int]:
+    """(sizes in blocks, hit ratios, block size) of an analysis's chart."""
+    return a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size
+
+
+def prediction_curve(rec: Recommendation, config: CacheConfig | None = None) -> tuple[CurveView, int | None] | None:
+    """The curve a configuration's predicted hit ratio is read from (its backend's, by SSD bytes)
+    with its size to mark, so the chart's value at the mark is the number the text gives; for no
+    configuration, or a backend without a curve (a cache of writes), the workload's curve."""
+    config = config or rec.config
+    if config is not None and config.backend in rec.backend_curves:
+        return rec.backend_curves[config.backend], config.size_bytes
+    if rec.curve is None:
+        return None
+    return rec.curve, config.effective_bytes if config is not None else None
 
 
 VERDICT_STYLE = {
@@ -269,9 +289,10 @@ def recommendation_report(rec: Recommendation, next_steps: Sequence[str] = ()) -
             parts.append(line)
     if next_steps:
         parts += [Text(""), Text("Next", style="bold underline")] + [Text(f"• {step}") for step in next_steps]
-    if rec.curve is not None and rec.curve.sizes_bytes:
-        mark = rec.config.effective_bytes if rec.config else None
-        parts += [Text(""), Text(curve_plot(rec.curve.sizes_bytes, rec.curve.hit_ratio, 1, mark=mark))]
+    shown = prediction_curve(rec)
+    if shown is not None and shown[0].sizes_bytes:
+        view, mark = shown
+        parts += [Text(""), Text(curve_plot(view.sizes_bytes, view.hit_ratio, 1, mark=mark, legend=view.label))]
     parts += [Text(""), Text("Sources", style="bold underline")]
     for fid in rec.cited:
         f = finding(fid)

@@ -9,7 +9,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
 from advisor.workload.analysis import Analysis
-from cachewise.render import analysis_report
+from cachewise.render import ANALYSIS_LEGEND, analysis_curve, analysis_report
 from screens.widgets import Curve, CurveChart
 
 
@@ -33,7 +33,5 @@ class AnalysisScreen(Screen[None]):
         with VerticalScroll(id="analysis"):
             yield Static(analysis_report(self.analysis, curve=False), id="analysis-report")
             a = self.analysis
-            yield CurveChart(
-                Curve(a.curve_sizes_blocks, a.curve_hit_ratio, a.block_size), height=13, id="analysis-curve"
-            )
+            yield CurveChart(Curve(*analysis_curve(a), legend=ANALYSIS_LEGEND), height=13, id="analysis-curve")
         yield Footer()

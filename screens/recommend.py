@@ -20,7 +20,7 @@ from advisor.advice.workloads import WORKLOADS
 from advisor.disks.devices import Inventory
 from advisor.errors import CachewiseError
 from cachewise.core import advise, plans
-from cachewise.render import VERDICT_STYLE, config_table
+from cachewise.render import VERDICT_STYLE, config_table, prediction_curve
 from screens.base import CoreScreen
 from screens.flows.model import Flow
 from screens.flows.steps import StepBar
@@ -45,10 +45,13 @@ ASK_WORKLOAD = (
 
 
 def rec_curve(rec: Recommendation | None) -> Curve | None:
-    """The recommendation's curve (by bytes) with the hot data its cache holds marked."""
-    if rec is None or rec.curve is None:
+    """The curve the recommendation's prediction is read from (by SSD bytes), its cache's size
+    marked: the same chart as `cachewise recommend` draws."""
+    shown = prediction_curve(rec) if rec is not None else None
+    if shown is None:
         return None
-    return Curve(rec.curve.sizes_bytes, rec.curve.hit_ratio, 1, rec.config.effective_bytes if rec.config else None)
+    view, mark = shown
+    return Curve(view.sizes_bytes, view.hit_ratio, 1, mark, legend=view.label)
 
 
 class RecommendScreen(CoreScreen):

@@ -21,6 +21,7 @@ class Curve:
     block_size: int = 1
     mark: int | None = None  # in block_size units
     mark_label: str = "recommended"
+    legend: str = "LRU hit ratio"  # what the hit ratios are
 
 
 class CurveChart(Static):
@@ -63,6 +64,7 @@ class CurveChart(Static):
                     mark=c.mark,
                     mark_label=c.mark_label,
                     observed=self.observed,
+                    legend=c.legend,
                 )
             )
         )

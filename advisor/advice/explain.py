@@ -22,7 +22,7 @@ from advisor.advice.choice import (
 from advisor.advice.config import CacheConfig
 from advisor.advice.lvmrules import MAX_CHUNKS
 from advisor.advice.model import CurveView, DeviceFacts, Option, Reason, Recommendation, Uncertain
-from advisor.advice.profile import HOT_SHARE, KNEE_SHARE
+from advisor.advice.profile import HOT_SHARE, KNEE_SHARE, curve_knee
 from advisor.advice.traits import DM_CACHE_CHUNK, LVMCACHE_TRAITS, TRAITS, traits
 from advisor.advice.workloads import WORKLOADS
 from advisor.backends import backend as backend_of
@@ -99,7 +99,7 @@ def explain(d: Decision) -> Recommendation:
         tuple(runner_ups),
         _curve(s),
         _inputs(s),
-        backend_curves=_backend_curves(s),
+        backend_curves=_backend_curves(d),
         gate=tuple(b.to_json() for x in (inp.slow, *inp.fast) for b in x.barriers),
         cause=d.cause,
         uncertain=d.uncertain,
@@ -482,26 +482,38 @@ def _seen_redundancy(fast: tuple[DeviceFacts, ...]) -> str:
     return f"{fast[0].path} is a single device"
 
 
-def _backend_curves(s: Situation) -> dict[str, CurveView]:
+def _backend_curves(d: Decision) -> dict[str, CurveView]:
+    """Each read-caching backend's prediction curve by SSD bytes: the curve its candidate's
+    predicted hit ratio is read from (at the chosen size for the chosen backend)."""
+    s = d.situation
     prof, out = s.prof, dict[str, CurveView]()
     for t in sorted((t for t in TRAITS if t.backend.caches_reads), key=lambda t: t.promotes_chunks):
-        sizes, hits = prof.curve_of(t.id)
+        mine = [c for c in d.candidates if c.config.backend == t.id]
+        if d.chosen is not None and d.chosen.config.backend == t.id:
+            mine.insert(0, d.chosen)
+        curves = prof.curves_for(t.id, mine[0].config.effective_bytes if mine else 0)
+        reads = curves.read_hits is not None and len(curves.read_hits) == len(curves.hits)
+        hits = curves.read_hits if reads and curves.read_hits is not None else curves.hits
         scale = overhead(s, t)
         if prof.chunked(t.id):
-            source = f"{prof.source}, {(prof.chunk_bytes or 0) // KiB} KiB chunks"
+            grain = f"{curves.chunk_bytes // KiB} KiB chunks"
+            source = f"{prof.source}, {grain}"
         elif scale != 1.0:
+            grain = f"4 KiB blocks, x{scale:g} space (T-SIZE-1)"
             source = f"{prof.source}, x{scale:g} space (T-SIZE-1)"
         else:
-            source = prof.source
+            grain, source = "4 KiB blocks", prof.source
+        sizes = curves.sizes_bytes * scale
         out[t.id] = CurveView(
             source,
-            [int(x) for x in sizes * scale],
+            [int(x) for x in sizes],
             [round(float(h), 6) for h in hits],
-            int(prof.knee_of(t.id) * scale),
+            curve_knee(sizes, hits),
             round(float(hits.max()) if len(hits) else 0.0, 6),
             prof.hot_bytes,
             prof.curve_mode,
             prof.sample_rate,
+            f"{'read hit ratio' if reads else 'hit ratio'} of a full cache, {grain}",
         )
     return out
 

@@ -132,6 +132,9 @@ class CurveView:
     # sample of the blocks, at sample_rate, scaled back) or "model" (no trace: a Zipf curve).
     mode: str = "model"
     sample_rate: float = 1.0
+    # What the hit ratios are, for a chart's legend: "hit ratio of a full cache" (every access),
+    # or "read hit ratio of a full cache, 64 KiB chunks" for a backend's prediction curve.
+    label: str = "hit ratio of a full cache"
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,9 @@ class Recommendation:
     schema: str = RECOMMEND_SCHEMA
     # Each cache backend's predicted hit-ratio curve (by SSD bytes given to the cache), so the
     # choice between them can be seen: bcache follows the 4 KiB curve, lvmcache the chunk curve
-    # measured from a trace (else the 4 KiB curve over T-SIZE-1's 3.5x space).
+    # measured from a trace (at lvm2's chunk for its candidate's size; else the 4 KiB curve over
+    # T-SIZE-1's 3.5x space). Of the reads where the trace gave read curves, as predicted_hit_ratio
+    # is: the value at a configuration's size_bytes is its prediction.
     backend_curves: dict[str, CurveView] = field(default_factory=dict)
     # What the safety gate found on the devices given: each barrier's code, the backends it bars,
     # whether moving the data lifts it, and its sentence.

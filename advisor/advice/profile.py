@@ -135,7 +135,7 @@ class Profile:
         return self.curves_for(backend, size_bytes).hit(size_bytes, raw, reads)
 
     def knee_of(self, backend: Backend) -> int:
-        return _knee(*self.curve_of(backend))
+        return curve_knee(*self.curve_of(backend))
 
     @property
     def achievable(self) -> float:
@@ -143,10 +143,10 @@ class Profile:
 
     def knee(self) -> int:
         """The knee of the 4 KiB curve (bcache's, and every backend's without a chunk curve)."""
-        return _knee(self.sizes_bytes, self.hits)
+        return curve_knee(self.sizes_bytes, self.hits)
 
 
-def _knee(sizes: np.ndarray[Any, Any], hits: np.ndarray[Any, Any]) -> int:
+def curve_knee(sizes: np.ndarray[Any, Any], hits: np.ndarray[Any, Any]) -> int:
     """The smallest size reaching KNEE_SHARE of the curve's highest hit ratio."""
     target = KNEE_SHARE * (float(hits.max()) if len(hits) else 0.0)
     return int(sizes[int(np.argmax(hits >= target))])

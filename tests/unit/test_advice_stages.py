@@ -132,3 +132,29 @@ def test_the_cli_words_the_next_steps(capsys: pytest.CaptureFixture[str]) -> Non
     assert main([*args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [n["action"] for n in data["next"]] == ["record-trace", "probe-device", "probe-device"]
+
+
+def test_the_chart_at_the_mark_reads_the_predicted_hit_ratio() -> None:
+    """Every home scenario that caches reads: the curve the CLI and the TUI draw for a
+    configuration (its backend's, by SSD bytes) gives, at the size marked, the predicted hit
+    ratio the text states, for the recommendation and each alternative."""
+    import numpy as np
+
+    from cachewise.render import prediction_curve
+    from tests.unit import test_home_scenarios as home
+
+    checked = 0
+    for s in home.SCENARIOS:
+        r = recommend(Inputs(slow=s.slow(), fast=s.fast, analysis=s.analysis(), versions=home.KERNEL,
+                             memory_bytes=16 << 30, **s.declared))
+        for cfg in (r.config, *(o.config for o in r.runner_ups)):
+            if cfg is None or cfg.predicted_hit_ratio is None:
+                continue
+            shown = prediction_curve(r, cfg)
+            assert shown is not None
+            view, mark = shown
+            assert mark == cfg.size_bytes and "hit ratio of a full cache" in view.label
+            at = float(np.interp(mark, [0, *view.sizes_bytes], [0, *view.hit_ratio]))
+            assert at == pytest.approx(cfg.predicted_hit_ratio, abs=0.01), (s.name, cfg.label, view.label)
+            checked += 1
+    assert checked >= 20
