@@ -78,6 +78,15 @@ def cache_size(n: float) -> str:
     return f"{n / MiB:.0f} MiB"
 
 
+def latency(ms: float) -> str:
+    """A latency in the unit that fits it: 4.16 -> '4.16 ms', 0.057 -> '57 µs', 0.0085 -> '8.5 µs'
+    (flash reads in tens of microseconds, which '0.00 ms' would hide)."""
+    if ms >= 1:
+        return f"{ms:,.2f} ms"
+    us = ms * 1000
+    return f"{us:.0f} µs" if us >= 10 else f"{us:.1f} µs"
+
+
 def duration(seconds: float | None) -> str:
     """90 -> '90 s', 600 -> '10 min', 10800 -> '3.0 h', 10 days -> '10 days'; None -> 'unknown'."""
     if seconds is None or math.isnan(seconds):

@@ -18,7 +18,7 @@ from advisor.backends import listed
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import ProbeResult
 from advisor.errors import shown
-from advisor.units import duration, human_size, rate
+from advisor.units import duration, human_size, latency, rate
 
 if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print tables
     from advisor.advice.config import CacheConfig
@@ -79,7 +79,11 @@ def probe_table(results: list[ProbeResult]) -> Table:
         kernel = {True: "rotational", False: "non-rotational", None: "?"}[r.kernel_rotational]
         c = r.classification
         measured = Text(f"{c.device_class} ({c.confidence})", style="yellow" if c.disagreements else "green")
-        lat = f"{qd1.lat_p50_ms:.2f} / {qd1.lat_p99_ms:.2f} ms" if qd1 and qd1.lat_p50_ms and qd1.lat_p99_ms else "-"
+        lat = (
+            f"{latency(qd1.lat_p50_ms)} / {latency(qd1.lat_p99_ms)}"
+            if qd1 and qd1.lat_p50_ms and qd1.lat_p99_ms
+            else "-"
+        )
         table.add_row(
             r.device,
             kernel,
@@ -481,7 +485,5 @@ def replay_table(results: list[ReplayResult]) -> Table:
 
 
 def _ms(us: float | None) -> str:
-    """A latency in microseconds as milliseconds, three decimals below 1 ms."""
-    if us is None:
-        return "-"
-    return f"{us / 1000:,.2f} ms" if us >= 1000 else f"{us / 1000:.3f} ms"
+    """A latency in microseconds, in the unit that fits it."""
+    return "-" if us is None else latency(us / 1000)

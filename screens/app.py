@@ -51,6 +51,8 @@ class CachewiseApp(App[None]):
         self.nav = Navigator(self)
 
     def on_mount(self) -> None:
+        if self.core.replay:
+            self.sub_title = "a saved snapshot: nothing here reads or changes this machine's disks"
         self.push_screen(DisksScreen(watch_hotplug=self.watch_hotplug))
         if self.start and self.warmup_ref is None:
             self.nav.start()

@@ -21,7 +21,7 @@ from advisor.disks.eligibility import probe_key
 from advisor.disks.hotplug import HotplugWatcher
 from advisor.disks.probe import ProbeResult
 from advisor.disks.scheduler import Pass, ScanScheduler
-from advisor.errors import CachewiseError, shown
+from advisor.errors import CachewiseError, next_step, shown
 from advisor.units import human_size
 from advisor.workload.analysis import Analysis
 from cachewise.core import discover, plans, workload
@@ -253,6 +253,10 @@ class DisksScreen(CoreScreen):
 
     def action_probe(self) -> None:
         if self.inventory is None:
+            return
+        if self.core.replay or self.core.prober is None:
+            # The snapshot's devices belong to the machine it was saved on, not to this one.
+            self.refuse(CachewiseError("snapshot-only", next=[next_step("run-on-machine")]))
             return
         names = sorted(self.marked) or ([self.selected_name] if self.selected_name else [])
         devices = [d for d in (self.inventory.by_name(n) for n in names) if d is not None]

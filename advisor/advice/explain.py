@@ -28,7 +28,7 @@ from advisor.advice.workloads import WORKLOADS
 from advisor.backends import backend as backend_of
 from advisor.disks.gate import WRITECACHE_HIGH_WATERMARK, writecache_memory
 from advisor.errors import Next, next_step
-from advisor.units import KiB, cache_size, duration
+from advisor.units import KiB, cache_size, duration, latency
 
 # The findings a refusal of the safety gate rests on, by its code.
 GATE_FINDINGS: dict[str, tuple[str, ...]] = {
@@ -370,10 +370,10 @@ def _measured(x: DeviceFacts) -> str:
     """How a device's class is known: measured by a probe, or only from the kernel's flag (with
     the typical latency the model then assumes)."""
     if x.class_source == "probe":
-        return f"measured as {x.device_class.upper()} ({x.latency:.3f} ms median read)"
+        return f"measured as {x.device_class.upper()} ({latency(x.latency)} median read)"
     return (
         f"is {x.device_class.upper()} by the {x.class_source}, not measured "
-        f"(a typical {x.device_class.upper()} reads in {x.latency:.3f} ms)"
+        f"(a typical {x.device_class.upper()} reads in {latency(x.latency)})"
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from advisor.disks.devices import Device
 from advisor.errors import Described, codes, next_step
 from advisor.runner import CommandError, CommandFailed, CommandRunner, TimedOut
+from advisor.units import latency
 
 ProbeClass = Literal["hdd", "ssd", "nvme", "unknown"]
 
@@ -237,11 +238,11 @@ def classify(
                 if seq
                 else ""
             )
-            reason = f"random 4 KiB reads take {p50:.2f} ms at the median, no seeking: flash, {why}"
+            reason = f"random 4 KiB reads take {latency(p50)} at the median, no seeking: flash, {why}"
         else:
             cls = "ssd"
             link = f" on a {transport.upper()} link" if transport in SERIAL_LINKS else ""
-            reason = f"random 4 KiB reads take {p50:.2f} ms at the median, no seeking: a solid-state disk{link}"
+            reason = f"random 4 KiB reads take {latency(p50)} at the median, no seeking: a solid-state disk{link}"
         confidence = "high" if p50 <= SSD_MAX_P50_MS / 2 else "medium"
         if qd32 is not None and qd32.iops:
             reason += f"; {qd32.iops:,.0f} IOPS at queue depth 32"
@@ -255,7 +256,7 @@ def classify(
         return Classification(
             "unknown",
             "low",
-            f"random 4 KiB reads take {p50:.2f} ms at the median: too slow for flash, too fast for a seeking disk "
+            f"random 4 KiB reads take {latency(p50)} at the median: too slow for flash, too fast for a seeking disk "
             "(a hybrid drive, a RAID controller's cache, or a network disk?)",
         )
     if rotational is True and cls in ("ssd", "nvme"):

@@ -40,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     """Every subcommand and option; the man page and the shell completions are generated from it."""
     parser = argparse.ArgumentParser(
         prog="cachewise",
-        description="Advice and guided recipes for SSD caches (lvmcache, bcache) in front of hard disks. "
-        "With no subcommand, opens the terminal UI.",
+        description="Advice and guided recipes for SSD caches (lvmcache, dm-writecache, bcache) in front of hard "
+        "disks. With no subcommand, opens the terminal UI.",
     )
     parser.add_argument("--version", action="version", version=f"cachewise {__version__}")
     parser.add_argument(
@@ -115,8 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
         "analyze",
         help="analyse a block trace: miss-ratio curve, hot-data ratio, mix",
         description="Analyse a block I/O trace (a cachewise trace, a fio iolog v2/v3, blkparse text, or CSV): "
-        "footprint, read/write mix, sequential share, request sizes, the exact LRU miss-ratio curve from 0.1%% to "
-        "100%% of the footprint, the hot-data ratio and a Zipf exponent.",
+        "footprint, read/write mix, sequential share, request sizes, the exact LRU miss-ratio curve from 0.1% to "
+        "100% of the footprint, the hot-data ratio and a Zipf exponent.",
     )
     analyze.add_argument("trace", type=Path, metavar="TRACE")
     _common(analyze, json="schema cachewise.analysis/1", record="the analysis")

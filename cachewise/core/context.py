@@ -55,10 +55,7 @@ class Core:
     state_dir: Path | None = None
     live: bool = True
     _sampler: Sampler | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        if self.prober is None:
-            self.prober = LiveProber(self.runner)
+    # No prober (a snapshot's core, a test's fake): nothing is probed; a probe is refused.
 
     @classmethod
     def for_machine(cls, state_dir: Path | None = None) -> Core:

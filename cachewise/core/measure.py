@@ -8,7 +8,7 @@ from collections.abc import Callable
 from advisor.disks.collect import devnum_of
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.probe import DEFAULT_SECONDS, ProbeProgress, ProbeResult, check_target
-from advisor.errors import CachewiseError, codes
+from advisor.errors import CachewiseError, codes, next_step
 from cachewise.core.context import Core, Refused
 from cachewise.core.discover import scan
 
@@ -17,6 +17,7 @@ codes(
         "same-path-twice": "the same device is named twice; nothing was probed",
         "not-listed": "{path} is a block device that discovery does not list; nothing was probed",
         "same-device-two-paths": "two of the paths name the same device; nothing was probed",
+        "no-prober": "this session has no prober (it does not run on a machine's disks); nothing was probed",
     }
 )
 
@@ -50,6 +51,8 @@ def probe(
 ) -> tuple[ProbeResult, CachewiseError | None]:
     """Probe one device (for ``seconds``, default the probe's own budget) and record the
     result: (result, history warning)."""
-    assert core.prober is not None
+    if core.prober is None or core.replay:
+        # A snapshot's devices are some other machine's: a device here of the same name is not one.
+        raise Refused("snapshot-only" if core.replay else "no-prober", next=[next_step("run-on-machine")])
     result = core.prober.probe(dev, seconds or DEFAULT_SECONDS, on_progress or (lambda _p: None))
     return result, core.record(lambda h: h.record_probe(result, dev.serial, dev.wwn)) if record else None

@@ -52,7 +52,7 @@ class PickCached(DeviceStep):
             dirty = (
                 dev.bcache.dirty_data
                 if dev.bcache is not None and dev.bcache.dirty_data
-                else ("not reported" if self.dirty else "reading…")
+                else ("not in the snapshot" if self.core.replay else "not reported" if self.dirty else "reading…")
             )
         return (
             dev.display_path if dev.lvm is not None and dev.lvm.lv else dev.name,

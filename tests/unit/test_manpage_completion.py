@@ -160,3 +160,20 @@ def test_readme_cli_reference_is_the_generated_table() -> None:
     start = readme.index("<!-- cli-reference")
     block = readme[readme.index("\n", start) + 1:readme.index("<!-- /cli-reference -->")]
     assert block == reference_table(build_parser()), "regenerate it: python -m cachewise.cli.manpage --markdown"
+
+
+def test_no_doubled_percent_sign_reaches_a_reader() -> None:
+    """argparse expands %% in option help, not in descriptions: help, man page and README show one %."""
+    import subprocess
+    import sys
+
+    from cachewise.cli.parser import build_parser
+
+    texts = [build_parser().format_help()]
+    parser = build_parser()
+    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+        texts += [p.format_help() for p in action.choices.values()]
+    man = subprocess.run([sys.executable, "-m", "cachewise.cli.manpage"], capture_output=True, text=True, check=True)
+    texts.append(man.stdout)
+    assert not [t for t in texts if "%%" in t]
+    assert any("0.1% to 100%" in t for t in texts)

@@ -363,6 +363,6 @@ def test_cli_compare_table_puts_runs_side_by_side(tmp_path: Path, capsys: pytest
     assert main(["replay", TRACE, "--target", "/dev/sdz", "--compare", str(tmp_path / "before.json")]) == 0
     out = capsys.readouterr().out
     assert "hdd alone" in out and "with cache" in out and "last / first" in out
-    assert "Read latency p50" in out and "0.057 ms" in out and "×18.38" in out  # 23431 / 1274.9 read IOPS
+    assert "Read latency p50" in out and "57 µs" in out and "×18.38" in out  # 23431 / 1274.9 read IOPS
     assert main(["replay", TRACE, "--target", "/dev/sdz", "--json"]) == 0
     assert ReplayResult.from_json(json.loads(capsys.readouterr().out)) == after
