@@ -46,6 +46,12 @@ def _label(value: str) -> str:
 def prometheus_text(samples: Iterable[Sample]) -> str:
     samples = list(samples)
     lines: list[str] = [MARKER.rstrip("\n")]
+    # Always a sample, so that a machine without a cache is told from a file no longer written.
+    lines += [
+        "# HELP cachewise_caches caches read on this machine (0: none found)",
+        "# TYPE cachewise_caches gauge",
+        f"cachewise_caches {len(samples)}",
+    ]
     lines += [
         "# HELP cachewise_cache_info the cache's kind, mode, state and policy (value 1)",
         "# TYPE cachewise_cache_info gauge",

@@ -357,3 +357,10 @@ def test_many_caches_are_all_found_and_sampled(tmp_path: Path) -> None:
 def test_cache_ref_aliases() -> None:
     ref = CacheRef("bcache", "bcache0", "bcache0", "sdd", "sde")
     assert {"bcache0", "/dev/bcache0", "sdd", "/dev/sdd"} <= ref.aliases()
+
+
+def test_the_prometheus_textfile_has_a_sample_without_any_cache() -> None:
+    """A machine without a cache still writes a sample: an alert can tell "no cache" from a file
+    nobody writes any more (issue 30)."""
+    assert "\ncachewise_caches 0\n" in prometheus_text([])
+    assert "\ncachewise_caches 1\n" in prometheus_text([sample(1, 7, 3, 10, dirty=2)])
