@@ -1,5 +1,6 @@
-"""The choice: from the inputs and the workload profile, a :class:`Decision` of codes and
-numbers, with no sentence in it (advisor.advice.explain words it).
+"""The choice: from the inputs and the workload profile, a :class:`Decision` of codes, numbers
+and configurations, for advisor.advice.explain to word (what to record next is the one phrase
+it carries, RECORD_LONGER, which the plan's refusal quotes too).
 
 1. The safety gate's refusals that bar every backend: don't cache.
 2. The slow device is already flash, or the fast one is not fast: don't cache.
@@ -16,7 +17,7 @@ numbers, with no sentence in it (advisor.advice.explain words it).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -406,8 +407,10 @@ def blockers(s: Situation, t: Traits, mode: Mode) -> list[Blocker]:
         why.append(Blocker("writeback-risk", mirror_pool=s.mirror_pool))
     if t.own_superblock and s.slow_has_data and not inp.reformat_ok:
         why.append(Blocker("needs-reformat"))
-    versions = {"lvm2": inp.versions.lvm2, "kernel": inp.versions.kernel, "bcache_tools": inp.versions.bcache_tools}
-    if any(versions[name] and version_tuple(versions[name]) < version_tuple(least) for name, least in t.needs):
+    if any(
+        getattr(inp.versions, name) and version_tuple(getattr(inp.versions, name)) < version_tuple(least)
+        for name, least in t.needs
+    ):
         why.append(Blocker("too-old"))
     if not t.backend.caches_reads:
         if s.prof.read_share > 0.5:
@@ -416,7 +419,7 @@ def blockers(s: Situation, t: Traits, mode: Mode) -> list[Blocker]:
             measured = {k[2] for k in tables().gains if k[0] == s.prof.kind}
             if measured and t.id not in measured:
                 why.append(Blocker("not-measured"))
-    if versions[t.tool] == "":
+    if getattr(inp.versions, t.tool) == "":
         why.append(Blocker("tool-missing", tool=t.tool))
     return why
 
@@ -486,7 +489,8 @@ def decide(inp: Inputs) -> Decision:
     modes: dict[str, tuple[Mode, ...]] = {t.id: t.backend.modes for t in TRAITS}
     candidates = tuple(configure(s, t, mode) for t in TRAITS for mode in sorted(modes[t.id], key=_mode_order))
 
-    def done(verdict: Verdict, cause: Cause = "", chosen: Candidate | None = None, **more: object) -> Decision:
+    def done(verdict: Verdict, cause: Cause = "", chosen: Candidate | None = None, **more: Any) -> Decision:
+        """The decision, with the other caches that can be planned; ``more``: Decision's other fields."""
         offered: list[Candidate] = []
         if verdict != "cant-judge":  # nothing is offered until the workload can be judged
             for c in sorted(candidates, key=lambda c: -c.speed):
@@ -499,7 +503,7 @@ def decide(inp: Inputs) -> Decision:
                     continue  # a cache of writes alone, for a workload of reads
                 if _plannable(c):  # only what can be planned (from this recommendation, on these devices)
                     offered.append(c)
-        return Decision(verdict, cause, s, candidates, chosen, tuple(offered), **more)  # type: ignore[arg-type]
+        return replace(Decision(verdict, cause, s, candidates, chosen, tuple(offered)), **more)
 
     barred = barred_everywhere(inp)
     if barred:

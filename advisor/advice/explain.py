@@ -30,6 +30,9 @@ from advisor.disks.gate import WRITECACHE_HIGH_WATERMARK, writecache_memory
 from advisor.errors import Next, next_step
 from advisor.units import KiB, cache_size, duration, latency
 
+# Verdicts the devices decide, whatever the workload: a trace would not change them.
+DEVICES_DECIDE = ("gate", "already-flash", "fast-not-fast", "fits-on-ssd")
+
 # The findings a refusal of the safety gate rests on, by its code.
 GATE_FINDINGS: dict[str, tuple[str, ...]] = {
     "owned-by-other-system": ("G-OWN-1",),
@@ -59,7 +62,7 @@ def explain(d: Decision) -> Recommendation:
     next_steps: list[Next] = [
         next_step("probe-device", device=x.path) for x in (inp.slow, *inp.fast) if x.class_source != "probe"
     ]
-    if prof.source == "model":
+    if prof.source == "model" and d.cause not in DEVICES_DECIDE:
         next_steps.insert(0, next_step("record-trace"))
     if d.judged_by_chunks:
         warnings.append(
@@ -174,7 +177,9 @@ def blocker(b: Blocker, c: Candidate) -> str:
     if b.code == "not-measured":
         measured = " and ".join(x.id for x in TRAITS if x.backend.caches_reads)
         return f"the thesis measured {measured} for this workload, not {t.backend.family}"
-    return f"{b.tool.replace('_', '-')} is not installed"
+    if b.code == "tool-missing":
+        return f"{b.tool.replace('_', '-')} is not installed"
+    raise ValueError(f"no words for the blocker {b.code!r}")
 
 
 def _tradeoff(c: Candidate) -> str:
@@ -549,10 +554,12 @@ def _size_reasons(s: Situation, cfg: CacheConfig) -> list[Reason]:
     if t.promotes_chunks and prof.chunked(t.id):
         chunk_knee = prof.knee_of(t.id)
         ratio = chunk_knee / knee if knee else 1.0
+        read_at = prof.curves_for(t.id, cfg.effective_bytes).chunk_bytes
+        which = "the size and hit ratio come" if read_at == prof.chunk_bytes else "the size comes"
         out.append(
             Reason(
-                f"dm-cache caches whole {(prof.chunk_bytes or 0) // KiB} KiB chunks, so the size and hit ratio "
-                f"come from the trace's curve at that granularity: its knee is {cache_size(chunk_knee)}, "
+                f"dm-cache caches whole {(prof.chunk_bytes or 0) // KiB} KiB chunks, so {which} "
+                f"from the trace's curve at that granularity: its knee is {cache_size(chunk_knee)}, "
                 f"{ratio:.1f}x the {cache_size(knee)} at 4 KiB (the thesis measured 3.5x on its workload; "
                 "this one is measured).",
                 ("T-SIZE-1", "M-CHUNK-1"),

@@ -111,14 +111,13 @@ class Profile:
     def curves_for(self, backend: Backend, size_bytes: float) -> Curves:
         """The curves a cache of this backend holding ``size_bytes`` follows: 4 KiB blocks, or
         for an lvmcache the trace's chunk curve at the chunk lvm2 gives a pool of that size (the
-        nearest measured at or above it; the finest when none was measured that coarse)."""
+        nearest measured at or above it; the coarsest when none was measured that coarse)."""
         if not self.chunked(backend):
             return Curves(BLOCK, self.sizes_bytes, self.hits, self.raw_hits, self.read_hits, self.raw_read_hits)
         assert self.chunk_sizes_bytes is not None and self.chunk_hits is not None
         lvm_chunk = lvm_chunk_size(int(size_bytes))
-        for c in self.coarse:
-            if (self.chunk_bytes or 0) < lvm_chunk <= c.chunk_bytes:
-                return c
+        if self.coarse and lvm_chunk > (self.chunk_bytes or 0):
+            return next((c for c in self.coarse if lvm_chunk <= c.chunk_bytes), self.coarse[-1])
         return Curves(
             self.chunk_bytes or 0,
             self.chunk_sizes_bytes,

@@ -78,6 +78,8 @@ def parse(text: str) -> Tables:
     }
     if not set(promotion) <= backends or any(not (0 < p.full <= p.free <= 1) for p in promotion.values()):
         raise ValueError("thesis.toml: each promotion needs 0 < full <= free <= 1 for a known backend")
+    if missing := {b.id for b in BACKENDS if b.caches_reads} - set(promotion):
+        raise ValueError(f"thesis.toml: no promotion for {', '.join(sorted(missing))}, which caches reads")
     return Tables(gains, space, promotion)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from advisor.advice.config import BLOCK, CacheConfig
 from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down
@@ -75,8 +76,8 @@ class Traits:
     bypasses_streams: bool  # streams go to the disk (bcache's sequential_cutoff; smq promotes nothing read once)
     on_lvm: bool  # the data must be an LV, and the plan can mirror the cache across two SSDs (raid1)
     own_superblock: bool  # it takes the whole backing device: data on it must be moved off and back
-    tool: str  # the package that sets it up (a Versions field of the same name, "" when missing)
-    needs: tuple[tuple[str, str], ...]  # (Versions field, the least version)
+    tool: Literal["lvm2", "bcache_tools"]  # the package that sets it up (the Versions field; "" when missing)
+    needs: tuple[tuple[Literal["lvm2", "kernel", "bcache_tools"], str], ...]  # (Versions field, least version)
     indexes_in_memory: bool  # dm-writecache keeps an entry per block in kernel memory
     size_unit: int  # sizes are whole units of this
     limit: Callable[[int], int]  # the largest cache a fast device of this size holds

@@ -423,12 +423,15 @@ def _coarse_curves(
     out = []
     for size in coarse_chunks(footprint_chunks):
         coarse = chunks // (size // CHUNK)
-        keep = np.ones(len(coarse), dtype=bool)
+        these = reads
         if starts is not None:
+            keep = np.ones(len(coarse), dtype=bool)
             keep[1:] = coarse[1:] != coarse[:-1]
             keep[starts] = True
-        curve, distinct, _ = _chunk_curve(coarse[keep], mode, reads[keep])
-        del coarse, keep
+            coarse, these = coarse[keep], reads[keep]
+            del keep
+        curve, distinct, _ = _chunk_curve(coarse, mode, these)
+        del coarse, these
         out.append(
             CoarseCurve(
                 size,

@@ -70,8 +70,8 @@ ACTIONS = {
     "install": "install the {package} package (apt-get install {package})",
     "start-udev": "start udev (it makes the /dev/disk/by-id links) and plan again",
     "record-trace": "give --trace FILE (see `cachewise trace`)",
-    "record-longer": "trace again over the workload's whole cycle (`cachewise trace DEV --duration 24h`, or a week "
-    "with its nightly and weekly jobs)",
+    "record-longer": "trace again over the workload's whole cycle (`cachewise trace DEV -o FILE --duration 24h`, or a "
+    "week with its nightly and weekly jobs)",
     "probe-device": "measure {device} with `cachewise probe {device}` (a few seconds of read-only fio)",
     "choose-workload": "give --workload TYPE",
     "declare-hot-fraction": "give --hot-fraction for a Zipf-like random workload",

@@ -45,6 +45,7 @@ def test_the_thesis_tables_load_from_data_and_every_row_cites_a_finding() -> Non
     ("factor = 21.0", "factor = -1", ValueError),
     ("lvmcache = 3.5", "lvmcache = 0.5", ValueError),
     ("free = 0.37\nfull = 0.065", "free = 0.065\nfull = 0.37", ValueError),
+    ("[promotion.bcache]", "[promotion.bcache_gone]", ValueError),  # bcache caches reads: it needs a row
 ])
 def test_a_wrong_thesis_table_is_refused_when_it_loads(old: str, new: str, error: type[Exception]) -> None:
     text = DATA.read_text()
@@ -117,6 +118,10 @@ def test_next_steps_are_actions_not_commands() -> None:
     assert _next(model) == ["record-trace", "probe-device"] and model.next[1].facts == {"device": HDD.path}
     assert not any("cachewise" in x.text or "--" in x.text for x in (*model.reasons, *model.warnings))
     assert model.to_json()["next"] == [{"action": "record-trace"}, {"action": "probe-device", "device": HDD.path}]
+    # Where the devices decide (flash behind flash), a trace would change nothing: none is asked for.
+    flash = recommend(Inputs(slow=dataclasses.replace(HDD, device_class="ssd", latency_ms=0.08), fast=(SSD,),
+                             workload="database"))
+    assert (flash.cause, _next(flash)) == ("already-flash", [])
 
 
 def test_the_cli_words_the_next_steps(capsys: pytest.CaptureFixture[str]) -> None:
