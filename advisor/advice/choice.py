@@ -22,7 +22,7 @@ from typing import Any, Literal
 import numpy as np
 
 from advisor.advice.config import BLOCK, RECORD_LONGER, CacheConfig, Warmup
-from advisor.advice.lvmrules import LVM_EXTENT, lvm_space, round_down, round_up
+from advisor.advice.lvmrules import LVM_EXTENT, MAX_CHUNKS, lvm_space, round_down, round_up
 from advisor.advice.model import Cause, DeviceFacts, FileSystem, Inputs, RecommendError, Uncertain, Verdict
 from advisor.advice.profile import Profile, profile
 from advisor.advice.thesis import Gain, tables
@@ -130,6 +130,9 @@ class Candidate:
     config: CacheConfig  # speedup_basis is the explanation's to word
     speedup: Speedup
     blockers: tuple[Blocker, ...]
+    # The size the curve asked for, when it passed lvm2's chunk threshold for no more read hits
+    # and the cache was held to the largest pool of the finer chunk (0: not held).
+    held_from: int = 0
 
     @property
     def traits(self) -> Traits:
@@ -363,6 +366,12 @@ def warmup(prof: Profile, backend: Backend, effective: int, hit: float, chunk: i
 def configure(s: Situation, t: Traits, mode: Mode) -> Candidate:
     """The candidate of this backend and mode: its configuration, speed-up and blockers."""
     cache, space, bounded = size(s, t, mode)
+    wanted = 0
+    most = chunk_threshold(s, t)
+    if most and cache > most and s.prof.hit_of(t.id, most, reads=True) >= s.prof.hit_of(t.id, cache, reads=True):
+        # Past lvm2's threshold the pool gets coarser chunks, measured to serve no more reads than
+        # the largest pool of the finer ones: that one is the cache.
+        wanted, cache, space = cache, most, t.space(most)
     effective = int(cache / overhead(s, t))
     hit = s.prof.hit_of(t.id, effective, reads=True)  # reads: what the kernel's read counters show
     every = s.prof.hit_of(t.id, effective)  # every access, reads and writes
@@ -384,7 +393,15 @@ def configure(s: Situation, t: Traits, mode: Mode) -> Candidate:
         needs_reformat=t.own_superblock and s.slow_has_data,
         mirrored_pool=s.mirror_pool and mode == "writeback" and t.on_lvm and not s.writeback_allowed,
     )
-    return Candidate(t.tunables(cfg, writecache_block(s)), gain, tuple(blockers(s, t, mode)))
+    return Candidate(t.tunables(cfg, writecache_block(s)), gain, tuple(blockers(s, t, mode)), wanted)
+
+
+def chunk_threshold(s: Situation, t: Traits) -> int:
+    """The largest pool lvm2 gives the chunk the trace's curve was measured in (under
+    MAX_CHUNKS of them), when the trace also measured coarser chunks to compare it with; 0 else."""
+    if not (t.promotes_chunks and s.prof.chunked(t.id) and s.prof.coarse and s.prof.chunk_bytes):
+        return 0
+    return round_down(MAX_CHUNKS * s.prof.chunk_bytes, t.size_unit)
 
 
 def gate(inp: Inputs, backend: Backend) -> list[Barrier]:

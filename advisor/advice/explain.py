@@ -20,7 +20,7 @@ from advisor.advice.choice import (
     write_need,
 )
 from advisor.advice.config import CacheConfig
-from advisor.advice.lvmrules import MAX_CHUNKS
+from advisor.advice.lvmrules import MAX_CHUNKS, lvm_chunk_size
 from advisor.advice.model import CurveView, DeviceFacts, Option, Reason, Recommendation, Uncertain
 from advisor.advice.profile import HOT_SHARE, KNEE_SHARE, curve_knee
 from advisor.advice.traits import DM_CACHE_CHUNK, LVMCACHE_TRAITS, TRAITS, traits
@@ -299,6 +299,19 @@ def _verdict(d: Decision) -> tuple[str, list[Reason]]:
     out += _backend_reasons(s, chosen)
     out += _mode_reasons(s, chosen)
     out += _size_reasons(s, chosen)
+    if d.chosen.held_from:
+        prof, wanted = s.prof, d.chosen.held_from
+        finer, coarser = prof.chunk_bytes or 0, prof.curves_for(chosen.backend, wanted).chunk_bytes
+        out.append(
+            Reason(
+                f"Held to {cache_size(chosen.size_bytes)}, the largest pool lvm2 gives {finer // KiB} KiB chunks: "
+                f"the curve asked for {cache_size(wanted)}, where lvm2 would give the pool "
+                f"{lvm_chunk_size(wanted) // KiB} KiB chunks, and the trace's curve at {coarser // KiB} KiB chunks "
+                f"serves {prof.hit_of(chosen.backend, wanted, reads=True):.0%} of reads there against "
+                f"{chosen.predicted_hit_ratio:.0%} here.",
+                ("M-CHUNK-1",),
+            )
+        )
     summary = (
         f"Cache with {chosen.label}, {cache_size(chosen.size_bytes)} on the SSD"
         + (f", predicted hit ratio {chosen.predicted_hit_ratio:.0%}" if chosen.predicted_hit_ratio is not None else "")

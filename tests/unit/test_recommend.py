@@ -761,36 +761,55 @@ def test_a_write_back_cache_is_sized_for_the_write_bursts_it_must_hold() -> None
     assert chosen is None or chosen.mode != "writeback" or chosen.backend == "lvmcache" or "write bursts" in text
 
 
-def test_an_lvmcache_past_61_gib_is_predicted_at_the_chunk_lvm2_gives_it() -> None:
-    """A trace touching more 64 KiB chunks than an lvm2 pool of them holds (1,000,000): the analysis
-    measures the chunk curve again at 128 KiB, and a pool past 61 GiB (lvm2: 96 KiB chunks) is
-    predicted from that curve, the nearest measured at or above lvm2's chunk, and says so."""
-    import numpy as np
-
+def _past_61_gib(paired: bool) -> Analysis:
+    """1.05M hot 64 KiB chunks read five times and 0.3M cold ones read once, in 4 KiB reads: more
+    chunks than an lvm2 pool of 64 KiB chunks holds. ``paired``: the hot chunks lie side by side
+    (a 128 KiB chunk holds two hot ones), else every other chunk (a hot one beside a cold or empty one)."""
     from advisor.workload.traces import REQUEST, ImportStats, Trace
 
-    # 1.05M hot 64 KiB chunks (even numbers) read five times, 0.3M cold ones (odd) read once: at
-    # 128 KiB every hot chunk shares its chunk with a cold neighbour or an empty one.
     hot, cold = 1_050_000, 300_000
-    r = np.random.default_rng(61)
-    order = r.permutation(np.concatenate([np.tile(np.arange(hot) * 2, 5), np.arange(cold) * 2 + 1]))
+    hot_ids = np.arange(hot) if paired else np.arange(hot) * 2
+    cold_ids = np.arange(cold) + 4 * hot if paired else np.arange(cold) * 2 + 1
+    order = np.random.default_rng(61).permutation(np.concatenate([np.tile(hot_ids, 5), cold_ids]))
     req = np.zeros(len(order), REQUEST)
     req["offset"], req["length"], req["t"] = order.astype(np.uint64) * 65536, 4096, np.arange(len(order)) * 0.001
-    a = analyze(Trace(req, "fio", "synthetic", ImportStats(lines=len(order), requests=len(order))))
-    assert [c.chunk_size for c in a.coarse_chunk_curves] == [128 * 1024]
-    assert a.coarse_chunk_curves[0].footprint_blocks == hot
+    return analyze(Trace(req, "fio", "synthetic", ImportStats(lines=len(order), requests=len(order))))
+
+
+def test_an_lvmcache_past_61_gib_is_predicted_at_the_chunk_lvm2_gives_it_and_held_below_when_that_serves_less() -> None:
+    """A trace touching more 64 KiB chunks than an lvm2 pool of them holds (1,000,000): the analysis
+    measures the chunk curve again at 128 KiB. A pool past 61 GiB (lvm2: 96 KiB chunks) is predicted
+    from that curve, the nearest measured at or above lvm2's chunk; where that serves fewer reads
+    than the largest pool of 64 KiB chunks, the cache is held to that pool, and both say so."""
     hdd = DeviceFacts("/dev/vg0/data", 8 * 10**12, "hdd", "probe", 8.0, vg="vg0", is_lv=True, has_data=True,
                       fs_type="ext4")
     ssd = DeviceFacts("/dev/disk/by-id/ata-SSD500", 500 * 10**9, "ssd", "probe", 0.08)
-    rec = recommend(Inputs(slow=hdd, fast=(ssd,), analysis=a))
-    cfg = rec.config
-    assert cfg is not None and cfg.backend == "lvmcache", rec.summary
-    assert cfg.size_bytes > 61 * GiB and cfg.chunk_size_bytes == lvm_chunk_size(cfg.size_bytes) == 96 * 1024
-    coarse = a.coarse_chunk_curves[0]
-    at_128k = float(np.interp(cfg.effective_bytes, [0.0, *(np.asarray(coarse.sizes_blocks) * 131072.0)],
-                              [0.0, *(coarse.read_steady_hit_ratio or coarse.steady_hit_ratio)]))
-    at_64k = float(np.interp(cfg.effective_bytes, [0.0, *(np.asarray(a.chunk_curve_sizes_blocks) * 65536.0)],
-                             [0.0, *(a.chunk_curve_read_steady_hit_ratio or a.chunk_curve_steady_hit_ratio)]))
-    assert cfg.predicted_hit_ratio == pytest.approx(at_128k, abs=1e-4) and abs(at_128k - at_64k) > 0.01
-    said = " ".join(w.text for w in rec.warnings)
-    assert "chunks of 96 KiB" in said and "measured at 128 KiB chunks" in said and "upper bound" not in said
+    threshold = 1_000_000 * 65536 // (4 << 20) * (4 << 20)
+
+    def read_curve(sizes: list[int], unit: int, steady: list[float], every: list[float], at: float) -> float:
+        return float(np.interp(at, [0.0, *(np.asarray(sizes) * float(unit))], [0.0, *(steady or every)]))
+
+    for paired in (True, False):
+        a = _past_61_gib(paired)
+        assert [c.chunk_size for c in a.coarse_chunk_curves] == [128 * 1024]
+        coarse = a.coarse_chunk_curves[0]
+        assert coarse.footprint_blocks == (1_050_000 // 2 + 150_000 if paired else 1_050_000)
+        rec = recommend(Inputs(slow=hdd, fast=(ssd,), analysis=a))
+        cfg = rec.config
+        assert cfg is not None and cfg.backend == "lvmcache", rec.summary
+        said = " ".join(x.text for x in (*rec.reasons, *rec.warnings))
+        if paired:  # a pool past 61 GiB, predicted at lvm2's chunk from the 128 KiB curve
+            assert cfg.size_bytes > threshold and cfg.chunk_size_bytes == lvm_chunk_size(cfg.size_bytes) == 96 * 1024
+            at = read_curve(coarse.sizes_blocks, 131072, coarse.read_steady_hit_ratio, coarse.steady_hit_ratio,
+                            cfg.effective_bytes)
+            assert cfg.predicted_hit_ratio == pytest.approx(at, abs=1e-4)
+            assert "chunks of 96 KiB" in said and "measured at 128 KiB chunks" in said and "upper bound" not in said
+        else:  # held to the largest pool of 64 KiB chunks, which serves more reads
+            assert cfg.size_bytes == threshold and cfg.chunk_size_bytes == 64 * 1024
+            fine = read_curve(a.chunk_curve_sizes_blocks, 65536, a.chunk_curve_read_steady_hit_ratio,
+                              a.chunk_curve_steady_hit_ratio, threshold)
+            assert cfg.predicted_hit_ratio == pytest.approx(fine, abs=1e-4)
+            assert "Held to 61.0 GiB, the largest pool lvm2 gives 64 KiB chunks" in said
+            coarse_hit = read_curve(coarse.sizes_blocks, 131072, coarse.read_steady_hit_ratio,
+                                    coarse.steady_hit_ratio, 73 * GiB)
+            assert coarse_hit < fine - 0.1, "the curve's 73 GiB at 96 KiB chunks would serve fewer reads"
