@@ -49,6 +49,7 @@ ACTIONS: dict[str, str] = {
     "use-native-tier": "use that system's own SSD tier instead",
     "name-both-ssds": "name both SSDs of the mirrored pair",
     "writethrough": "choose writethrough for one SSD",
+    "accept-writeback-risk": "accept the risk of losing written data with the SSD, or choose writethrough",
     "other-name": "choose another name",
     "free-ssd": "name a free SSD",
     "remove-first": "remove that cache first",

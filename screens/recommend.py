@@ -259,6 +259,8 @@ class RecommendScreen(CoreScreen):
             )
         except CachewiseError as exc:
             self.refuse(exc, "error")
+            if exc.code == "writeback-not-accepted":
+                self.query_one("#accept", Checkbox).focus()  # the box the refusal names, one key away
             return
         if self.flow is not None and self.flow.kind == "plan":
             self.nav.save_plan(self.flow, plan)

@@ -376,6 +376,7 @@ def _inputs(s: Situation) -> dict[str, object]:
         "data_bytes": s.data_bytes,
         "workload": inp.workload or ("measured" if s.prof.source == "trace" else "zipf"),
         "fast_mirrored": inp.fast_mirrored,
+        "fast_redundant": s.redundant,
         "accept_writeback_risk": inp.accept_writeback_risk,
         "reformat_ok": inp.reformat_ok,
         "fast_usable_bytes": s.fast_bytes,

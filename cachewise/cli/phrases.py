@@ -70,6 +70,8 @@ ACTIONS = {
     "install": "install the {package} package (apt-get install {package})",
     "start-udev": "start udev (it makes the /dev/disk/by-id links) and plan again",
     "record-trace": "give --trace FILE (see `cachewise trace`)",
+    "accept-writeback-risk": "pass --accept-writeback-risk if losing written data with the SSD is acceptable, or "
+    "choose writethrough",
     "record-longer": "trace again over the workload's whole cycle (`cachewise trace DEV -o FILE --duration 24h`, or a "
     "week with its nightly and weekly jobs)",
     "probe-device": "measure {device} with `cachewise probe {device}` (a few seconds of read-only fio)",

@@ -33,6 +33,8 @@ codes(
         "cant-judge-yet": "the recommendation cannot judge the workload yet, so there is nothing to set up; record "
         "{record}, and ask again",
         "no-recipe-for": "cachewise has no recipe for {backend}",
+        "writeback-not-accepted": "{label} keeps written data only on the SSD until the disk has it, and the fast "
+        "side is neither redundant nor mirrored by the plan: that needs your acceptance of the risk in so many words",
         "plan-unreadable": "cannot read the plan {path}: {why}",
         "plan-file-unusable": "{path}: {why}",
         "plan-untrusted": "{path} is not safe for root to apply: {why}",
@@ -76,6 +78,11 @@ def recommended(
         raise Refused("cant-judge-yet", record=rec.uncertain.record, next=[next_step("record-trace")])
     if cfg is None:
         raise Refused("not-to-cache")
+    accepted = any(rec.inputs.get(k) for k in ("accept_writeback_risk", "fast_mirrored", "fast_redundant"))
+    if cfg.mode == "writeback" and not cfg.mirrored_pool and not accepted:
+        # An alternative chosen instead of the recommendation can be writeback on one SSD: the
+        # recommendation itself never is without this acceptance.
+        raise Refused("writeback-not-accepted", label=cfg.label, next=[next_step("accept-writeback-risk")])
     r = maker(backend(cfg.backend))
     if r is None or r.adopt is None:
         raise Refused("no-recipe-for", backend=cfg.label)

@@ -81,3 +81,60 @@ def test_ticks_read_without_colour() -> None:
     assert tick.BUTTON_INNER == " "
     tick.value = True
     assert tick.BUTTON_INNER == "✓"
+
+
+async def test_a_writeback_alternative_on_one_ssd_needs_the_acceptance_box() -> None:
+    """Writeback on one unmirrored SSD is offered as an alternative, with its trade-off; planning
+    it with "Accept writeback risk" unticked is refused with the box named (issue 30), and with
+    the box ticked the plan is made."""
+    from screens.apply import ApplyScreen
+
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), live=False), watch_hotplug=False)
+    async with app.run_test(size=(120, 35)) as pilot:
+        await app.workers.wait_for_complete()
+        await select(pilot, app, "nvme0n1")
+        await pilot.press("space")
+        await select(pilot, app, "sda")
+        await pilot.press("c")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, RecommendScreen)
+        screen.query_one("#workload", Select).value = "database"
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        rec = screen.recommendation
+        assert rec is not None and not screen.query_one("#accept", Checkbox).value
+        assert rec.config is None or rec.config.mode == "writethrough", "never writeback without the acceptance"
+        writeback = [o for o in rec.runner_ups if o.config is not None and o.config.mode == "writeback"]
+        assert writeback and all("acceptance of the risk" in o.tradeoff for o in writeback)
+        for _ in range(len(rec.runner_ups) + 1):
+            if screen.choice is writeback[0]:
+                break
+            await pilot.press("o")
+            await pilot.pause()
+        assert screen.choice is writeback[0]
+        await pilot.press("a")
+        await pilot.pause()
+        said = [str(n.message) for n in app._notifications]
+        assert any("Accept writeback risk" in m and "Nothing was changed" in m for m in said), said
+        assert isinstance(app.screen, RecommendScreen) and app.focused is screen.query_one("#accept", Checkbox)
+        await pilot.press("space")  # the refusal put the focus on the box it names
+        await pilot.pause()
+        assert screen.query_one("#accept", Checkbox).value
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        rec = screen.recommendation
+        assert rec is not None and rec.inputs["accept_writeback_risk"]
+        chosen = rec.config if rec.config is not None and rec.config.mode == "writeback" else next(
+            o.config for o in rec.runner_ups if o.config is not None and o.config.mode == "writeback")
+        for _ in range(len(rec.runner_ups) + 1):
+            if screen.chosen is not None and screen.chosen.config == chosen:
+                break
+            await pilot.press("o")
+            await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        assert isinstance(app.screen, ApplyScreen), [str(n.message) for n in app._notifications]

@@ -10,11 +10,12 @@ import pytest
 from advisor.disks.collect import RawSystem
 from advisor.disks.devices import Inventory
 from advisor.disks.discovery import build_inventory
+from advisor.errors import CachewiseError
 from advisor.plan.model import Plan, PlanError
 from recipes.common import RecipeError
 from recipes.lvmcache import CacheSpec, lvmcache_attach, lvmcache_new, lvmcache_uncache
 from recipes.writecache import WritecacheSpec, writecache_attach, writecache_detach
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, raises_worded
 
 MiB, GiB = 1 << 20, 1 << 30
 NVME = "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001"
@@ -171,14 +172,14 @@ def test_tampered_writecache_settings_are_refused(inv: Inventory) -> None:
         Plan.from_json(data)
 
 
-def recommendation(**config: object) -> object:
+def recommendation(inputs: dict[str, object] | None = None, **config: object) -> object:
     from advisor.advice.config import CacheConfig
     from advisor.advice.model import Recommendation
 
     base: dict[str, object] = {"backend": "lvmcache", "mode": "writeback", "size_bytes": 64 * MiB,
                                "effective_bytes": 18 * MiB, "fast_space_bytes": 90 * MiB}
     base.update(config)
-    return Recommendation("cache", "", CacheConfig(**base), (), (), (), None, {})  # type: ignore[arg-type]
+    return Recommendation("cache", "", CacheConfig(**base), (), (), (), None, inputs or {})  # type: ignore[arg-type]
 
 
 def test_a_mirrored_pool_recommendation_plans_that_pool_on_both_ssds(inv: Inventory) -> None:
@@ -190,8 +191,11 @@ def test_a_mirrored_pool_recommendation_plans_that_pool_on_both_ssds(inv: Invent
     assert "raid1" in plan.steps[4].argv
     single = plans.recommended(core, inv, recommendation(mode="writethrough"), "labvg/data", [NVME, SECOND])  # type: ignore[arg-type]
     assert {d.role for d in single.devices} == {"origin", "ssd"}, "writethrough needs no mirror: one SSD"
-    wc = plans.recommended(core, inv, recommendation(backend="lvmcache-writecache", writecache_block_size=4096),  # type: ignore[arg-type]
-                               "labvg/data", [NVME])
+    writecache = {"backend": "lvmcache-writecache", "writecache_block_size": 4096}
+    with raises_worded(CachewiseError, "needs your acceptance of the risk in so many words"):
+        plans.recommended(core, inv, recommendation(**writecache), "labvg/data", [NVME])  # type: ignore[arg-type]
+    wc = plans.recommended(core, inv, recommendation({"accept_writeback_risk": True}, **writecache),  # type: ignore[arg-type]
+                           "labvg/data", [NVME])
     assert wc.kind == "writecache-attach" and "block_size=4096" in wc.steps[-1].argv
 
 

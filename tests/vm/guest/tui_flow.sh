@@ -82,11 +82,19 @@ wait_for "step 4 of 7" 30 add-workload
 highlight "database (random I/O)"
 key Enter
 wait_for "step 5 of 7" 60 add-recommend
-for _ in $(seq 9); do  # the alternatives, until lvmcache writeback (the flush is to be seen)
-  screen | grep -q "Your choice instead: lvmcache (dm-cache) writeback" && break
-  key o; sleep 1
-done
+choose_writeback() {  # the alternatives, until lvmcache writeback (the flush is to be seen)
+  for _ in $(seq 9); do
+    screen | grep -q "Your choice instead: lvmcache (dm-cache) writeback" && break
+    key o; sleep 1
+  done
+}
+choose_writeback
 save add-choice
+key a  # writeback on one SSD: refused until the risk is accepted, and the focus is on that box
+wait_for "Accept writeback risk" 30 add-refused
+key Space; sleep 3  # tick it: the recommendation is made again, with the acceptance
+choose_writeback
+save add-choice-accepted
 key a
 wait_for "as the plan expects" 60 add-preview
 stamp apply
