@@ -52,6 +52,16 @@ async def select(pilot, app: CachewiseApp, name: str) -> None:  # type: ignore[n
     await pilot.pause()
 
 
+async def recommend_for(pilot, app: CachewiseApp, slow: str = "sda", fast: str = "nvme0n1") -> None:  # type: ignore[no-untyped-def]
+    """From the Disks screen: mark the SSD, highlight the slow disk, press c, and let it settle."""
+    await select(pilot, app, fast)
+    await pilot.press("space")
+    await select(pilot, app, slow)
+    await pilot.press("c")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def device(inv: Inventory, serial: str) -> Device:
     return next(d for d in inv.devices if d.serial == serial)
 

@@ -10,7 +10,7 @@ from screens.app import CachewiseApp
 from screens.disks import DisksScreen
 from screens.recommend import RecommendScreen
 from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
-from tests.tui.test_probe_screen import select
+from tests.tui.test_probe_screen import recommend_for
 
 
 def static_text(app: CachewiseApp, selector: str) -> str:
@@ -24,12 +24,7 @@ async def test_recommend_from_marked_ssd_and_highlighted_hdd() -> None:
         await pilot.press("c")
         await pilot.pause()
         assert isinstance(app.screen, DisksScreen), "nothing marked: a hint, no screen"
-        await select(pilot, app, "nvme0n1")
-        await pilot.press("space")
-        await select(pilot, app, "sda")
-        await pilot.press("c")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await recommend_for(pilot, app)
         screen = app.screen
         assert isinstance(screen, RecommendScreen)
         await app.workers.wait_for_complete()
@@ -92,12 +87,7 @@ async def test_a_writeback_alternative_on_one_ssd_needs_the_acceptance_box() -> 
     app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), live=False), watch_hotplug=False)
     async with app.run_test(size=(120, 35)) as pilot:
         await app.workers.wait_for_complete()
-        await select(pilot, app, "nvme0n1")
-        await pilot.press("space")
-        await select(pilot, app, "sda")
-        await pilot.press("c")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await recommend_for(pilot, app)
         screen = app.screen
         assert isinstance(screen, RecommendScreen)
         screen.query_one("#workload", Select).value = "database"

@@ -17,7 +17,7 @@ from screens.analysis import AnalysisScreen
 from screens.app import CachewiseApp
 from screens.recommend import RecommendScreen
 from tests.conftest import FIXTURES, LAB_SCAN
-from tests.tui.test_probe_screen import select
+from tests.tui.test_probe_screen import recommend_for
 
 RAW = LAB_SCAN / "raw-udev.json"
 TRACE = FIXTURES / "traces" / "fio-v3.iolog"
@@ -43,12 +43,7 @@ async def tui_recommendation(state: Path, workload: str | None) -> dict[str, obj
             assert isinstance(app.screen, AnalysisScreen)
             await pilot.press("escape")
             await pilot.pause()
-        await select(pilot, app, "nvme0n1")
-        await pilot.press("space")
-        await select(pilot, app, "sda")
-        await pilot.press("c")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await recommend_for(pilot, app)
         screen = app.screen
         assert isinstance(screen, RecommendScreen)
         if workload is not None:
