@@ -91,12 +91,14 @@ choose_writeback() {  # the alternatives, until lvmcache writeback (the flush is
 choose_writeback
 save add-choice
 key a  # writeback on one SSD: refused until the risk is accepted, and the focus is on that box
-wait_for "Accept writeback risk" 30 add-refused
+wait_for "Nothing was changed" 30 add-refused  # the notice (the box's own label is always there)
 key Space; sleep 3  # tick it: the recommendation is made again, with the acceptance
 choose_writeback
 save add-choice-accepted
 key a
 wait_for "as the plan expects" 60 add-preview
+# The refusal's notice stays 15 s and covers the line with the name to type: wait it out.
+wait_for "To apply this plan, type the device's name" 30 add-preview-clear
 stamp apply
 type_name
 wait_for "step 7 of 7" 180 add-warmup
@@ -148,12 +150,13 @@ wait_for "step 4 of 7" 30 bc-workload
 highlight "database (random I/O)"
 key Enter
 wait_for "step 5 of 7" 60 bc-recommend
-if ! screen | grep -q "Backend *bcache"; then
-  for _ in $(seq 9); do
-    screen | grep -q "Your choice instead: bcache" && break
-    key o; sleep 1
-  done
-fi
+sleep 2  # the recommendation is worked out
+for _ in $(seq 10); do  # bcache writethrough (one SSD: writeback would need the acceptance), chosen or recommended
+  now=$(screen)
+  echo "$now" | grep -q "Your choice instead: bcache writethrough" && break
+  if ! echo "$now" | grep -q "Your choice instead"; then echo "$now" | grep -q "Backend *bcache writethrough" && break; fi
+  key o; sleep 1
+done
 save bc-choice
 key a
 wait_for "as the plan expects" 60 bc-preview
