@@ -73,7 +73,7 @@ ACTIONS = {
     "install": "install the {package} package (apt-get install {package})",
     "start-udev": "start udev (it makes the /dev/disk/by-id links) and plan again",
     "record-trace": "trace the slow device, or open a trace (t on the Disks screen)",
-    "accept-writeback-risk": "tick \"Accept writeback risk\" if losing written data with the SSD is acceptable, or "
+    "accept-writeback-risk": 'tick "Accept writeback risk" if losing written data with the SSD is acceptable, or '
     "choose writethrough",
     "record-longer": "trace the slow device again over the workload's whole cycle (a day, or a week)",
     "probe-device": "probe {device} (p on the Disks screen)",
