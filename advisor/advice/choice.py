@@ -503,8 +503,7 @@ def situation(inp: Inputs) -> Situation:
 def decide(inp: Inputs) -> Decision:
     s = situation(inp)
     prof, slow = s.prof, inp.slow
-    modes: dict[str, tuple[Mode, ...]] = {t.id: t.backend.modes for t in TRAITS}
-    candidates = tuple(configure(s, t, mode) for t in TRAITS for mode in sorted(modes[t.id], key=_mode_order))
+    candidates = tuple(configure(s, t, mode) for t in TRAITS for mode in sorted(t.backend.modes, key=_mode_order))
 
     def done(verdict: Verdict, cause: Cause = "", chosen: Candidate | None = None, **more: Any) -> Decision:
         """The decision, with the other caches that can be planned; ``more``: Decision's other fields."""

@@ -26,10 +26,6 @@ BCACHE_WRITE_CUTOFF = 0.40  # bcache caches writes back only below 40% of its bu
 BCACHE_RESERVE = 0.02
 
 
-def _lvm_limit(fast_bytes: int) -> int:
-    return lvm_max_cache(fast_bytes)
-
-
 def _bcache_limit(fast_bytes: int) -> int:
     return round_down(fast_bytes * (1 - BCACHE_RESERVE), MiB)
 
@@ -112,7 +108,7 @@ LVMCACHE_TRAITS = Traits(
     needs=(),
     indexes_in_memory=False,
     size_unit=LVM_EXTENT,
-    limit=_lvm_limit,
+    limit=lvm_max_cache,
     space=_pool_space,
     tunables=_pool_tunables,
     living_with="in place, attached and removed with lvconvert",
@@ -129,7 +125,7 @@ WRITECACHE_TRAITS = Traits(
     needs=(("lvm2", "2.03"), ("kernel", "4.18")),
     indexes_in_memory=True,
     size_unit=LVM_EXTENT,
-    limit=_lvm_limit,
+    limit=lvm_max_cache,
     space=_cachevol_space,
     tunables=_writecache_tunables,
 )
