@@ -69,15 +69,10 @@ codes(
 
 
 def find_lv(inv: Inventory, name: str) -> Device:
-    """An LV named VG/LV, /dev/VG/LV or /dev/mapper/VG-LV."""
-    text = name.removeprefix("/dev/")
-    for d in inv.devices:
-        if (
-            d.lvm is not None
-            and d.lvm.role == "lv"
-            and (f"{d.lvm.vg}/{d.lvm.lv}" == text or d.display_path == name or d.devnode == name or name in d.links)
-        ):
-            return d
+    """An LV by any name scan prints for it (VG/LV, /dev/VG/LV, /dev/mapper/VG-LV, dm-N, a by-id link)."""
+    d = find_device(inv, name)
+    if d is not None and d.lvm is not None and d.lvm.role == "lv":
+        return d
     raise RecipeError("not-an-lv", name=name, next=[next_step("name-lv"), next_step("see-devices")])
 
 

@@ -550,14 +550,34 @@ def _owned(dev: Device) -> Device:
     return dev
 
 
+def names_of(dev: Device) -> set[str]:
+    """Every name that denotes ``dev`` in the forms scan prints or a user types: the kernel name
+    (sda, dm-0), its node, the stable path and every link (by-id, by-uuid, by-path ...), and for
+    device-mapper devices /dev/mapper/NAME, and for an LV VG/LV and /dev/VG/LV."""
+    names = {dev.name, dev.devnode, f"/dev/{dev.name}", *dev.links}
+    if dev.stable_path:
+        names.add(dev.stable_path)
+    if dev.dm_name:
+        names.add(f"/dev/mapper/{dev.dm_name}")
+    if dev.lvm is not None and dev.lvm.role == "lv" and dev.lvm.vg and dev.lvm.lv:
+        vg, lv = dev.lvm.vg, dev.lvm.lv
+        names |= {f"{vg}/{lv}", f"/dev/{vg}/{lv}", f"/dev/mapper/{vg.replace('-', '--')}-{lv.replace('-', '--')}"}
+    return names
+
+
 def find_device(inv: Inventory, path: str) -> Device | None:
-    """The device a path names: its node, a by-id or other link, /dev/VG/LV, or the kernel name."""
-    devnum = devnum_of(path) if path.startswith("/") else None
+    """The device a name denotes, in any form scan prints (:func:`names_of`): first by the
+    inventory's own names, so that a saved snapshot resolves without this machine; then, for a
+    path on this machine, by the device it is (a link scan did not list, a node made elsewhere)."""
+    text = path.strip()
+    for d in inv.devices:
+        if text in names_of(d):
+            return d
+    if not text.startswith("/"):
+        return None
+    devnum = devnum_of(text)
     hit = next((d for d in inv.devices if d.devnum == devnum), None) if devnum else None
     if hit is not None:
         return hit
-    candidates = {path, os.path.realpath(path)} if path.startswith("/") else {path, f"/dev/{path}"}
-    for d in inv.devices:
-        if candidates & {d.devnode, d.name, d.stable_path or "", *d.links}:
-            return d
-    return None
+    real = os.path.realpath(text)
+    return next((d for d in inv.devices if real in (d.devnode, f"/dev/{d.name}")), None)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from advisor.disks.collect import devnum_of
 from advisor.disks.devices import Device, Inventory
+from advisor.disks.discovery import find_device
 from advisor.disks.probe import DEFAULT_SECONDS, ProbeProgress, ProbeResult, check_target
 from advisor.errors import CachewiseError, codes, next_step
 from cachewise.core.context import Core, Refused
@@ -23,19 +23,20 @@ codes(
 
 
 def probe_targets(core: Core, paths: list[str]) -> tuple[list[Device], Inventory]:
-    """The devices to probe for these paths, refused when one is not a disk discovery lists,
-    or two name the same device."""
+    """The devices to probe for these names, each in any form scan prints (the kernel name, a
+    /dev or by-id path, VG/LV ...), as `recommend` and `plan` take them; refused when one names
+    no device discovery lists, or two name the same device."""
     if len(set(paths)) != len(paths):
         raise Refused("same-path-twice")
-    for path in paths:
-        check_target(path)
     inv = scan(core)
-    by_devnum = {d.devnum: d for d in inv.devices}
     targets = []
     for path in paths:
-        dev = by_devnum.get(devnum_of(path) or "")
+        dev = find_device(inv, path)
         if dev is None:
-            raise Refused("not-listed", path=path)
+            if path.startswith("/"):
+                check_target(path)  # a path that is missing, no block device, or root's alone: said as such
+                raise Refused("not-listed", path=path, next=[next_step("see-devices")])
+            raise Refused("no-such-device", path=path, next=[next_step("see-devices")])
         targets.append(dev)
     if len({d.name for d in targets}) != len(targets):
         raise Refused("same-device-two-paths")
