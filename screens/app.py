@@ -19,7 +19,7 @@ from advisor.watch.sampler import CacheRef
 from cachewise.core import Core, apply
 from screens.disks import DisksScreen
 from screens.flows.model import START_CHOICES, FlowKind
-from screens.help import key_label
+from screens.help import screen_actions
 from screens.navigator import Navigator
 from screens.phrases import word
 from screens.warmup import WarmupScreen
@@ -40,6 +40,7 @@ class CachewiseApp(App[None]):
         probe_seconds: float = DEFAULT_SECONDS,
         watch: CacheRef | None = None,
         start: bool = False,
+        watch_interval: float = 1.0,
     ) -> None:
         super().__init__()
         self.core = core
@@ -48,16 +49,19 @@ class CachewiseApp(App[None]):
         self.probe_seconds = probe_seconds
         self.probes: dict[str, ProbeResult] = {}  # this session's probe results, by probe_key
         self.warmup_ref = watch  # `cachewise tui --watch`: open on this cache's Warm-up screen
+        self.watch_interval = watch_interval  # a recording plays at the pace it was sampled
         self.nav = Navigator(self)
 
     def on_mount(self) -> None:
-        if self.core.replay:
+        if self.core.recorded:
+            self.sub_title = "a recording played back: nothing here reads or changes this machine's disks"
+        elif self.core.replay:
             self.sub_title = "a saved snapshot: nothing here reads or changes this machine's disks"
         self.push_screen(DisksScreen(watch_hotplug=self.watch_hotplug))
         if self.start and self.warmup_ref is None:
             self.nav.start()
         if self.warmup_ref is not None:
-            self.push_screen(WarmupScreen(self.warmup_ref))
+            self.push_screen(WarmupScreen(self.warmup_ref, interval=self.watch_interval))
         pending = apply.interrupted(self.core)
         if pending.damaged is not None:
             self.notify(word(apply.damaged(pending.damaged)), severity="error", timeout=30)
@@ -68,18 +72,18 @@ class CachewiseApp(App[None]):
         self.nav.help(self.screen)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """The command palette (Ctrl+P) offers every action of the screen, the guided flows, then
-        Textual's own."""
-        for key, active in screen.active_bindings.items():
-            binding = active.binding
-            if binding.description and active.enabled and binding.action != "help":
-                yield SystemCommand(
-                    binding.description, f"key {key_label(key)}", partial(self.run_action, binding.action, active.node)
-                )
+        """The command palette (Ctrl+P): every action of cachewise the screen answers to now, each
+        with what it does and its keys, then the guided flows, then of Textual's own only the
+        display's theme (its copy, quit, keys and screenshot commands are not cachewise's)."""
+        for a in screen_actions(screen):
+            if a.enabled:
+                yield SystemCommand(a.title, f"{a.about} ({a.keys})", partial(self.run_action, a.action, a.node))
         for kind, label, about in START_CHOICES:
             if kind in ("add", "remove", "plan"):
                 yield SystemCommand(f"Guided: {label}", about, partial(self.start_flow, kind))  # type: ignore[arg-type]
-        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Display: theme", "Change the colours of the whole app (nothing else changes)", self.action_change_theme
+        )
 
     async def start_flow(self, kind: FlowKind) -> None:
         """Begin a guided flow from wherever the user is."""

@@ -16,11 +16,15 @@ from textual.widgets import Button, Input, Static
 
 from advisor.plan.model import Plan
 
+# A dialog is modal: the app's keys do not reach through it, so each answers F1 itself (? would
+# go into its text box).
+HELP_KEY = Binding("f1", "app.help", "Help")
+
 
 class OpenTrace(ModalScreen[Path | None]):
     """Ask for a trace file (a cachewise trace, a fio iolog, blkparse text or CSV)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), HELP_KEY]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="open-trace"):
@@ -42,7 +46,7 @@ class OpenTrace(ModalScreen[Path | None]):
 class TraceWindow(ModalScreen[float | None]):
     """How long to trace the slow device for."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), HELP_KEY]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="trace-window"):
@@ -70,7 +74,7 @@ class TraceWindow(ModalScreen[float | None]):
 class ConfirmProbe(ModalScreen[bool]):
     """Ask before adding read load to a disk that is in use."""
 
-    BINDINGS = [Binding("y", "answer(True)", "Probe"), Binding("n,escape", "answer(False)", "Cancel")]
+    BINDINGS = [Binding("y", "answer(True)", "Probe"), Binding("n,escape", "answer(False)", "Cancel"), HELP_KEY]
 
     def __init__(self, question: str) -> None:
         super().__init__()
@@ -98,6 +102,7 @@ class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):
         Binding("enter", "choose('resume')", "Resume"),
         Binding("b", "choose('rollback')", "Roll back"),
         Binding("escape", "choose('')", "Later"),
+        HELP_KEY,
     ]
     HELP = (
         "A plan cachewise was applying did not finish (a crash, a power cut, a killed process). Resume runs "

@@ -2,27 +2,56 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
+
+from screens.phrases import KEYS
 
 
 def key_label(key: str) -> str:
     return {"question_mark": "?", "escape": "Esc", "space": "Space", "enter": "Enter", "f1": "F1"}.get(key, key)
 
 
-def screen_keys(screen: Screen[object]) -> list[tuple[str, str]]:
-    """(key, what it does) for every binding the screen answers to now, the app's included."""
-    seen: dict[str, str] = {}
+@dataclass(frozen=True)
+class KeyAction:
+    """One of cachewise's actions on a screen: its keys, its word, what it does."""
+
+    keys: str  # "? or F1"
+    title: str  # the binding's word ("Probe")
+    about: str  # what it does, from the phrasebook (screens.phrases.KEYS)
+    action: str
+    node: DOMNode
+    enabled: bool
+
+
+def screen_actions(screen: Screen[object]) -> list[KeyAction]:
+    """Every action of cachewise the screen answers to now (the screen's and the app's), once
+    each, with all its keys. Textual's own (copy, focus, its Ctrl+Q) and a focused widget's (a
+    table's arrows) are not cachewise's and go without saying: an action is cachewise's when the
+    phrasebook describes it, and tests/tui/test_palette.py holds every binding of every screen
+    to having a description there."""
+    found: dict[str, KeyAction] = {}
     for key, active in screen.active_bindings.items():
-        # The screen's and the app's keys; a focused widget's own (a table's arrows) go without saying.
-        if active.binding.description and key not in seen and active.node in (screen, screen.app):
-            seen[key] = active.binding.description
-    return [(key_label(k), d) for k, d in seen.items()]
+        binding = active.binding
+        if active.node not in (screen, screen.app) or binding.action not in KEYS:
+            continue
+        seen = found.get(binding.action)
+        if seen is not None:
+            found[binding.action] = replace(seen, keys=f"{seen.keys} or {key_label(key)}")
+            continue
+        about = KEYS[binding.action]
+        found[binding.action] = KeyAction(
+            key_label(key), binding.description or about, about, binding.action, active.node, active.enabled
+        )
+    return list(found.values())
 
 
 class HelpScreen(ModalScreen[None]):
@@ -43,9 +72,12 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         text = getattr(self.about, "HELP", None) or (type(self.about).__doc__ or "").strip()
         keys = Table.grid(padding=(0, 2))
-        for key, what in screen_keys(self.about):
-            keys.add_row(Text(key, style="bold"), what)
-        keys.add_row(Text("Ctrl+P", style="bold"), "every action of this screen, searchable")
+        for a in screen_actions(self.about):
+            keys.add_row(Text(a.keys, style="bold"), Text.assemble((a.title, "bold"), f": {a.about}"))
+        keys.add_row(
+            Text("Ctrl+P", style="bold"),
+            Text.assemble(("Palette", "bold"), ": every action of this screen and the guided flows, searchable"),
+        )
         with VerticalScroll(id="help"):
             yield Static(Text(text), id="help-text")
             yield Static(keys, id="help-keys")

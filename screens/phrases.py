@@ -21,6 +21,8 @@ ACTIONS = {
     "name-disk": "choose a disk on the Disks screen",
     "move-history-aside": "move it aside to start a new history",
     "upgrade": "upgrade cachewise",
+    "record-samples": "record one with `cachewise watch CACHE --json-lines > FILE`",
+    "reinstall": "reinstall cachewise",
     "larger-block-size": "analyse it in a shell with a larger block size (cachewise analyze FILE --block-size 64k)",
     "name-lv": "choose the LV itself",
     "allow-wipe": f"if its data can go, tick '{WIPE}' on the Recommend screen",
@@ -88,6 +90,36 @@ ACTIONS = {
 
 SENTENCES = {
     "snapshot-has-no-caches": "this shows a saved snapshot, which has no live caches to read",
+}
+
+# What each key's action does, in a line: the help screen and the command palette (Ctrl+P) list
+# every action of a screen with it. Keyed by the binding's action; tests/tui/test_palette.py
+# fails when a binding of any screen has none.
+KEYS = {
+    "help": "What this screen is for, and every key it answers to",
+    "app.help": "What this question is for, and every key it answers to",
+    "app.pop_screen": "Go back to the screen before this one; nothing is changed",
+    "app.quit": "Leave cachewise",
+    "rescan": "Read the disks again now (a disk plugged in or out is noticed by itself)",
+    "toggle_all": "Show or hide loop, zram and empty devices",
+    "toggle_mark": "Mark or unmark the highlighted device (the SSDs for a cache, the disks to probe)",
+    "probe": "Measure the marked disks (or the highlighted one) with a short read-only fio probe",
+    "analyze_trace": "Open a trace of the workload (a file) and analyse it",
+    "recommend": "Recommend a cache for the highlighted device, with the marked SSD(s)",
+    "warmup": "Follow a cache as it warms up: hit ratio, fill and dirty data",
+    "uncache": "Remove the highlighted cache: preview, flush its dirty data, detach",
+    "guide": "The start screen: add a cache, remove one, or plan only, step by step",
+    "plan": "Preview the plan of the chosen cache (or save it, in Plan only); nothing runs yet",
+    "other": "The next alternative to the recommendation, then the recommendation again",
+    "cancel": "Close this question without doing anything",
+    "answer(True)": "Probe the disk although it is in use (adds read load while it runs)",
+    "answer(False)": "Do not probe it",
+    "choose('resume')": "Resume the interrupted plan: run the steps that did not take effect",
+    "choose('rollback')": "Roll back the interrupted plan's steps that took effect",
+    "choose('')": "Decide later: leave everything as it is",
+    "dismiss": "Close this help",
+    "up": "Go up to the folder that holds this one",
+    "choose": "Take the highlighted folder, to save in",
 }
 
 TUI = Phrasebook(ACTIONS, SENTENCES)
