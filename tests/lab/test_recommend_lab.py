@@ -10,12 +10,18 @@ from typing import Any
 import pytest
 
 from advisor.advice.lvmrules import lvm_chunk_size, lvm_metadata_size
+from tests.unit.test_readme import guest_commands
 from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario
 
 SCENARIO = Scenario("recommend", "recommend.sh", (
     LabDisk(HDD.name, HDD.serial, "3G", HDD.bus, HDD.rotation_rate, HDD.iops_limit, HDD.wwn),
     LabDisk(SATA_SSD.name, SATA_SSD.serial, "1G", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
-    LabDisk(NVME.name, NVME.serial, "256M", NVME.bus)), timeout=1200, expected_s=270, paired=True)  # NVMe: smartctl's output
+    LabDisk(NVME.name, NVME.serial, "256M", NVME.bus),  # NVMe: smartctl's output
+    # The README's machine (its examples run as written, tests/unit/test_readme.py): sdb an HDD,
+    # sdc and sdd SSDs large enough for its sizes (sparse images: only what is written takes space).
+    LabDisk("rmhdd", "RMHDD1", "2T", "scsi", rotation_rate=7200, iops_limit=150),
+    LabDisk("rmssd1", "RMSSD1", "128G", "scsi", rotation_rate=1),
+    LabDisk("rmssd2", "RMSSD2", "128G", "scsi", rotation_rate=1)), timeout=2700, expected_s=700, paired=True)
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +98,62 @@ def test_the_safety_gate_refuses_zfs_and_bcachefs_members_on_the_real_machine(gu
     err = guest.read("plan-bcachefs.err")
     assert err.strip().endswith("rc 1") and "bcachefs member" in err and "Nothing was changed." in err
     assert guest.read("bcachefs-before.txt").split()[0] == guest.read("bcachefs-after.txt").split()[0]
+
+
+def readme_runs(run: GuestRun) -> dict[str, dict[str, str]]:
+    """The README's commands the guest ran: text, output, exit code, and how each ended."""
+    runs = {}
+    for cmd in sorted((run.out / "readme").glob("*.cmd"), key=lambda p: int(p.stem)):
+        n = cmd.stem
+        files = {k: (run.out / "readme" / f"{n}.{k}") for k in ("out", "rc", "how")}
+        runs[cmd.read_text().rstrip("\n")] = {k: f.read_text().strip() if f.exists() else "" for k, f in files.items()}
+    return runs
+
+
+def test_the_readme_disks_have_the_readme_names(guest: GuestRun) -> None:
+    names = dict(line.split(" ", 1) for line in guest.read("readme-names.txt").splitlines() if " " in line)
+    print(names)
+    assert (names.get("sdb"), names.get("sdc"), names.get("sdd")) == ("RMHDD1", "RMSSD1", "RMSSD2")
+
+
+def test_every_readme_example_runs_as_written_in_the_guest(guest: GuestRun) -> None:
+    """Every README command that needs root or the disks ran word for word (sudo stripped), exited 0
+    (130 where Ctrl-C ended a watch, as the README says it does), without a traceback."""
+    runs = readme_runs(guest)
+    for command, r in runs.items():
+        print(f"$ {command}\n  -> rc {r['rc']} {r['how']}\n{r['out'][-1500:]}")
+    assert sorted(runs) == sorted(guest_commands()), "the guest ran exactly the README's guest commands"
+    for command, r in runs.items():
+        ended_by_ctrl_c = r["how"] == "ctrl-c"
+        expected = {"0", "130"} if ended_by_ctrl_c and " watch " in command else {"0"}
+        assert r["rc"] in expected, f"{command!r} exited {r['rc']}: {r['out'][-2000:]}"
+        assert "Traceback" not in r["out"], command
+    files = guest.read("readme-files.txt")
+    for name in ("data.cwtrace", "rec.json", "attach.json", "before.json", "new.json", "bc.json", "m.json", "wc.json",
+                 "attach.yml", "uncache.json", "mode.json", "rm.json", "detach.json"):
+        assert f" {name}\n" in files, f"{name} was not written: {files}"
+
+
+def test_the_readme_story_on_its_machine(guest: GuestRun) -> None:
+    """What the examples say they do, on the README's machine: the probe tells the HDD from the SSD,
+    the trace feeds the recommendation for the same LV, the attach makes an lvmcache the watch and
+    status commands see, a crashed uncache is resumed, a crashed attach abandoned by the journal's
+    README name, and bcache0 is found clean."""
+    runs = readme_runs(guest)
+    out = {c: r["out"] for c, r in runs.items()}
+    probe = out["sudo cachewise probe /dev/sdb /dev/sdc"]
+    assert "in use" in probe and "hdd" in probe.lower() and "ssd" in probe.lower(), probe
+    rec = json.loads((guest.out / "readme-cwd" / "rec.json").read_text())
+    assert rec["curve"]["source"] == "trace" and rec["config"]["backend"] == "lvmcache", rec["summary"]
+    assert "/dev/vg0/data" in rec["inputs"]["device_classes"]
+    attached = {r["lv_name"]: r for r in json.loads(guest.read("readme-lvs-attached.json"))["report"][0]["lv"]}
+    assert attached["data"]["segtype"] == "cache" and attached["data"]["cache_mode"] == rec["config"]["mode"]
+    assert "done" in out["sudo cachewise apply attach.json"]
+    assert "before" in out["sudo cachewise replay data.cwtrace --target /dev/vg0/data --label after --compare before.json"]
+    assert "vg0/data" in out["sudo cachewise status"]
+    assert "cachewise_cache_info" in guest.read("readme.prom")
+    assert "Hit ratio" in out["sudo cachewise tui --watch vg0/data"]
+    resumed = {r["lv_name"]: r for r in json.loads(guest.read("readme-lvs-resumed.json"))["report"][0]["lv"]}
+    assert resumed["data"]["segtype"] == "linear", "the resumed uncache finished"
+    assert "Abandoned" in out[next(c for c in out if "--abandon" in c)]
+    assert "clean" in out["sudo cachewise watch bcache0 --until-clean"]
