@@ -148,6 +148,8 @@ readme_confirm() {  # type the device name apply asks for, as its prompt shows i
 }
 readme_kill_after_step() {  # readme_kill_after_step PLAN: apply PLAN, SIGKILL it after its first step
   local pid f n
+  mkdir -p "$LAB_OUT/readme-old-journals"  # only this run's journal is counted
+  mv /var/lib/cachewise/journal/*.jsonl "$LAB_OUT/readme-old-journals/" 2> /dev/null
   "$CW_PY" -m cachewise apply "$1" --yes > "$rdir/crash-$(basename "$1").txt" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2> /dev/null; do
@@ -172,7 +174,7 @@ readme_tty 'sudo cachewise probe /dev/sdb /dev/sdc'
 readme_wait "Probe anyway?" 120 && tmux send-keys -t "readme$rs" y Enter
 readme_end 300
 readme_tty 'sudo cachewise trace /dev/vg0/data --duration 30m -o data.cwtrace'
-for _ in $(seq 300); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 1200); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
 sleep 0.5
 fio --name=zipf --filename=/dev/vg0/data --readonly --direct=1 --ioengine=libaio --iodepth=4 --rw=randread \
     --bs=4k --size=256M --random_distribution=zipf:1.2 --norandommap --time_based --runtime=15 --output-format=terse > /dev/null
@@ -194,11 +196,11 @@ readme 'cachewise plan lvmcache-mode --lv vg0/data --mode writeback -o mode.json
 readme 'cachewise plan remove --device vg0/data --free-ssd -o rm.json'
 readme 'sudo cachewise status'
 readme_tty 'sudo cachewise watch vg0/data'
-readme_wait "vg0/data" 120; sleep 4
+readme_wait "^[0-9][0-9]:[0-9][0-9]:[0-9][0-9] " 120; sleep 3  # a few samples, then Ctrl-C
 readme_ctrl_c
 mkdir -p /var/lib/prometheus/node-exporter  # the node exporter's textfile folder (Debian's)
 readme_tty 'sudo cachewise watch vg0/data --json-lines --prometheus /var/lib/prometheus/node-exporter/cachewise.prom'
-readme_wait '"schema"' 120; sleep 3
+readme_wait 'cachewise.watch/1' 120; sleep 3
 readme_ctrl_c
 cp /var/lib/prometheus/node-exporter/cachewise.prom "$LAB_OUT/readme.prom" || true
 # The Warm-up screen: a full-screen app, so its output is the screen; Esc to the Disks screen, q quits.
@@ -214,7 +216,6 @@ readme_tty 'sudo cachewise apply --resume'
 readme_confirm
 rlvs resumed
 # A crash in the middle of an attach, its journal under the README's name: abandoned.
-mkdir -p "$LAB_OUT/readme-old-journals"; mv /var/lib/cachewise/journal/*.jsonl "$LAB_OUT/readme-old-journals/" || true
 readme_kill_after_step "$rcwd/attach.json"
 mv /var/lib/cachewise/journal/*.jsonl /var/lib/cachewise/journal/20261125T101500-lvmcache-attach-4242.jsonl
 readme 'sudo cachewise apply --abandon /var/lib/cachewise/journal/20261125T101500-lvmcache-attach-4242.jsonl'
