@@ -33,6 +33,8 @@ ACTIONS: dict[str, str] = {
     "name-disk": "name a disk such as /dev/sdb or a /dev/disk/by-id/ path",
     "move-history-aside": "move it aside to start a new history",
     "upgrade": "upgrade cachewise",
+    "record-samples": "record the cache's samples, as JSON lines, into a file",
+    "reinstall": "reinstall cachewise",
     "larger-block-size": "analyse with a larger block size",
     "name-lv": "name the logical volume as VG/LV",
     "allow-wipe": "if its data can go, allow the plan to destroy it",

@@ -21,7 +21,7 @@ ACTIONS = {
     "name-disk": "choose a disk on the Disks screen",
     "move-history-aside": "move it aside to start a new history",
     "upgrade": "upgrade cachewise",
-    "record-samples": "record one with `cachewise watch CACHE --json-lines > FILE`",
+    "record-samples": "record the cache's samples into a file in a shell (cachewise watch CACHE --json-lines > FILE)",
     "reinstall": "reinstall cachewise",
     "larger-block-size": "analyse it in a shell with a larger block size (cachewise analyze FILE --block-size 64k)",
     "name-lv": "choose the LV itself",

@@ -27,7 +27,7 @@ from advisor.errors import CachewiseError
 from advisor.units import duration, human_size, rate
 from advisor.watch.figures import Figures
 from advisor.watch.sampler import CacheRef
-from cachewise.core import watch
+from cachewise.core import demo, watch
 from cachewise.render import stall_text
 from screens.base import CoreScreen
 from screens.flows.model import Flow
@@ -66,12 +66,22 @@ class Series:
     mark: str = "•"
 
 
+def read_hit(f: Figures) -> float | None:
+    """The read hit ratio this interval; bcache, whose counters move every few seconds, keeps
+    its last step's figure for a minute rather than showing a gap between steps."""
+    if f.read_hit_ratio is not None or f.hit_ratio is not None:
+        return f.read_hit_ratio if f.read_hit_ratio is not None else f.hit_ratio
+    if f.kind == "bcache" and f.hit_ratio_age_seconds is not None and f.hit_ratio_age_seconds < 60:
+        return f.hit_ratio_last
+    return None
+
+
 CHARTS = (
     Series("Fill", lambda f: f.fill, percent, top=1.0),
     # The prediction is of reads: dm-cache counts them apart, bcache counts only them.
     Series(
         "Read hit ratio (─ predicted)",
-        lambda f: f.read_hit_ratio if f.read_hit_ratio is not None else f.hit_ratio,
+        read_hit,
         percent,
         top=1.0,
         overlay=lambda f: f.predicted_hit_ratio,
@@ -174,12 +184,19 @@ def glance(ref: CacheRef, f: Figures | None) -> Table:
         if f.predicted_hit_ratio is not None
         else "none recorded for this cache"
     )
+    if f.hit_ratio is None and f.hit_ratio_last is not None and f.hit_ratio_age_seconds is not None:
+        # bcache folds its counters every few seconds: the last step they moved, and its age.
+        now: tuple[str | tuple[str, str], ...] = (
+            (percent(f.hit_ratio_last), "bold"),
+            f" when the counters last moved, {duration(f.hit_ratio_age_seconds)} ago, ",
+        )
+    else:
+        now = ((percent(f.hit_ratio), "bold"), " this interval, ")
     grid.add_row(
         "Hit ratio",
         Text.assemble(
             "observed ",
-            (percent(f.hit_ratio), "bold"),
-            " this interval, ",
+            *now,
             (percent(f.hit_ratio_total), "bold"),
             " since start",
             *((", reads ", (percent(f.read_hit_ratio), "bold")) if f.read_hit_ratio is not None else ()),
@@ -279,6 +296,8 @@ class WarmupScreen(CoreScreen):
     def on_mount(self) -> None:
         r = self.ref
         self.sub_title = f"Warm-up of {r.name} ({r.kind}: slow {r.origin or '?'}, fast {r.cache or '?'})"
+        if self.core.recorded:
+            self.sub_title = f"Warm-up of {r.name} ({r.kind}), recorded and played back at its own pace"
         self._sample()
 
     @work(thread=True, exclusive=True, group="warmup", description="sample the cache", exit_on_error=False)
@@ -305,6 +324,12 @@ class WarmupScreen(CoreScreen):
             )
         if not message.figures:
             return
+        if not self.gone and demo.ended(self.core, self.ref):
+            self.gone = True
+            self._note(
+                f"The recording of {self.ref.name} ends here; from now on it is held still (the same counters, "
+                "the clock going on). Esc goes back; nothing on this machine was read or changed."
+            )
         self.figures.extend(message.figures)
         del self.figures[: bisect.bisect_left(self.figures, self.figures[-1].t - HISTORY_SECONDS, key=lambda f: f.t)]
         latest = self.figures[-1]

@@ -41,6 +41,10 @@ class Figures:
     state: str
     hit_ratio: float | None  # over the last interval
     hit_ratio_total: float | None  # since watching began
+    # The hit ratio over the last step the counters moved, and how long ago that was: bcache folds
+    # its counters into stats_total every few seconds, so most intervals see none move.
+    hit_ratio_last: float | None
+    hit_ratio_age_seconds: float | None
     read_hit_ratio: float | None  # over the last interval (dm-cache, writecache)
     fill: float | None  # used / capacity
     used_bytes: int | None
@@ -120,12 +124,15 @@ class Tracker:
         self.previous: Sample | None = None
         self.recent: deque[Sample] = deque()
         self.flush = FlushMeter(window, stall_seconds)
+        self.moved: Sample | None = None  # the sample at which hits or misses last changed
+        self.last_hit: tuple[float, float] | None = None  # (hit ratio over that step, when)
 
     def add(self, s: Sample) -> Figures:
         prev = self.previous
         if self.first is None or (s.hits is not None and self.first.hits is not None and s.hits < self.first.hits):
             self.first, prev = s, None
             self.recent.clear()
+            self.moved, self.last_hit = s, None
         self.recent.append(s)
         while len(self.recent) > 2 and s.t - self.recent[0].t > self.window:
             self.recent.popleft()
@@ -152,6 +159,8 @@ class Tracker:
         flush = self.flush.add(s.t, s.dirty_bytes) if s.dirty_bytes is not None else FlushProgress(None, None, None)
         stall = Stall(flush.stalled_seconds, stall_causes(s, old)) if flush.stalled_seconds is not None else None
         warmup, eta, model_eta = self._warmup(s, fill, fill_rate, promo)
+        if s is not self.moved and (step := interval_ratio("hits", "misses", self.moved)) is not None:
+            self.moved, self.last_hit = s, (step, s.t)
         return Figures(
             t=s.t,
             target=s.target,
@@ -160,6 +169,8 @@ class Tracker:
             state=s.state,
             hit_ratio=interval_ratio("hits", "misses", prev),
             hit_ratio_total=interval_ratio("hits", "misses", self.first) if s is not self.first else None,
+            hit_ratio_last=self.last_hit[0] if self.last_hit else None,
+            hit_ratio_age_seconds=s.t - self.last_hit[1] if self.last_hit else None,
             read_hit_ratio=interval_ratio("read_hits", "read_misses", prev),
             fill=fill,
             used_bytes=s.used_bytes,

@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from advisor.errors import Described, codes, next_step
 from advisor.readers import bcache as bcache_reader
@@ -166,8 +166,22 @@ def _dm_lines(text: str) -> Iterable[tuple[str, str]]:
             yield name, rest
 
 
+class SampleSource(Protocol):
+    """Where samples come from: this machine's kernel (:class:`Sampler`), or a recording played
+    back (advisor/watch/recorded.py)."""
+
+    unread: list[str]
+    recorded: bool
+
+    def caches(self) -> list[CacheRef]: ...
+    def find(self, target: str) -> CacheRef: ...
+    def sample(self, refs: list[CacheRef]) -> list[Sample]: ...
+
+
 class Sampler:
     """Finds the caches on the host and reads them. ``sys_root`` is /sys except in tests."""
+
+    recorded = False
 
     def __init__(
         self, runner: CommandRunner, sys_root: Path = Path("/sys"), fill_every: float = 10.0, clock: Any = time.time

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from advisor.errors import CachewiseError
 from advisor.prediction import Prediction
 from advisor.watch.figures import STALL_SECONDS, Figures, Tracker
-from advisor.watch.sampler import CacheRef, Sample, Sampler
+from advisor.watch.sampler import CacheRef, Sample, SampleSource
 
 # Writes samples (and, when asked, thins old ones); the warning when the history cannot be written.
 Recorder = Callable[[list[Sample], bool], CachewiseError | None]
@@ -35,7 +35,7 @@ class Session:
 
     def __init__(
         self,
-        sampler: Sampler,
+        sampler: SampleSource,
         refs: list[CacheRef],
         predictions: Mapping[str, Prediction | None],
         recorder: Recorder | None = None,

@@ -17,6 +17,9 @@ ACTIONS = {
     "name-disk": "give a disk such as /dev/sdb or a /dev/disk/by-id/ path",
     "move-history-aside": "move it aside to start a new history",
     "upgrade": "upgrade cachewise",
+    "record-samples": "record one with `cachewise watch CACHE --json-lines > FILE` (it plays back with "
+    "`cachewise tui --replay-samples FILE`)",
+    "reinstall": "reinstall cachewise (apt-get install --reinstall cachewise)",
     "larger-block-size": "give a larger --block-size",
     "name-lv": "give it as VG/LV",
     "allow-wipe": "if it can go, pass --wipe (and confirm)",

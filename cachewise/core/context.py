@@ -18,7 +18,7 @@ from advisor.errors import CachewiseError, codes, next_step
 from advisor.history import History, HistoryError, default_state_dir
 from advisor.runner import CommandRunner
 from advisor.statedir import StateDirError
-from advisor.watch.sampler import Sampler
+from advisor.watch.sampler import Sampler, SampleSource
 from cachewise.core.backends import (
     DiscoveryBackend,
     Executor,
@@ -54,7 +54,7 @@ class Core:
     executor: Executor | None = None
     state_dir: Path | None = None
     live: bool = True
-    _sampler: Sampler | None = field(default=None, repr=False)
+    _sampler: SampleSource | None = field(default=None, repr=False)
     # No prober (a snapshot's core, a test's fake): nothing is probed; a probe is refused.
 
     @classmethod
@@ -75,7 +75,18 @@ class Core:
         """The inventory is a saved snapshot of some machine: nothing is recorded or applied."""
         return isinstance(self.discovery, ReplayDiscovery)
 
-    def sampler(self) -> Sampler:
+    @classmethod
+    def for_recording(cls, raw: RawSystem, samples: SampleSource) -> Core:
+        """A saved snapshot whose caches play recorded samples (`cachewise demo`, `tui
+        --replay-samples`): nothing is probed, applied, recorded or read from this machine."""
+        return cls(ReplayDiscovery(raw), CommandRunner(), None, None, None, live=False, _sampler=samples)
+
+    @property
+    def recorded(self) -> bool:
+        """The caches' samples are a recording played back, not this machine's kernel."""
+        return self._sampler is not None and self._sampler.recorded
+
+    def sampler(self) -> SampleSource:
         if self._sampler is None:
             self._sampler = Sampler(self.runner)
         return self._sampler

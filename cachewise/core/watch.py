@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.history import History
 from advisor.prediction import Prediction
+from advisor.watch.recorded import RecordedSampler
 from advisor.watch.sampler import CacheRef, Sample
 from advisor.watch.session import Session
 from cachewise.core.context import Core, Refused
@@ -18,7 +19,7 @@ codes({"snapshot-has-no-caches": "a saved snapshot has no live caches to read"})
 
 
 def _live(core: Core) -> None:
-    if core.replay:
+    if core.replay and not core.recorded:
         raise Refused("snapshot-has-no-caches", next=[next_step("run-on-machine")])
 
 
@@ -37,6 +38,9 @@ def target(core: Core, name: str) -> CacheRef:
 def prediction(core: Core, ref: CacheRef) -> Prediction | None:
     """What the recommendation behind this cache predicted, when cachewise made it from one:
     the newest cache recorded on the same device."""
+    source = core.sampler() if core.recorded else None
+    if isinstance(source, RecordedSampler):
+        return source.prediction(ref)
     found: list[Prediction] = []
 
     def read(hist: History) -> None:
@@ -78,6 +82,9 @@ def session(core: Core, refs: list[CacheRef], record: bool = True, stall_seconds
 
         return core.record(write)
 
+    source = core.sampler() if core.recorded else None
+    if isinstance(source, RecordedSampler) and stall_seconds is None:
+        stall_seconds = source.stall_seconds  # a recording is judged as the watch that made it was
     predictions = {ref.name: prediction(core, ref) for ref in refs}
     keep = record and core.state_dir is not None
     return Session(core.sampler(), refs, predictions, recorder if keep else None, stall_seconds)
