@@ -308,6 +308,10 @@ class History:
         data = _json_row(row[0]) if row else None
         return data if isinstance(data, dict) else None
 
+    def has_snapshot(self, snapshot_id: int) -> bool:
+        with self._sql() as db:
+            return db.execute("SELECT 1 FROM snapshots WHERE id = ?", (snapshot_id,)).fetchone() is not None
+
     def device_seen(self, identity: str) -> dict[str, Any] | None:
         with self._sql() as db:
             cur = db.execute("SELECT * FROM devices_seen WHERE identity = ?", (identity,))

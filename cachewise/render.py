@@ -9,7 +9,8 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, Group, RenderResult
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -37,32 +38,104 @@ def rotational_word(dev: Device) -> str:
     return {True: "yes", False: "no", None: "?"}[dev.rotational]
 
 
-def devices_table(inv: Inventory, show_all: bool = False) -> Table:
-    """Devices grouped by disk; under each name its stable path (or identity) in dim."""
-    table = Table(title=f"Block devices on {inv.hostname}", title_justify="left")
-    table.add_column("Device / stable path", overflow="fold", ratio=3)
-    table.add_column("Size", justify="right", no_wrap=True)
-    table.add_column("Bus", no_wrap=True)
-    table.add_column("Rot", no_wrap=True)
-    table.add_column("Role", ratio=1)
-    table.add_column("State", ratio=3)
-    for depth, dev in inv.tree(show_all):
-        indent = "  " * depth
-        cell = Text(indent + ("└ " if depth else "") + shown(dev.name), style="bold")
-        where = dev.stable_path or dev.identity
-        if where:
-            cell.append("\n" + indent + ("  " if depth else "") + shown(where), style="dim")
-        state = Text(dev.in_use_reason.replace("\n", "\\n"), style=STATE_STYLE[dev.state])
-        c = dev.caching
-        if c is not None:
-            state.append(
-                f"\n{c.kind}: {c.part}" + (f"; {c.state}" if c.state else ""),
-                style="bold red" if c.degraded else "cyan",
-            )
-        table.add_row(
-            cell, human_size(dev.size_bytes), dev.transport or "", rotational_word(dev), dev.role or dev.kind, state
+def state_text(dev: Device) -> Text:
+    """A device's state as the scan's JSON says it (``free``, ``has-data``, ``in-use``), then why,
+    without the words that repeat the state ('in use because ...'); its part in a cache below."""
+    reason = dev.in_use_reason.replace("\n", "\\n")
+    for said in ("in use because ", "has data: ", "free: "):
+        reason = reason.removeprefix(said)
+    text = Text(dev.state, style=f"bold {STATE_STYLE[dev.state]}")
+    text.append(f": {reason}" if reason else "", style=STATE_STYLE[dev.state])
+    c = dev.caching
+    if c is not None:
+        text.append(
+            f"\n{c.kind}: {c.part}" + (f"; {c.state}" if c.state else ""), style="bold red" if c.degraded else "cyan"
         )
-    return table
+    return text
+
+
+# What a table of six columns takes besides its cells: the borders and a space either side of each cell.
+_CHROME = 1 + 6 * 3
+_SIZE_WIDTH = 10  # "1023.9 GiB"
+_STATE_MIN = 24
+
+
+class DevicesTable:
+    """The scan's devices grouped by disk, each with its stable path. Where the terminal holds a
+    table whose paths and roles fit whole (no_wrap), a table; where it does not (80 columns and
+    by-id paths), one device after another, its path on a line of its own: a path, a device
+    name, a by-id path or a UUID is never broken, so it can be copied as printed."""
+
+    def __init__(self, inv: Inventory, show_all: bool = False) -> None:
+        self.inv, self.rows = inv, inv.tree(show_all)
+
+    def _where(self, dev: Device) -> str:
+        return shown(dev.stable_path or dev.identity or "")
+
+    def _widths(self) -> tuple[int, int, int, int]:
+        """(device, bus, role, the longest word of a state) over the rows."""
+        device = bus = role = word = 0
+        for depth, dev in self.rows:
+            device = max(device, 2 * depth + (2 if depth else 0) + len(shown(dev.name)))
+            if self._where(dev):
+                device = max(device, 2 * depth + (2 if depth else 0) + len(self._where(dev)))
+            bus, role = max(bus, len(dev.transport or "")), max(role, len(dev.role))
+            word = max([word, *map(len, state_text(dev).plain.split())])
+        return device, bus, role, word
+
+    def fits(self, width: int) -> bool:
+        device, bus, role, word = self._widths()
+        return device + _SIZE_WIDTH + max(bus, 3) + 3 + max(role, 4) + max(word, _STATE_MIN) + _CHROME <= width
+
+    def table(self) -> Table:
+        """The devices as one table, paths and roles unbroken (no_wrap), the state wrapped at spaces."""
+        _, _, _, word = self._widths()
+        table = Table(title=f"Block devices on {shown(self.inv.hostname)}", title_justify="left")
+        table.add_column("Device / stable path", no_wrap=True)
+        table.add_column("Size", justify="right", no_wrap=True)
+        table.add_column("Bus", no_wrap=True)
+        table.add_column("Rot", no_wrap=True)
+        table.add_column("Role", no_wrap=True)
+        table.add_column("State", min_width=max(word, 8))
+        for depth, dev in self.rows:
+            indent = "  " * depth
+            cell = Text(indent + ("└ " if depth else "") + shown(dev.name), style="bold")
+            if self._where(dev):
+                cell.append("\n" + indent + ("  " if depth else "") + self._where(dev), style="dim")
+            table.add_row(
+                cell,
+                human_size(dev.size_bytes),
+                dev.transport or "",
+                rotational_word(dev),
+                shown(dev.role),
+                state_text(dev),
+            )
+        return table
+
+    def listing(self) -> Group:
+        """One device after another: name and facts, the stable path alone on its line, the state."""
+        lines: list[Text | Padding] = [Text(f"Block devices on {shown(self.inv.hostname)}", style="italic")]
+        for depth, dev in self.rows:
+            indent = "  " * depth
+            head = Text(indent + ("└ " if depth else ""))
+            head.append(shown(dev.name), style="bold")
+            facts = [human_size(dev.size_bytes), dev.transport or "", f"rot {rotational_word(dev)}"]
+            head.append("  " + "  ".join(f for f in facts if f) + "  role ")
+            head.append(shown(dev.role), style="bold")
+            lines.append(head)
+            inner = indent + ("    " if depth else "  ")
+            if self._where(dev):
+                lines.append(Text(inner + self._where(dev), style="dim", no_wrap=True, overflow="ignore"))
+            lines.append(Padding(state_text(dev), (0, 0, 0, len(inner)), expand=False))
+        return Group(*lines)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self.table() if self.fits(options.max_width) else self.listing()
+
+
+def devices_table(inv: Inventory, show_all: bool = False) -> DevicesTable:
+    """The scan's devices for a terminal of any width (:class:`DevicesTable`)."""
+    return DevicesTable(inv, show_all)
 
 
 def probe_table(results: list[ProbeResult]) -> Table:
@@ -383,7 +456,7 @@ def status_table(rows: list[tuple[CacheRef, Sample | None]]) -> Table:
     """`cachewise status`: every cache on the host, one row each."""
     table = Table(title="Caches on this machine", title_justify="left")
     for column in ("cache", "kind", "mode", "state", "fill", "hits", "dirty", "slow", "fast"):
-        table.add_column(column, no_wrap=column in ("cache", "kind", "mode"))
+        table.add_column(column, no_wrap=column in ("cache", "kind", "mode", "slow", "fast"))
     for ref, s in rows:
         if s is None:
             table.add_row(ref.name, ref.kind, "–", "unreadable", "", "", "", ref.origin or "", ref.cache or "")

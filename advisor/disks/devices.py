@@ -170,7 +170,9 @@ class Device:
 
     @property
     def role(self) -> str:
-        """A short word or two for tables: 'LVM PV', 'bcache backing', 'ext4' ..."""
+        """A short word or two for tables: 'LVM PV', 'bcache backing', 'ext4' ..., else what it is
+        in a cache-like layer ('dm-crypt', 'bcachefs') or its kind ('disk', 'loop'): never empty, so
+        the scan's table and JSON say the same."""
         if self.lvm is not None:
             return "LVM PV" if self.lvm.role == "pv" else f"LV {self.lvm.vg}/{self.lvm.lv}"
         if self.bcache is not None:
@@ -188,7 +190,9 @@ class Device:
             return self.fs_type
         if self.partition_table:
             return f"{self.partition_table} table"
-        return ""
+        if self.caching is not None:
+            return self.caching.kind
+        return self.kind
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(replace(self, caching=None))

@@ -84,7 +84,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             }
         )
     elif rows:
-        show(status_table(rows))
+        show(status_table(rows), wide=args.wide)
     elif not unknown:
         print(f"No {listed()} device on this machine.")
     if unknown:

@@ -1,18 +1,24 @@
-"""`cachewise scan`, `probe` and `history`: the disks, measured, and what was recorded."""
+"""`cachewise scan`, `probe` and `history`: the disks, measured, and what was recorded (each
+snapshot, one shown as scan shows it, and what changed between two)."""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from typing import Any
 
-from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
+from advisor.disks.changes import DeviceChange, diff, inventory_from_json, same_devices
 from advisor.disks.probe import ProbeError, ProbeProgress
-from advisor.errors import NOTHING
+from advisor.errors import NOTHING, CachewiseError, codes
 from advisor.history import History
 from advisor.runner import CommandError
-from advisor.units import rate
+from advisor.units import human_size, rate
 from cachewise.cli import common
+from cachewise.cli.output import console as console_for
 from cachewise.cli.output import error, print_json, warn
 from cachewise.cli.phrases import CLI, word
 from cachewise.core import discover, measure
@@ -20,6 +26,16 @@ from cachewise.core.files import check_output
 from cachewise.render import devices_table, probe_table
 
 PROBE_SCHEMA = "cachewise.probe/1"
+DIFF_SCHEMA = "cachewise.history-diff/1"
+
+codes(
+    {
+        "bad-snapshot-id": "{id!r} is not a snapshot number such as 12 or #12; `cachewise history` lists them",
+        "no-such-snapshot": "there is no snapshot #{id} in {database} ({have}); `cachewise history` lists them",
+        "unreadable-snapshot": "snapshot #{id} in {database} is not one this version of cachewise can read",
+    },
+    front_end=True,
+)
 
 
 def cmd_scan(args: argparse.Namespace) -> int:
@@ -37,8 +53,8 @@ def cmd_scan(args: argparse.Namespace) -> int:
             if caching is not None and item["caching"] is not None:
                 item["caching"]["can"] = CLI.what_can_be_done(caching.can, caching.next)
         return print_json(data)
-    console = Console()
-    console.print(devices_table(inv, show_all=args.all))
+    console = console_for(args.wide)
+    console.print(devices_table(inv, show_all=args.all), crop=False)
     for note in inv.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     hidden = len(inv.devices) - len(inv.visible(False))
@@ -100,7 +116,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"schema": PROBE_SCHEMA, "results": [r.to_json() for r in results]})
     elif results:
-        console = Console()
+        console = console_for(args.wide)
         console.print(probe_table(results))
         for r in results:
             for line in (*r.classification.disagreements, *r.notes):
@@ -109,14 +125,123 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
+    if args.history_command == "show":
+        return _history_show(args)
+    if args.history_command == "diff":
+        return _history_diff(args)
     with History.open_default(args.state_dir) as hist:
-        rows = hist.snapshots(args.limit)
+        rows = hist.snapshots(args.limit + 1)  # one more: whether the oldest listed repeats the one before it
+        data = {r.id: hist.snapshot_json(r.id) for r in rows}
         path = hist.path
+    # Oldest first: a snapshot with the same devices as the one before it repeats that one's first.
+    same_as: dict[int, int | None] = {}
+    for older, newer in zip([None, *reversed(rows)], reversed(rows), strict=False):
+        repeats = older is not None and same_devices(data[older.id], data[newer.id])
+        same_as[newer.id] = (same_as[older.id] or older.id) if repeats and older is not None else None
+    rows = rows[: args.limit]
     if args.json:
-        return print_json({"database": str(path), "snapshots": [r.__dict__ for r in rows]})
+        snapshots = [{**r.__dict__, "same_as": same_as[r.id]} for r in rows]
+        return print_json({"database": str(path), "snapshots": snapshots})
     print(f"history database: {path}")
-    for r in rows:
-        print(f"#{r.id}  {r.taken_at}  {r.hostname}  {r.device_count} devices  udev {r.udev}")
     if not rows:
         print("no snapshots yet; `cachewise scan` records one.")
+        return 0
+    table = Table(title_justify="left")
+    for column in ("#", "taken at", "host", "devices", "udev", "same as"):
+        table.add_column(column, no_wrap=True, justify="right" if column in ("#", "devices") else "left")
+    for r in rows:
+        repeat = same_as[r.id]
+        table.add_row(
+            str(r.id),
+            r.taken_at,
+            r.hostname,
+            str(r.device_count),
+            r.udev,
+            Text(f"same as #{repeat}", style="dim") if repeat else Text("changed" if r.id != rows[-1].id else ""),
+        )
+    console_for(args.wide).print(table, crop=False)
+    print("`cachewise history show ID` shows one; `cachewise history diff ID [ID2]` what changed.")
+    return 0
+
+
+def _snapshot_id(text: str) -> int:
+    match = re.fullmatch(r"\s*#?(\d{1,18})\s*", text)
+    if match is None:
+        raise CachewiseError("bad-snapshot-id", id=text)
+    return int(match.group(1))
+
+
+def _snapshot(hist: History, text: str) -> tuple[int, dict[str, Any]]:
+    """The recorded snapshot a number names, with its JSON; refused in one sentence when none."""
+    snapshot_id = _snapshot_id(text)
+    data = hist.snapshot_json(snapshot_id)
+    if data is not None:
+        return snapshot_id, data
+    if hist.has_snapshot(snapshot_id):
+        raise CachewiseError("unreadable-snapshot", id=snapshot_id, database=hist.path)
+    newest = hist.snapshots(1)
+    have = f"the newest is #{newest[0].id}" if newest else "it has none yet"
+    raise CachewiseError("no-such-snapshot", id=snapshot_id, database=hist.path, have=have)
+
+
+def _history_show(args: argparse.Namespace) -> int:
+    with History.open_default(args.state_dir) as hist:
+        snapshot_id, data = _snapshot(hist, args.id)
+    inv = inventory_from_json(data)
+    if args.json:
+        return print_json({**inv.to_json(show_all=args.all), "snapshot_id": snapshot_id})
+    console = console_for(args.wide)
+    console.print(f"Snapshot #{snapshot_id}, taken {inv.taken_at}", highlight=False)
+    console.print(devices_table(inv, show_all=args.all), crop=False)
+    hidden = len(inv.devices) - len(inv.visible(False))
+    if hidden and not args.all:
+        console.print(f"[dim]{hidden} loop, zram or empty devices hidden; --all shows them.[/]")
+    return 0
+
+
+def _field(name: str, value: Any) -> str:
+    if value is None or value == "":
+        return "none"
+    return human_size(value) if name == "size_bytes" and isinstance(value, int) else str(value)
+
+
+FIELD_WORDS = {"name": "name", "size_bytes": "size", "state": "state", "role": "role", "caching": "caching"}
+WHAT_MARKS = {"added": "+", "removed": "-", "changed": "~"}
+
+
+def _change_lines(change: DeviceChange) -> list[str]:
+    """A change as lines: what and the kernel name, the stable path alone on its line (whole, to
+    copy), then each field that changed."""
+    lines = [f"{WHAT_MARKS[change.what]} {change.what} {change.name}"]
+    if change.stable_path:
+        lines.append(f"    {change.stable_path}")
+    lines += [
+        f"    {FIELD_WORDS[c.field]}: {_field(c.field, c.before)} -> {_field(c.field, c.after)}" for c in change.changes
+    ]
+    return lines
+
+
+def _history_diff(args: argparse.Namespace) -> int:
+    with History.open_default(args.state_dir) as hist:
+        first, before = _snapshot(hist, args.id)
+        if args.id2 is not None:
+            second, after = _snapshot(hist, args.id2)
+        else:
+            second, after = _snapshot(hist, str(hist.snapshots(1)[0].id))
+    old, new = inventory_from_json(before), inventory_from_json(after)
+    changes = diff(old, new)
+    if args.json:
+        return print_json(
+            {
+                "schema": DIFF_SCHEMA,
+                "from": {"id": first, "taken_at": old.taken_at, "hostname": old.hostname},
+                "to": {"id": second, "taken_at": new.taken_at, "hostname": new.hostname},
+                "changes": [c.to_json() for c in changes],
+            }
+        )
+    print(f"#{first} ({old.taken_at}, {old.hostname}) -> #{second} ({new.taken_at}, {new.hostname})")
+    if not changes:
+        print("no change: the same devices, with the same names, sizes, states, roles and caches.")
+    for change in changes:
+        print("\n".join(_change_lines(change)))
     return 0

@@ -3,7 +3,8 @@
 
 The options and their help come from the parser alone, so the man page cannot drift from the
 program (a new recipe's subcommand appears as soon as the registry has it); only the sections
-argparse has no place for (files, environment, exit status, see also) are written here. The
+argparse has no place for (every positional argument with its command, examples, files,
+environment, exit status, see also) are written here. The
 Debian package builds the page with this module.
 """
 
@@ -54,6 +55,32 @@ SAFETY = (
     "state directory and plan files must be root's. scan, probe (read-only fio), trace, analyze, recommend, status, "
     "watch and history change nothing."
 )
+# One list, shown in the man page's EXAMPLES (a test parses each with the parser): a first run
+# from looking to a cache and back, with names as scan prints them.
+EXAMPLES = [
+    ("cachewise scan", "List the block devices, each with its stable path, its role and what uses it."),
+    ("cachewise scan --wide", "The same without any width limit: every path on one line, however long."),
+    ("sudo cachewise probe sda nvme0n1", "Measure two disks with read-only fio probes (any name scan prints)."),
+    ("sudo cachewise trace /dev/vg0/data --duration 1h -o data.trace", "Record an hour of the LV's block I/O."),
+    ("cachewise analyze data.trace", "Its miss-ratio curve, hot data, read share and request sizes."),
+    (
+        "cachewise recommend --slow vg0/data --fast nvme0n1 --trace data.trace --json > rec.json",
+        "Recommend a cache for the LV on the NVMe drive, saved for the plan.",
+    ),
+    (
+        "cachewise plan lvmcache-attach --lv vg0/data --ssd nvme0n1 --recommendation rec.json -o plan.json",
+        "The plan that sets it up, previewed and saved; nothing runs.",
+    ),
+    ("sudo cachewise apply plan.json", "Run the saved plan, journaled (asks for the device's name first)."),
+    ("cachewise watch vg0/data", "Follow the new cache warm up against the prediction."),
+    ("cachewise status", "Every cache on this machine in one table."),
+    ("cachewise history diff 12", "What changed in the disks since snapshot #12 (`cachewise history` lists them)."),
+    ("cachewise plan remove --device vg0/data -o remove.json", "The plan that takes the cache off again."),
+    (
+        "cachewise completion bash > ~/.local/share/bash-completion/completions/cachewise",
+        "Install the bash completion (it completes cache names for watch and the removal plans).",
+    ),
+]
 SEE_ALSO = ["lvmcache(7)", "lvconvert(8)", "make-bcache(8)", "fio(1)", "blktrace(8)", "smartctl(8)"]
 
 
@@ -71,9 +98,24 @@ def subcommands(parser: argparse.ArgumentParser) -> Iterator[tuple[str, str, arg
             yield from ((name, helps.get(name, ""), sub) for name, sub in action.choices.items())
 
 
-def _sections() -> list[dict[str, str]]:
+def positionals(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[tuple[str, argparse.Action]]:
+    """(the command, argument) of every positional argument of every subcommand, depth first."""
+    for action in parser._actions:
+        if not action.option_strings and not isinstance(action, argparse._SubParsersAction):
+            yield " ".join((parser.prog.split()[0], *path)), action
+    for name, _, sub in subcommands(parser):
+        yield from positionals(sub, (*path, name))
+
+
+def _sections(parser: argparse.ArgumentParser) -> list[dict[str, str]]:
     def rows(items: list[tuple[str, str]]) -> str:
         return "\n".join(f".TP\n\\fB{escape(key)}\\fR\n{escape(text)}" for key, text in items)
+
+    arguments = "\n".join(
+        f".TP\n\\fB{escape(command)}\\fR \\fI{escape(str(a.metavar or a.dest))}\\fR\n{escape(a.help or '')}"
+        for command, a in positionals(parser)
+    )
+    examples = "\n".join(f".TP\n.B {escape(command)}\n{escape(what)}" for command, what in EXAMPLES)
 
     also = ", ".join(f"\\fB{escape(p.split('(')[0])}\\fR({p.split('(')[1]}" for p in SEE_ALSO)
     return [
@@ -81,6 +123,8 @@ def _sections() -> list[dict[str, str]]:
             "heading": "HELP",
             "content": ".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nEvery command takes it: its own usage and options.",
         },
+        {"heading": "ARGUMENTS", "content": arguments},
+        {"heading": "EXAMPLES", "content": examples},
         {"heading": "SAFETY", "content": escape(SAFETY)},
         {"heading": "FILES", "content": rows(FILES)},
         {"heading": "ENVIRONMENT", "content": rows(ENVIRONMENT)},
@@ -95,7 +139,7 @@ def render(parser: argparse.ArgumentParser, *, date: datetime.date | None = None
     if date is None:
         epoch = os.environ.get("SOURCE_DATE_EPOCH")
         date = datetime.datetime.fromtimestamp(int(epoch), datetime.UTC).date() if epoch else datetime.date.today()
-    parser._manpage = _sections()  # type: ignore[attr-defined]  # argparse-manpage's extra sections
+    parser._manpage = _sections(parser)  # type: ignore[attr-defined]  # argparse-manpage's extra sections
     page = str(
         Manpage(
             parser,
@@ -112,7 +156,7 @@ def render(parser: argparse.ArgumentParser, *, date: datetime.date | None = None
     # italic corrections around values go (they change nothing on a terminal); positionals are
     # in italics, as man-pages(7) has them.
     page = re.sub(r"^(usage: .*(?:\n(?!\.|\n).*)*)", r".nf\n\1\n.fi", page, flags=re.MULTILINE)
-    page = re.sub(r"^\\fB([A-Z][A-Z_]*)\\fR$", r"\\fI\1\\fR", page, flags=re.MULTILINE)
+    page = re.sub(r"^\\fB([A-Z][A-Z0-9_]*)\\fR$", r"\\fI\1\\fR", page, flags=re.MULTILINE)
     return page.replace("\\fI\\,", "\\fI").replace("\\/\\fR", "\\fR")
 
 

@@ -101,5 +101,15 @@ def print_json(data: Any) -> int:
     return 0
 
 
-def show(renderable: Any) -> None:
-    Console().print(renderable)
+# The width of --wide: none a line of a table could reach, so nothing is wrapped or cut.
+WIDE = 1 << 16
+
+
+def console(wide: bool = False) -> Console:
+    """The console a command prints its tables on: the terminal's width, or none with --wide."""
+    return Console(width=WIDE) if wide else Console()
+
+
+def show(renderable: Any, wide: bool = False) -> None:
+    """A table or report, its lines never cropped (a path longer than the terminal is printed whole)."""
+    console(wide).print(renderable, crop=False)

@@ -36,6 +36,24 @@ def _common(
         p.add_argument("--from-raw", type=Path, metavar="FILE", help=raw)
 
 
+WIDE_HELP = "print tables without any width limit: every line whole, however long (for wide terminals and pipes)"
+
+
+def _wide(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--wide", action="store_true", help=WIDE_HELP)
+
+
+def _cache(action: argparse.Action) -> argparse.Action:
+    """Mark an argument that names a cache (VG/LV of a cached LV, bcacheN): the completions
+    offer the caches for it, not every disk."""
+    action.names_cache = True  # type: ignore[attr-defined]
+    return action
+
+
+def names_cache(action: argparse.Action) -> bool:
+    return bool(getattr(action, "names_cache", False))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Every subcommand and option; the man page and the shell completions are generated from it."""
     parser = argparse.ArgumentParser(
@@ -65,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         raw="build the report from a raw snapshot saved with --save-raw instead of this machine",
     )
     scan.add_argument("--all", action="store_true", help="include loop, zram and empty devices")
+    _wide(scan)
     scan.add_argument(
         "--save-raw",
         type=Path,
@@ -79,7 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
         "sequential 1 MiB reads across the disk) and classify it as hdd, ssd or nvme by measured latency. "
         "Probes never write. Needs root and fio.",
     )
-    probe.add_argument("devices", nargs="+", metavar="DEVICE", help="a disk, e.g. /dev/sdb or a /dev/disk/by-id/ path")
+    probe.add_argument(
+        "devices",
+        nargs="+",
+        metavar="DEVICE",
+        help="a device in any form scan prints: sdb, /dev/sdb, a /dev/disk/by-id/ path, VG/LV",
+    )
     _common(probe, json="schema cachewise.probe/1", record="the results")
     probe.add_argument(
         "--seconds",
@@ -90,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument(
         "--yes", action="store_true", help="probe mounted or busy disks without asking (the probe adds read load)"
     )
+    _wide(probe)
 
     trace = sub.add_parser(
         "trace",
@@ -98,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         "kernel's block tracepoints (tracefs; nothing to install). Streams to FILE with bounded memory; stops "
         "after --duration or on Ctrl-C. Analyse the result with `cachewise analyze FILE`.",
     )
-    trace.add_argument("device", metavar="DEVICE")
+    trace.add_argument("device", metavar="DEVICE", help="the device to trace: a disk, partition or LV (/dev/VG/LV)")
     trace.add_argument("--duration", default="10m", help="how long: 90s, 10m (default), 2h")
     trace.add_argument(
         "-o", "--output", type=Path, required=True, metavar="FILE", help="the trace file to write (must not exist)"
@@ -118,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         "footprint, read/write mix, sequential share, request sizes, the exact LRU miss-ratio curve from 0.1% to "
         "100% of the footprint, the hot-data ratio and a Zipf exponent.",
     )
-    analyze.add_argument("trace", type=Path, metavar="TRACE")
+    analyze.add_argument("trace", type=Path, metavar="TRACE", help="the trace file (`cachewise trace -o FILE`)")
     _common(analyze, json="schema cachewise.analysis/1", record="the analysis")
     analyze.add_argument(
         "--block-size", default="4k", help="cache block size: 4k (default), 32k ... 1g (dm-cache chunks)"
@@ -166,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--allow-writes and --disposable DEV name an empty scratch device. Run it before and after adding a cache "
         "and compare with --compare. Needs root and fio.",
     )
-    replay_p.add_argument("trace", type=Path, metavar="TRACE")
+    replay_p.add_argument("trace", type=Path, metavar="TRACE", help="the trace file to replay")
     replay_p.add_argument("--target", required=True, metavar="DEV", help="the device to replay onto, e.g. /dev/vg/data")
     replay_p.add_argument(
         "--speed",
@@ -274,7 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a plan saved with `cachewise plan ... -o FILE`. The devices must be the ones the plan was "
         "made for. Each step is journaled, so an interrupted run can be resumed (--resume) or undone (--rollback).",
     )
-    apply_p.add_argument("plan", nargs="?", type=Path, metavar="PLAN")
+    apply_p.add_argument(
+        "plan", nargs="?", type=Path, metavar="PLAN", help="the plan file (`cachewise plan ... -o FILE`)"
+    )
     apply_p.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")
     apply_p.add_argument(
         "--plan-from-elsewhere",
@@ -305,6 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="also write a node_exporter textfile (written beside FILE and renamed over it)",
     )
+    _wide(status)
 
     watch = sub.add_parser(
         "watch",
@@ -315,8 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
         "likely causes. Samples go to the history database. Stops on Ctrl-C, after --count or --duration, or "
         "with --until-clean once no dirty data is left. Changes nothing.",
     )
-    watch.add_argument(
-        "target", metavar="TARGET", help="a cached LV (VG/LV or /dev/VG/LV), or bcacheN or its backing device"
+    _cache(
+        watch.add_argument(
+            "target", metavar="TARGET", help="a cached LV (VG/LV or /dev/VG/LV), or bcacheN or its backing device"
+        )
     )
     watch.add_argument(
         "--interval", type=_positive, default=1.0, metavar="S", help="seconds between samples (default 1)"
@@ -345,18 +375,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     hist = sub.add_parser(
         "history",
-        help="list recorded discovery snapshots",
-        description="List the discovery snapshots recorded in the history database.",
+        help="list recorded discovery snapshots; show one, or what changed between two",
+        description="List the discovery snapshots recorded in the history database, newest first; a snapshot "
+        "with the same devices and facts as the one before it says which one it repeats. `history show ID` "
+        "shows one as scan does, `history diff ID [ID2]` what changed since it.",
     )
     _common(hist, json="the snapshots")
     hist.add_argument("--limit", type=_count, default=20, help="how many snapshots (default 20)")
+    _wide(hist)
+    hist_sub = hist.add_subparsers(dest="history_command", metavar="ACTION")
+    hist_show = hist_sub.add_parser(
+        "show",
+        help="one recorded snapshot's devices, as scan shows them",
+        description="Show the devices of one recorded discovery snapshot as `cachewise scan` shows them.",
+    )
+    hist_show.add_argument("id", metavar="ID", help="the snapshot's number as `history` lists it (12 or #12)")
+    _common(hist_show, json="schema cachewise.scan/1, with the snapshot's number")
+    hist_show.add_argument("--all", action="store_true", help="include loop, zram and empty devices")
+    _wide(hist_show)
+    hist_diff = hist_sub.add_parser(
+        "diff",
+        help="what changed between two recorded snapshots",
+        description="Compare two recorded discovery snapshots device by device, by stable identity (kernel names "
+        "change between boots): devices added and removed, and changes of name, size, state, role and caching. "
+        "With one ID, compares it with the newest snapshot.",
+    )
+    hist_diff.add_argument("id", metavar="ID", help="the older snapshot's number (12 or #12)")
+    hist_diff.add_argument(
+        "id2", metavar="ID2", nargs="?", help="the newer snapshot's number (default: the newest snapshot)"
+    )
+    _common(hist_diff, json="schema cachewise.history-diff/1")
 
     tui = sub.add_parser("tui", help="open the terminal UI (the default)", description="Open the terminal UI.")
     _common(tui, raw="show a raw snapshot saved with `scan --save-raw` instead of this machine")
-    tui.add_argument(
-        "--watch",
-        metavar="TARGET",
-        help="open on the Warm-up screen of this cache (VG/LV, bcacheN or its backing device)",
+    _cache(
+        tui.add_argument(
+            "--watch",
+            metavar="TARGET",
+            help="open on the Warm-up screen of this cache (VG/LV, bcacheN or its backing device)",
+        )
     )
 
     comp = sub.add_parser(
@@ -380,7 +437,10 @@ def _recipe_parser(plan_sub: Any, recipe: Recipe[Any]) -> None:
     """One `plan RECIPE` subcommand, from the recipe's descriptor and options dataclass."""
     p = plan_sub.add_parser(recipe.kind, help=recipe.summary, description=recipe.description)
     for f, opt in options_of(recipe.options):
-        _recipe_option(p, f, opt)
+        action = _recipe_option(p, f, opt)
+        # A plan that changes or removes a cache names it with its one device or LV option.
+        if action is not None and recipe.effect != "makes" and opt.kind in ("device", "lv") and not opt.repeat:
+            _cache(action)
     if recipe.adopt is not None:
         p.add_argument(
             "--recommendation",
@@ -400,11 +460,11 @@ def _recipe_parser(plan_sub: Any, recipe: Recipe[Any]) -> None:
     p.add_argument("--dry-run", action="store_true", help="only preview (what plan always does; for clarity)")
 
 
-def _recipe_option(p: argparse.ArgumentParser, f: dataclasses.Field[Any], opt: Opt) -> None:
+def _recipe_option(p: argparse.ArgumentParser, f: dataclasses.Field[Any], opt: Opt) -> argparse.Action | None:
     kwargs: dict[str, Any] = {"dest": f.name, "help": opt.help.replace("%", "%%")}
     if opt.kind == "flag":
         p.add_argument(flag(f.name), action="store_true", **kwargs)
-        return
+        return None
     if opt.repeat:
         kwargs["action"] = "append"
     if opt.choices:
@@ -416,7 +476,7 @@ def _recipe_option(p: argparse.ArgumentParser, f: dataclasses.Field[Any], opt: O
     if opt.metavar or opt.kind == "size":
         kwargs["metavar"] = opt.metavar or "SIZE"
     kwargs["required"] = required(f)
-    p.add_argument(flag(f.name), **kwargs)
+    return p.add_argument(flag(f.name), **kwargs)
 
 
 def _positive(text: str) -> float:
