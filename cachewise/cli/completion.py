@@ -2,8 +2,10 @@
 
 `cachewise completion bash` (or `zsh`) prints the script; the Debian package installs both.
 Each option completes what it takes: its choices, a file for a path, a block device (from
-lsblk) for a device, nothing for a size or a time. Two things shtab leaves to its callers are
-added here: the block-device completer, and (bash) `--mode=wr` completing like `--mode wr`, since
+lsblk) for a device, a cache (VG/LV of a cached LV, bcacheN) for an argument the parser marks as
+naming one (`watch`, `tui --watch`, the plans that change or remove a cache), nothing for a size
+or a time. What shtab leaves to its callers is added here: the block-device and cache completers,
+and (bash) `--mode=wr` completing like `--mode wr`, since
 bash splits the word at the `=`. The scripts hold no knowledge of their own, so a new option (a
 new recipe's, from the registry) completes as soon as the parser has it.
 """
@@ -18,16 +20,49 @@ from pathlib import Path
 
 import shtab
 
-from cachewise.cli.parser import build_parser
+from cachewise.cli.parser import build_parser, names_cache
 
 # Metavars that name a block device, and ones that name a file, when the type does not say.
 DEVICE_METAVARS = {"DEV", "DEVICE", "TARGET"}
 FILE_METAVARS = {"FILE", "TRACE", "PLAN", "JOURNAL"}
 DEVICES = {"bash": "_cachewise_devices", "zsh": "_cachewise_devices"}
+CACHES = {"bash": "_cachewise_caches", "zsh": "_cachewise_caches"}
+# The caches of this machine, one name a line, as watch and the removal plans take them: the
+# device-mapper caches (dm-cache, dm-writecache) by `dmsetup ls --target` (root), and without
+# root by the hidden origin lvm2 gives a cached LV in sysfs (NAME_corig, NAME_wcorig), each
+# dm name VG-LV written VG/LV (lvm2 doubles a dash inside a name); and every bcacheN. The same
+# lines in bash and zsh.
+CACHE_NAMES = r"""_cachewise_cache_names() {
+  local n f
+  {
+    for t in cache writecache; do dmsetup ls --target "$t" 2>/dev/null; done | while read -r n _; do
+      [ "$n" = "No" ] || printf '%s\n' "$n"
+    done
+    for f in /sys/block/dm-*/dm/name; do
+      [ -r "$f" ] || continue
+      n=$(<"$f")
+      case $n in *_wcorig) printf '%s\n' "${n%_wcorig}" ;; *_corig) printf '%s\n' "${n%_corig}" ;; esac
+    done
+  } | while read -r n; do
+    [ -n "$n" ] || continue
+    n=${n//--/$'\001'}
+    n=${n/-//}
+    printf '%s\n' "${n//$'\001'/-}"
+  done
+  for f in /sys/block/bcache*; do [ -e "$f" ] && printf '%s\n' "${f##*/}"; done
+}
+"""
 PREAMBLE = {
-    "bash": '_cachewise_devices() { compgen -W "$(lsblk -nrpo PATH 2>/dev/null)" -- "$1"; }\n',
+    "bash": '_cachewise_devices() { compgen -W "$(lsblk -nrpo PATH 2>/dev/null)" -- "$1"; }\n'
+    + CACHE_NAMES
+    + '_cachewise_caches() { compgen -W "$(_cachewise_cache_names | sort -u)" -- "$1"; }\n',
     "zsh": '_cachewise_devices() {\n  local -a devices\n  devices=(${(f)"$(lsblk -nrpo PATH 2>/dev/null)"})\n'
-    "  _describe 'block device' devices\n}\n",
+    "  _describe 'block device' devices\n}\n"
+    + CACHE_NAMES.replace("/sys/block/dm-*/dm/name;", "/sys/block/dm-*/dm/name(N);").replace(
+        "/sys/block/bcache*;", "/sys/block/bcache*(N);"
+    )
+    + '_cachewise_caches() {\n  local -a caches\n  caches=(${(f)"$(_cachewise_cache_names | sort -u)"})\n'
+    "  _describe 'cache' caches\n}\n",
 }
 # bash splits `--mode=wr` at the `=` (COMP_WORDBREAKS): join it back for shtab's completer.
 BASH_WRAPPER = """
@@ -63,11 +98,13 @@ def actions(parser: argparse.ArgumentParser) -> Iterator[argparse.Action]:
 
 
 def value_kind(action: argparse.Action) -> str:
-    """What an option's value (or a positional) is: "", "file", "device" or "choices"."""
+    """What an option's value (or a positional) is: "", "file", "device", "cache" or "choices"."""
     if action.option_strings and action.nargs == 0:
         return ""
     if action.choices is not None:
         return "choices"
+    if names_cache(action):
+        return "cache"
     metavar = str(action.metavar or "")
     if metavar in DEVICE_METAVARS:
         return "device"
@@ -84,6 +121,8 @@ def _annotated(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
             action.complete = shtab.FILE  # type: ignore[attr-defined]
         elif kind == "device":
             action.complete = DEVICES  # type: ignore[attr-defined]
+        elif kind == "cache":
+            action.complete = CACHES  # type: ignore[attr-defined]
     return parser
 
 
