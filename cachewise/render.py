@@ -410,11 +410,31 @@ def plan_preview(plan: Plan) -> Group:
         parts += [Text(f"  {plain(r)}") for r in rows]
     if plan.space:
         parts.append(Text("Space", style="bold underline"))
-        parts += [Text(f"  {plain(k.replace('_', ' '))}: {human_size(v)}") for k, v in plan.space.items()]
-    parts.append(Text(f"Expected time: about {plan.expected_seconds:.0f} s (longer while dirty blocks flush)"))
+        parts += [
+            Text(f"  {SPACE_WORDS.get(k) or plain(k.replace('_', ' '))}: {human_size(v)}")
+            for k, v in plan.space.items()
+        ]
+    # Only a plan with a step that writes dirty data back can take longer than its commands.
+    flushes = any(s.progress for s in plan.steps)
+    parts.append(
+        Text(
+            f"Expected time: about {plan.expected_seconds:.0f} s"
+            + (" (longer while dirty blocks flush)" if flushes else "")
+        )
+    )
     parts += [Text(f"Note: {plain(n)}", style="dim") for n in plan.notes]
     return Group(*parts)
 
+
+# The plan's space figures, as a person says them (plan.space's keys are the recipes').
+SPACE_WORDS = {
+    "cache_bytes": "cache",
+    "backing_bytes": "slow device (backing)",
+    "metadata_bytes": "cache metadata",
+    "spare_metadata_bytes": "LVM's spare metadata",
+    "ssd_bytes_used": "taken on the SSD in all",
+    "ssd_bytes": "the SSD's size",
+}
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -485,6 +505,8 @@ def watch_line(f: Figures) -> str:
         grow = f" +{human_size(int(f.fill_rate_bytes))}/s" if f.fill_rate_bytes else ""
         parts.append(f"fill {f.fill:.1%}{grow}")
     hit = f"hit {_percent(f.hit_ratio)}"
+    if f.hit_ratio is None and f.hit_ratio_last is not None and f.hit_ratio_age_seconds is not None:
+        hit = f"hit {_percent(f.hit_ratio_last)} {duration(f.hit_ratio_age_seconds)} ago"
     if f.hit_ratio_total is not None:
         hit += f" (since start {_percent(f.hit_ratio_total)})"
     if f.read_hit_ratio is not None:

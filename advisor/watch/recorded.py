@@ -1,5 +1,5 @@
-"""Samples recorded earlier, played back as if the caches were live: `cachewise demo` (scenes
-recorded in the lab) and `cachewise tui --replay-samples FILE` (a `watch --json-lines` file).
+"""Samples recorded earlier, played back as if the caches were live: the demo's scenes
+(recorded in the lab) and a user's own recording of a watch, one JSON object a line.
 
 A :class:`RecordedSampler` answers as the live :class:`~advisor.watch.sampler.Sampler` does
 (the caches, one found by name, a sample of each), so the Warm-up screen and the sessions run
@@ -27,7 +27,7 @@ from advisor.watch.sampler import CacheKind, CacheRef, Sample, WatchError
 
 codes({"samples-unreadable": "{path} is not a recording of cache samples: {why}"})
 
-SCHEMA = "cachewise.watch/1"  # what `cachewise watch --json-lines` writes, one sample a line
+SCHEMA = "cachewise.watch/1"  # a watch's samples as JSON lines, one sample a line
 DEMO_SCHEMA = "cachewise.demo/1"
 MAX_SAMPLES = 200_000  # a day of one cache sampled every half second, with room
 MAX_BYTES = 512 * MiB
@@ -105,7 +105,7 @@ def _group(samples: Iterable[Sample], predictions: Mapping[str, Prediction | Non
 
 
 def parse_json_lines(text: str) -> list[Recording]:
-    """The recordings in the output of `cachewise watch --json-lines` (one per cache watched)."""
+    """The recordings in a watch's JSON lines (one per cache watched)."""
     samples = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -147,7 +147,7 @@ def parse_demo(data: object) -> tuple[dict[str, Any], list[Recording]]:
 
 
 def load_json_lines(path: Path) -> list[Recording]:
-    """The recordings in a file `cachewise watch --json-lines` wrote."""
+    """The recordings in a file of a watch's JSON lines."""
     try:
         return parse_json_lines(read_text(path, MAX_BYTES))
     except (OSError, Unreadable, ValueError) as exc:

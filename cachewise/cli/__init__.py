@@ -36,6 +36,7 @@ COMMANDS = {
     "watch": "caches:cmd_watch",
     "completion": "completion:cmd_completion",
     "tui": "tui:cmd_tui",
+    "demo": "tui:cmd_demo",
 }
 
 

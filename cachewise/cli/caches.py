@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
 from advisor.backends import listed
@@ -16,9 +14,9 @@ from advisor.units import UnitError, parse_duration
 from advisor.watch.export import export_problem, prometheus_text, write_textfile
 from advisor.watch.sampler import Sample
 from cachewise.cli import common
-from cachewise.cli.output import error, print_json, show, warn
+from cachewise.cli.output import error, print_json, print_tick, show, warn
 from cachewise.core import Refused, watch
-from cachewise.render import stall_text, status_table, watch_line
+from cachewise.render import status_table
 
 codes(
     {
@@ -112,17 +110,9 @@ def cmd_watch(args: argparse.Namespace) -> int:
             if tick.gone:  # uncached, detached, or the device went away
                 print(f"{ref.name} is no longer a cache on this machine.", flush=True, file=notes)
                 code = 0 if args.until_clean else 1
-            for sample, fig in tick.figures:
-                if args.json_lines:
-                    line = {"schema": "cachewise.watch/1", "sample": sample.to_json(), "figures": fig.to_json()}
-                    print(json.dumps(line), flush=True)
-                else:
-                    print(time.strftime("%H:%M:%S ", time.localtime(sample.t)) + watch_line(fig), flush=True)
-                if fig in tick.stalled:
-                    print(stall_text(fig), file=notes, flush=True)
+            print_tick(tick, args.json_lines, notes)
+            for sample, _fig in tick.figures:
                 _prometheus(args.prometheus, [sample])
-                if tick.clean and not args.json_lines:
-                    print(f"{fig.target}: clean, no dirty data left.")
     except KeyboardInterrupt:
         code = 130
     finally:

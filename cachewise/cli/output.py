@@ -7,12 +7,15 @@ import io
 import json
 import os
 import sys
+import time
 from typing import Any, TextIO
 
 from rich.console import Console
 
 from advisor.errors import CachewiseError
+from advisor.watch.session import Tick
 from cachewise.cli.phrases import word
+from cachewise.render import stall_text, watch_line
 
 
 class OutputLost(Exception):
@@ -113,3 +116,18 @@ def console(wide: bool = False) -> Console:
 def show(renderable: Any, wide: bool = False) -> None:
     """A table or report, its lines never cropped (a path longer than the terminal is printed whole)."""
     console(wide).print(renderable, crop=False)
+
+
+def print_tick(tick: Tick, json_lines: bool, notes: TextIO) -> None:
+    """One tick of a watch: a line of figures for each cache (or the sample and its figures as
+    JSON), a stall's causes when it begins, and the end of a flush."""
+    for sample, fig in tick.figures:
+        if json_lines:
+            line = {"schema": "cachewise.watch/1", "sample": sample.to_json(), "figures": fig.to_json()}
+            print(json.dumps(line), flush=True)
+        else:
+            print(time.strftime("%H:%M:%S ", time.localtime(sample.t)) + watch_line(fig), flush=True)
+        if fig in tick.stalled:
+            print(stall_text(fig), file=notes, flush=True)
+        if tick.clean and not json_lines:
+            print(f"{fig.target}: clean, no dirty data left.")

@@ -20,6 +20,7 @@ from advisor.backends import listed
 from advisor.disks.probe import DEFAULT_SECONDS
 from advisor.history import STATE_ENV
 from cachewise import __version__
+from cachewise.core.demo import SCENES
 from recipes.registry import Opt, Recipe, options_of, required
 from recipes.registry import recipes as all_recipes
 
@@ -414,6 +415,44 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="TARGET",
             help="open on the Warm-up screen of this cache (VG/LV, bcacheN or its backing device)",
         )
+    )
+
+    tui.add_argument(
+        "--replay-samples",
+        metavar="FILE",
+        type=Path,
+        help="play back samples recorded with `cachewise watch CACHE --json-lines > FILE` on the Warm-up screen "
+        "(with --from-raw, over the disks of that snapshot); reads nothing of this machine",
+    )
+
+    demo = sub.add_parser(
+        "demo",
+        help="play caches recorded in the lab on the Warm-up screen (changes nothing)",
+        description="Open the terminal UI on a cache recorded in the lab guest and played back at its own pace: "
+        "the disks as they were, the Warm-up screen with the hit ratio against the prediction, dirty data "
+        "counting down, a stalled flush explained. For people deciding whether to try cachewise; nothing reads, "
+        "probes or changes this machine's disks.",
+    )
+    demo.add_argument(
+        "--scene",
+        choices=list(SCENES),
+        default="warmup",
+        help="warmup: an lvmcache made from a recommendation, warming up against its prediction; flush: a "
+        "writeback bcache whose flush stalls (and why), then counts down to clean (default: warmup)",
+    )
+    demo.add_argument(
+        "--json-lines",
+        action="store_true",
+        help="print the scene's samples and figures at once, one JSON object a line as `watch --json-lines` does, "
+        "instead of opening the UI",
+    )
+    demo.add_argument("--text", action="store_true", help="print the scene at once, one line a sample as `watch` does")
+    demo.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        metavar="N",
+        help="play N times as fast as recorded, 0.25 to 20 (default 1); the figures stay the recorded ones",
     )
 
     comp = sub.add_parser(

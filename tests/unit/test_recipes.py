@@ -249,3 +249,21 @@ def test_preview_puts_what_is_destroyed_and_the_commands_first_and_agrees_with_i
     assert held.destroys == (f"{ssd.path}: ext4",)
     text = shown(held)
     assert "(destructive)" in text and "holds no data" not in text
+
+
+def test_the_preview_words_space_for_people_and_says_flushes_only_where_a_step_flushes(inv: Inventory) -> None:
+    from rich.console import Console
+
+    from cachewise.render import plan_preview
+
+    def shown(plan: Plan) -> str:
+        console = Console(width=400, record=True)
+        console.print(plan_preview(plan))
+        return console.export_text()
+
+    attach = shown(lvmcache_attach(inv, "labvg/data", "nvme0n1", CacheSpec(512 * MiB)))
+    assert "Expected time: about" in attach and "dirty blocks flush" not in attach  # nothing is dirty yet
+    assert "taken on the SSD in all" in attach and "ssd bytes" not in attach and "_bytes" not in attach
+    cached = build_inventory(RawSystem.load(FIXTURES / "lab-caches" / "raw-layers.json"))
+    uncache = shown(lvmcache_uncache(cached, "labvg/data"))
+    assert "(longer while dirty blocks flush)" in uncache

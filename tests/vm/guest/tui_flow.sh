@@ -103,6 +103,8 @@ stamp apply
 type_name
 wait_for "step 7 of 7" 180 add-warmup
 stamp warm
+# The disks as they are now, for `cachewise demo`'s warm-up scene (the samples are in the history).
+cw scan --save-raw "$LAB_OUT/raw-lvmcache.json" --no-record > /dev/null 2>&1 || true
 fio --name=zipf --filename=$mnt/hot --rw=randread --random_distribution=zipf:1.2 --bs=4k --direct=1 \
     --ioengine=libaio --iodepth=4 --time_based --runtime=20 --output-format=terse > /dev/null
 save add-warm

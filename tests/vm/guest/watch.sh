@@ -126,6 +126,8 @@ sleep 3  # bcache moves its counters into stats_total about once a second
 cw watch "$bname" --count 1 --json-lines --no-record > "$LAB_OUT/bc-quiet.jsonl" 2>&1
 (cd /sys/block/$bname/bcache && for f in state dirty_data stats_total/cache_hits stats_total/cache_misses; do
     echo "$f $(cat $f)"; done) > "$LAB_OUT/bc-quiet-after.txt"
+# The disks with the bcache, for `cachewise demo`'s flush scene (the stall and the flush below).
+cw scan --save-raw "$LAB_OUT/raw-bcache.json" --no-record > /dev/null 2>&1 || true
 stamp bcache-stall
 fio --name=writer --filename="/dev/$bname" --rw=randwrite --bs=4k --size=96M --direct=1 --ioengine=libaio \
     --iodepth=1 --rate_iops=150 --time_based --runtime=600 --output-format=terse > /dev/null 2>&1 &
@@ -135,7 +137,12 @@ cw watch "$bname" --until-clean --stall-after 8 --duration 25s --json-lines \
 kill $writer; wait $writer || true
 stamp bcache-flush
 echo 0 > "/sys/block/$bname/bcache/writeback_percent"
+# The same flush as JSON lines beside the text (`cachewise demo` plays it back).
+cw watch "$bname" --until-clean --interval 0.5 --duration 240s --json-lines --no-record \
+    > "$LAB_OUT/bc-flush.jsonl" 2> "$LAB_OUT/bc-flush-jsonl.err" &
+flushrec=$!
 cw watch "$bname" --until-clean --interval 0.5 --duration 240s > "$LAB_OUT/bc-flush.txt" 2>&1 || true
+wait $flushrec || true
 cat "/sys/block/$bname/bcache/state" > "$LAB_OUT/bc-state-after.txt"
 stamp end
 echo scenario-done
