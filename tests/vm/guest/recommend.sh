@@ -161,14 +161,14 @@ readme_kill_after_step() {  # readme_kill_after_step PLAN: apply PLAN, SIGKILL i
   kill -9 "$pid" 2> /dev/null || true
   wait "$pid" 2> /dev/null || true
 }
-rlvs() { lvs -a --reportformat json -o vg_name,lv_name,segtype,cache_mode vg0 > "$LAB_OUT/readme-lvs-$1.json" 2>&1 || true; }
+rlvs() { lvs -a --reportformat json -o vg_name,lv_name,segtype,cache_mode vg0 > "$LAB_OUT/readme-lvs-$1.json" 2>> "$LAB_OUT/readme-lvs.err" || true; }
 
 # Plans that start from empty disks, before vg0 is made.
 readme 'cachewise plan lvmcache-new --hdd /dev/sdb --ssd /dev/sdc --vg vg0 --lv data --size 64g -o new.json'
 readme 'cachewise plan bcache-create --backing /dev/sdb --cache /dev/sdc --mode writeback -o bc.json'
 # The reader's machine: vg0/data (XFS, mounted) on the HDD.
 pvcreate -q /dev/sdb; vgcreate -q vg0 /dev/sdb; lvcreate -q -y -L 1T -n data vg0
-mkfs.xfs -q -K -l size=64m /dev/vg0/data
+mkfs.xfs -q -K -s size=4096 -l size=64m /dev/vg0/data  # 4 KiB sectors: a dm-writecache of 4 KiB blocks
 mkdir -p /srv/data && mount /dev/vg0/data /srv/data
 readme_tty 'sudo cachewise probe /dev/sdb /dev/sdc'
 readme_wait "Probe anyway?" 120 && tmux send-keys -t "readme$rs" y Enter
