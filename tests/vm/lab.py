@@ -191,6 +191,8 @@ class Lab:
             "LAB_GUEST": str(GUEST_DIR),
             "CW_PY": sys.executable,
             "CW_REPO": str(REPO),
+            # The product the guest runs is this tree's, whichever tree the interpreter was installed from.
+            "PYTHONPATH": str(REPO),
             "PYTHONDONTWRITEBYTECODE": "1",
             "LAB_SOAK": "1" if soak() else "0",
             **(env or {}),
