@@ -527,7 +527,8 @@ def watch_line(f: Figures) -> str:
             dirty += f" falling {human_size(int(f.flush_rate_bytes))}/s, about {duration(f.flush_eta_seconds)} left"
         parts.append(dirty)
     elif f.dirty_bytes == 0:
-        parts.append("clean")
+        # bcache keeps its state "dirty" about 30 s after the last dirty block is written back.
+        parts.append("no dirty data, bcache still says dirty" if f.state == "dirty" else "clean")
     if f.warmup == "filling":
         eta = f" about {duration(f.warmup_eta_seconds)} to steady" if f.warmup_eta_seconds is not None else ""
         parts.append("warming up" + ("," + eta if eta else ""))

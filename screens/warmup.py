@@ -211,6 +211,8 @@ def glance(ref: CacheRef, f: Figures | None) -> Table:
         dirty = "not reported by this cache"
     elif not f.dirty_bytes:
         dirty = "none (clean)"
+        if f.state == "dirty":  # bcache: its state says dirty about 30 s after the last block is written back
+            dirty = "none, though bcache still says dirty until its writeback thread notices (about 30 s)"
     elif f.flush_rate_bytes and f.flush_rate_bytes > 0:
         dirty = (
             f"{size(f.dirty_bytes)}, flushing {size(f.flush_rate_bytes)}/s, about {duration(f.flush_eta_seconds)} left"
@@ -297,7 +299,7 @@ class WarmupScreen(CoreScreen):
         r = self.ref
         self.sub_title = f"Warm-up of {r.name} ({r.kind}: slow {r.origin or '?'}, fast {r.cache or '?'})"
         if self.core.recorded:
-            self.sub_title = f"Warm-up of {r.name} ({r.kind}), recorded and played back at its own pace"
+            self.sub_title = f"Warm-up of {r.name} ({r.kind}), played back"
         self._sample()
 
     @work(thread=True, exclusive=True, group="warmup", description="sample the cache", exit_on_error=False)
@@ -310,6 +312,8 @@ class WarmupScreen(CoreScreen):
         for tick in session.follow(self.interval, wait=worker.cancelled_event.wait):
             figs = [f for s, f in tick.figures if s.target == name]
             self.post_message(Sampled(figs, gone=not figs, warning=session.warning))
+            if demo.ended(core, self.ref):  # a recording played to its end: nothing more to show
+                return
 
     @on(Sampled)
     def _sampled(self, message: Sampled) -> None:
@@ -327,8 +331,8 @@ class WarmupScreen(CoreScreen):
         if not self.gone and demo.ended(self.core, self.ref):
             self.gone = True
             self._note(
-                f"The recording of {self.ref.name} ends here; from now on it is held still (the same counters, "
-                "the clock going on). Esc goes back; nothing on this machine was read or changed."
+                f"The recording of {self.ref.name} ends here. Esc goes back to the disks as they were when it "
+                "was recorded; nothing on this machine was read or changed."
             )
         self.figures.extend(message.figures)
         del self.figures[: bisect.bisect_left(self.figures, self.figures[-1].t - HISTORY_SECONDS, key=lambda f: f.t)]

@@ -238,7 +238,7 @@ def stall_causes(s: Sample, before: Sample) -> tuple[str, ...]:
         causes.append(
             f"bcache keeps up to writeback_percent ({s.writeback_percent}%) of the cache dirty on purpose "
             "and writes back slowly below it. To flush it all: echo 0 > "
-            "/sys/block/BCACHE/bcache/writeback_percent, or switch cache_mode to writethrough."
+            f"/sys/block/{s.target}/bcache/writeback_percent, or switch cache_mode to writethrough."
         )
     if writes is None or writes > 0:
         causes.append(
@@ -249,12 +249,12 @@ def stall_causes(s: Sample, before: Sample) -> tuple[str, ...]:
         causes.append(
             "dm-cache writes back at most migration_threshold sectors at a time; lvm2's uncache repeats "
             "'Flushing N blocks' until none are left. Raise it with `lvchange --cachesettings "
-            "migration_threshold=16384 VG/LV`, or switch to the cleaner policy (`lvchange --cachepolicy "
-            "cleaner VG/LV`) to write back everything."
+            f"migration_threshold=16384 {s.target}`, or switch to the cleaner policy (`lvchange --cachepolicy "
+            f"cleaner {s.target}`) to write back everything."
         )
     if s.kind == "dm-writecache":
         causes.append(
             "dm-writecache writes back only above its high_watermark until asked: `lvconvert --splitcache "
-            "VG/LV` flushes everything."
+            f"{s.target}` flushes everything."
         )
     return tuple(causes)

@@ -49,7 +49,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         # The whole recording at once, as `watch` would have printed it live.
         session = watch.session(scene.core, [scene.watch], record=False)
         count = demo.length(scene.core, scene.watch)
-        for tick in session.follow(0.0, count=count):
+        for tick in session.follow(0.0, count=count, until_clean=scene.until_clean):
             print_tick(tick, args.json_lines, sys.stderr if args.json_lines else sys.stdout)
         return 0
     if not _terminal():

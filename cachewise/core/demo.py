@@ -35,6 +35,7 @@ class Scene:
     core: Core
     watch: CacheRef  # the cache the scene opens on
     interval: float  # seconds between samples, as recorded
+    until_clean: bool = False  # the scene is a flush: it ends when the cache is clean
 
 
 def _core(
@@ -59,7 +60,7 @@ def scene(name: str) -> Scene:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise Refused("demo-damaged", scene=name, why=exc, next=[next_step("reinstall")]) from None
     core, sampler = _core(raw, recordings, stall)
-    return Scene(name, title, about, core, sampler.find(watch), sampler.interval)
+    return Scene(name, title, about, core, sampler.find(watch), sampler.interval, data.get("until_clean") is True)
 
 
 def replay_samples(path: Path, raw: RawSystem | None) -> Scene:

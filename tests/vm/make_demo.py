@@ -46,6 +46,15 @@ def longest_run(samples: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return max(runs, key=len)
 
 
+def until_clean(samples: list[dict[str, Any]], after: int = 3) -> list[dict[str, Any]]:
+    """The samples up to a few after the flush ended (no dirty data, bcache's state no longer
+    dirty): the watch that recorded them went on a while longer."""
+    for i, s in enumerate(samples):
+        if i and not s["dirty_bytes"] and s["state"] != "dirty":
+            return samples[: i + after]
+    return samples
+
+
 def json_lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line)["sample"] for line in path.read_text().splitlines() if line.strip()]
 
@@ -61,6 +70,7 @@ def scene(
         "captured": {"versions": VERSIONS.read_text().split("\n")[0:5], "by": "python -m tests.vm.make_demo"},
         "watch": watch,
         "stall_after": stall_after,
+        "until_clean": name == "flush",  # printed at once, the scene ends when the flush does
         "raw": json.loads(raw.read_text()),
         "recordings": recordings,
     }
@@ -75,10 +85,10 @@ def main(argv: list[str]) -> int:
         return 2
     watch_dir, flow_dir = (Path(a) for a in argv)
     db = sqlite3.connect(flow_dir / "state" / "history.sqlite3")
-    rows = db.execute("SELECT data FROM samples WHERE target = 'labvg/data' ORDER BY t").fetchall()
+    rows = db.execute("SELECT sample_json FROM samples WHERE target = 'labvg/data' ORDER BY t").fetchall()
     warm = thinned(longest_run([json.loads(r[0]) for r in rows]))
     made_at, predicted = db.execute(
-        "SELECT made_at, prediction FROM caches WHERE target LIKE '%labvg/data' ORDER BY made_at DESC"
+        "SELECT made_at, prediction_json FROM caches WHERE target LIKE '%labvg/data' ORDER BY made_at DESC"
     ).fetchone()
     prediction = json.loads(predicted)
     prediction["applied_at"] = prediction.get("applied_at") or made_at
@@ -93,7 +103,7 @@ def main(argv: list[str]) -> int:
         None,
     )
     out = watch_dir / "out"
-    flush = thinned(json_lines(out / "bc-stall.jsonl") + json_lines(out / "bc-flush.jsonl"))
+    flush = until_clean(thinned(json_lines(out / "bc-stall.jsonl") + json_lines(out / "bc-flush.jsonl")))
     scene(
         "flush",
         "A writeback bcache: a stalled flush, explained, then counting down",
