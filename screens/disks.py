@@ -84,8 +84,9 @@ def device_details(dev: Device, probe: ProbeResult | None = None) -> Table:
             parts.append(b.cache_mode)
         if b.state:
             parts.append(f"state {b.state}")
-        if b.dirty_data:
-            parts.append(f"dirty {b.dirty_data}")
+        if b.dirty_data:  # the kernel's '0.0k' is said as none, any other amount in bytes as everywhere else
+            dirty = b.dirty_bytes
+            parts.append(f"dirty {b.dirty_data if dirty is None else human_size(dirty) if dirty else 'none'}")
         row("bcache", ", ".join(parts))
     if dev.md is not None:
         row("RAID", f"{dev.md.role} {dev.md.array or ''} {dev.md.level or ''}".strip())

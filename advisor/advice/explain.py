@@ -49,6 +49,7 @@ GATE_FINDINGS: dict[str, tuple[str, ...]] = {
     "not-on-lvm": ("T-LVM-2",),
     "not-an-lv-yet": ("M-LVM-1",),
     "bcache-needs-block": ("G-BC-1",),
+    "bcache-in-use": ("G-BC-1",),
     "bcache-cache-too-small": ("G-BC-1",),
     "writecache-memory": ("K-WC-1",),
 }

@@ -115,8 +115,9 @@ def bcache_caching(dev: Device) -> Caching | None:
                 "bcache",
                 "bcache device with no cache attached",
                 state or "no cache",
-                f"nothing to flush or detach; attach a cache set, or use the backing device "
-                f"{b.backing_device or ''} through this device as it is".replace("  ", " "),
+                # Not a cache: nothing of a removal's flush and detach applies to it (issue 30).
+                f"reads and writes go straight to {b.backing_device or 'its backing device'}, so there is no cache "
+                f"to remove; attach a cache set to cache {b.backing_device or 'it'}, or use it as it is",
             )
         return Caching(
             "bcache",

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from advisor.errors import Next
+from advisor.readers.bcache import hprint_bytes
 
 SCAN_SCHEMA = "cachewise.scan/1"
 
@@ -47,6 +48,11 @@ class BcacheInfo:
     dirty_data: str | None = None
     bcache_device: str | None = None
     backing_device: str | None = None
+
+    @property
+    def dirty_bytes(self) -> int | None:
+        """The kernel's dirty_data in bytes ('0.0k' is 0, 'nothing dirty'); None when not read."""
+        return hprint_bytes(self.dirty_data)
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ codes(
         "not-an-lv-yet": "{device} is not an LV: an lvm cache goes in front of an LV, which would first be made on it",
         "bcache-needs-block": "{device} is a {what}: bcache formats a whole disk, a partition or an md array as its "
         "backing device",
+        "bcache-in-use": "{device} is in use ({why}): bcache formats its backing device, which cannot be done while "
+        "another device is built on it, so its data would first have to move off it and that device be closed",
         "bcache-cache-too-small": "{device} is too small for a bcache cache: {size} is {buckets} buckets of "
         '{bucket}, and the kernel refuses a cache of {minimum} buckets or fewer (dmesg: "ca->sb.nbuckets is too '
         'small"; registering fails with "Operation not permitted"); it takes an SSD or partition larger than '
@@ -234,7 +236,30 @@ def slow_barriers(inv: Inventory, dev: Device) -> list[Barrier]:
     if not (dev.kind in ("disk", "partition") or (dev.md is not None and dev.md.role == "array")):
         what = "logical volume" if lvm is not None and lvm.role == "lv" else f"{dev.kind} device"
         out.append(Barrier("bcache-needs-block", backends=(BCACHE,), device=dev.display_path, what=what))
+    elif not any(b.bars(BCACHE) for b in out):
+        busy = _in_use(inv, dev)
+        if busy:  # the recipe refuses it (issue 30: offered by recommend, then refused by plan)
+            out.append(
+                Barrier(
+                    "bcache-in-use",
+                    backends=(BCACHE,),
+                    migrate=True,
+                    device=dev.display_path,
+                    why=busy,
+                    next=[next_step("restore-after"), next_step("keep-data-with-lvmcache")],
+                )
+            )
     return out
+
+
+def _in_use(inv: Inventory, dev: Device) -> str:
+    """Why bcache cannot format ``dev``: another device (an open dm-crypt volume, say) is built on
+    it or on a partition of it, as the bcache recipe refuses. A mounted file system is not among
+    them: moving the data off for bcache's reformat (which the user allows) unmounts it."""
+    for other in (dev, *(p for p in map(inv.by_name, dev.partitions) if p is not None)):
+        if other.holders:
+            return other.in_use_reason or "held"
+    return ""
 
 
 def _lv_barriers(dev: Device) -> list[Barrier]:
