@@ -46,8 +46,11 @@ ELSEWHERE: dict[str, tuple[str, str]] = {
     "bash packaging/accuracy.sh --scale": ("packaging/accuracy.sh", "--scale"),
 }
 
-# The terminal UI's commands: run in tmux, quit with q from the start screen.
-TUI = re.compile(r"^cachewise( tui\b.*)?$")
+# The terminal UI's commands: run in tmux (a server of their own), and once the screen they open
+# on shows, left as a user would: q from the start screen; Esc from the demo's Warm-up, then q.
+TUI = re.compile(r"^cachewise( tui\b.*| demo\b(?!.*--(text|json-lines)).*)?$")
+TUI_EXIT = {"demo": ("played back", ("Escape", "q"))}
+TUI_START = ("What would you like to do?", ("q",))
 
 
 def _sh_blocks(text: str) -> list[str]:
@@ -173,37 +176,47 @@ def reader(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def _in_tmux(command: str, cwd: Path, env: dict[str, str], tmp_path: Path) -> tuple[int, str]:
-    """Run a TUI command in tmux as a user would; once the start screen shows, press q."""
+    """Run a TUI command in tmux as a user would; once its first screen shows, leave it."""
     if shutil.which("tmux") is None:
         pytest.fail("tmux is missing (packaging/lab-packages.txt)")
-    session = f"cwreadme-{uuid.uuid4().hex[:8]}"
+    server = f"cwreadme-{uuid.uuid4().hex[:8]}"
+    tmux = ["tmux", "-L", server]
     rc_file = tmp_path / "rc"
     script = tmp_path / "run.sh"
     script.write_text(f"cd {cwd}\n{command}\necho $? > {rc_file}\n")
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", f"bash {script}"],
+    words = command.split()
+    ready, keys = TUI_EXIT.get(words[1], TUI_START) if len(words) > 1 else TUI_START
+    subprocess.run([*tmux, "new-session", "-d", "-s", "readme", "-x", "80", "-y", "24", f"bash {script}"],
                    check=True, env=env)
     screen = ""
     try:
         deadline = time.monotonic() + 120
-        while "What would you like to do?" not in screen and time.monotonic() < deadline:
+        while ready not in screen and time.monotonic() < deadline:
             time.sleep(0.5)
-            screen = subprocess.run(["tmux", "capture-pane", "-p", "-t", session], check=False,
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", "readme"], check=False,
                                     capture_output=True, text=True).stdout
-        assert "What would you like to do?" in screen, screen
-        time.sleep(1)
-        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
+        assert ready in screen, screen
+        for key in keys:
+            time.sleep(1)
+            subprocess.run([*tmux, "send-keys", "-t", "readme", key], check=True)
         deadline = time.monotonic() + 30
         while not rc_file.exists() and time.monotonic() < deadline:
             time.sleep(0.2)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], check=False, capture_output=True)
-    assert rc_file.exists(), f"{command!r} did not quit on q:\n{screen}"
+        subprocess.run([*tmux, "kill-server"], check=False, capture_output=True)
+    assert rc_file.exists(), f"{command!r} did not quit on {' then '.join(keys)}:\n{screen}"
     return int(rc_file.read_text()), screen
 
 
 @pytest.mark.parametrize("command", host_commands())
 def test_host_command_runs_as_written(command: str, reader: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     cwd, env = reader
+    if command.startswith("cachewise history "):
+        # The history a reader has at this point: the scans the README ran before, each recorded.
+        commands = readme_commands()
+        for earlier in commands[: commands.index(command)]:
+            if earlier.startswith("cachewise scan") and "--no-record" not in earlier:
+                subprocess.run(["bash", "-c", earlier], cwd=cwd, env=env, capture_output=True, timeout=120, check=True)
     if TUI.match(command):
         rc, out = _in_tmux(command, cwd, env, tmp_path)
     else:
