@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -220,8 +221,11 @@ def curve_plot(
         tag = f"↑ {mark_label}: {human_size(mark * block_size)}{seen}"
         tag = tag if len(tag) <= width else f"↑ {human_size(mark * block_size)}"
         lines.append("      " + " " * min(mx, max(0, width - len(tag))) + tag)
-    legends = (f"cache size (log scale) → {legend}", f"size (log) → {legend}", "size (log) → hit ratio", "size → hits")
-    lines.append("      " + next((t for t in legends if len(t) <= width), legends[-1]))
+    # Which curve it is, always: on a narrow chart the legend folds onto more lines rather than
+    # being dropped (issue 30: at 80 columns the chart said only "hit ratio").
+    legends = (f"cache size (log scale) → {legend}", f"size (log) → {legend}")
+    fits = next((t for t in legends if len(t) <= width), None)
+    lines += ["      " + t for t in ([fits] if fits else textwrap.wrap(legends[-1], width, break_on_hyphens=False))]
     return "\n".join(lines)
 
 

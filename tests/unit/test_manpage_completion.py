@@ -164,15 +164,25 @@ def test_readme_cli_reference_is_the_generated_table() -> None:
 
 def test_no_doubled_percent_sign_reaches_a_reader() -> None:
     """argparse expands %% in option help, not in descriptions: help, man page and README show one %."""
+    import argparse
     import subprocess
     import sys
 
     from cachewise.cli.parser import build_parser
 
-    texts = [build_parser().format_help()]
-    parser = build_parser()
-    for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
-        texts += [p.format_help() for p in action.choices.values()]
+    def helps(parser: argparse.ArgumentParser) -> list[str]:
+        """The help of the parser and of every subcommand under it, at any depth (plan lvmcache-new,
+        history show ...), as `--help` prints each."""
+        out = [parser.format_help()]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in dict.fromkeys(action.choices.values()):  # an alias names the same parser
+                    out += helps(sub)
+        return out
+
+    texts = helps(build_parser())
+    usages = {t.split("[", 1)[0].strip() for t in texts}
+    assert {"usage: cachewise plan bcache-create", "usage: cachewise history show"} <= usages, usages
     man = subprocess.run([sys.executable, "-m", "cachewise.cli.manpage"], capture_output=True, text=True, check=True)
     texts.append(man.stdout)
     assert not [t for t in texts if "%%" in t]
