@@ -86,10 +86,18 @@ def recommended(
     r = maker(backend(cfg.backend))
     if r is None or r.adopt is None:
         raise Refused("no-recipe-for", backend=cfg.label)
-    options = r.adopt(r.for_devices(slow, fast[:2] if cfg.mirrored_pool else fast[:1]), cfg)
+    used = fast[:2] if cfg.mirrored_pool else fast[:1]
+    options = r.adopt(r.for_devices(slow, used), cfg)
     if wipe:
         options = replace(options, wipe=True)  # every recipe that makes a cache takes it (test_registry)
-    return replace(make(core, inv, r.kind, options), prediction=Prediction.from_config(asdict(cfg)))
+    plan = make(core, inv, r.kind, options)
+    # An SSD named and left out is said, never dropped silently (issue 30).
+    unused = [
+        f"{path} is not used: the cache goes on {' and '.join(used)} (a plan puts a cache on two SSDs only to "
+        "mirror an lvm cache in writeback, where the second copy keeps written data safe)"
+        for path in fast[len(used) :]
+    ]
+    return replace(plan, prediction=Prediction.from_config(asdict(cfg)), notes=(*plan.notes, *unused))
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,17 @@ async def test_a_plan_from_two_ssds_keeps_both(size: tuple[int, int], tmp_path: 
         text = plain(preview.query_one("#plan-preview", Static).content)
         assert "ata-LabSSD_SSD0001" in text and "nvme-QEMU_NVMe_Ctrl_NVME0001" in text
         assert "raid1" in text, "mirrored on the two SSDs"
+        # A cache on one of the two SSDs (writethrough: nothing to mirror) says the other is not used.
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen, "back on the Recommend screen")
+        single = next(o for o in rec.runner_ups if o.config is not None and not o.config.mirrored_pool)
+        await choose(pilot, screen, single)
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ApplyScreen), "the plan's preview")
+        preview = app.screen
+        assert isinstance(preview, ApplyScreen) and len(preview.plan.devices) == 2  # the LV and one SSD
+        text = plain(preview.query_one("#plan-preview", Static).content)
+        assert "Note: /dev/disk/by-id/ata-LabSSD_SSD0001 is not used" in text, text
 
 
 def value_at(sizes: list[int], hits: list[float], at: int) -> float:
