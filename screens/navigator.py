@@ -20,7 +20,7 @@ from advisor.disks.devices import Inventory
 from advisor.errors import CachewiseError
 from advisor.plan.model import Plan
 from advisor.workload.analysis import Analysis
-from cachewise.core import watch
+from cachewise.core import is_root, watch
 from screens.analysis import AnalysisScreen
 from screens.apply import ApplyScreen
 from screens.base import Services
@@ -80,12 +80,18 @@ class Navigator:
         flow: Flow | None = None,
         curve: Curve | None = None,
     ) -> None:
+        """The plan's preview: to apply on confirmation, or, when it cannot be applied from here (a
+        saved snapshot's plan, or this machine's without root), to save."""
+        core = self.services.core
+        if journal is None and (core.replay or (core.live and not is_root())):
+            self.app.push_screen(SavePlan(flow, plan, "snapshot" if core.replay else "root"))
+            return
         self.app.push_screen(ApplyScreen(plan, journal=journal, rollback=rollback, flow=flow, curve=curve))
 
     def recommend(self, inputs: Inputs, inventory: Inventory | None, flow: Flow | None = None) -> None:
         self.app.push_screen(RecommendScreen(inputs, inventory, flow=flow))
 
-    def save_plan(self, flow: Flow, plan: Plan) -> None:
+    def save_plan(self, flow: Flow | None, plan: Plan) -> None:
         self.app.push_screen(SavePlan(flow, plan))
 
     def analysis(self, analysis: Analysis) -> None:

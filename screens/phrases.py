@@ -120,6 +120,9 @@ KEYS = {
     "dismiss": "Close this help",
     "up": "Go up to the folder that holds this one",
     "choose": "Take the highlighted folder, to save in",
+    "complete": "Take the completion of the path shown in grey (or, with none, go to the next field)",
+    "browse": "Browse the folders for the file (only the files that fit are listed)",
+    "back": "Go back to the start screen; nothing begins",
 }
 
 TUI = Phrasebook(ACTIONS, SENTENCES)

@@ -1,78 +1,64 @@
-"""Plan only, last step: the plan's preview, saved as JSON or an Ansible playbook."""
+"""A plan's preview that saves it, as JSON or an Ansible playbook: the last step of Plan only, and
+the preview of any plan that cannot be applied from here (a saved snapshot's, or without root).
+The save box stays in view under the preview at every size."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
 
-from rich.text import Text
-from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, Input, Select, Static
+from textual.widgets import Footer, Header, Input, Static
 
-from advisor.errors import CachewiseError
 from advisor.plan.model import Plan
-from cachewise.core import plans
 from cachewise.render import plan_preview
+from screens.base import CoreScreen
+from screens.files import SaveBox
 from screens.flows.model import Flow
-from screens.flows.steps import FlowScreen
-from screens.phrases import word
+from screens.flows.steps import StepBar
+
+WHY = {
+    "plan": "Plan only: nothing here is changed. Save the plan as",
+    "snapshot": "Made from a saved snapshot: it cannot be applied here. Save it, to apply on that machine, as",
+    "root": "Applying needs root (sudo cachewise). Save the plan, to apply with sudo, as",
+}
 
 
-class SavePlan(FlowScreen):
-    """Plan only, last step: the plan's preview, saved as JSON or an Ansible playbook."""
+class SavePlan(CoreScreen):
+    """A plan's preview, saved as JSON or an Ansible playbook."""
 
     STEP = "Save the plan"
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
     HELP = (
         "The plan, as it would run: what it destroys, then the exact commands. Choose JSON (for `sudo cachewise "
-        "apply FILE` on this machine) or an Ansible playbook, name the file and press Enter. Nothing on this "
-        "machine is changed; the plan is checked against the system again when it is applied."
+        "apply FILE`) or an Ansible playbook, name the file (Tab completes the path, Ctrl+O browses the folders) "
+        "and press Enter. Nothing on this machine is changed; the plan is checked against the system again when "
+        "it is applied. A plan made from a saved snapshot is applied on that machine; without root, with sudo."
     )
+    DEFAULT_CSS = "SavePlan #save-plan { height: 1fr; padding: 0 1; }"
 
-    def __init__(self, flow: Flow, plan: Plan) -> None:
-        super().__init__(flow)
+    def __init__(self, flow: Flow | None, plan: Plan, why: str = "plan") -> None:
+        super().__init__()
+        self.flow = flow
         self.plan = plan
-        self.saved: Path | None = None
+        self.why = why
+
+    @property
+    def saved(self) -> Path | None:
+        return self.query_one(SaveBox).saved
 
     def compose(self) -> ComposeResult:
         target = re.sub(r"[^\w.-]+", "-", self.plan.target.removeprefix("/dev/")).strip("-")
         yield Header()
-        yield self.step_bar()
+        if self.flow is not None:
+            steps = self.flow.steps
+            yield StepBar(self.flow, self.STEP if self.STEP in steps else steps[-2 if self.flow.kind == "add" else -1])
         with VerticalScroll(id="save-plan"):
             yield Static(plan_preview(self.plan), id="plan-preview")
-            yield Static("Save it as", id="save-title")
-            yield Select(
-                [("JSON, for `cachewise apply`", "json"), ("Ansible playbook", "ansible")],
-                value="json",
-                allow_blank=False,
-                id="save-format",
-            )
-            yield Input(str(Path.cwd() / f"cachewise-plan-{target}.json"), id="save-path")
-            yield Static(Text("Enter in the file name saves it.", style="dim"), id="save-status")
+        yield SaveBox(self.plan, Path.cwd() / f"cachewise-plan-{target}.json", WHY.get(self.why, WHY["plan"]))
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#save-path", Input).focus(scroll_visible=False)
-
-    @on(Select.Changed, "#save-format")
-    def _format(self, event: Select.Changed) -> None:
-        box = self.query_one("#save-path", Input)
-        path = Path(box.value)
-        box.value = str(path.with_suffix(".yml" if event.value == "ansible" else ".json"))
-
-    @on(Input.Submitted, "#save-path")
-    def _save(self, event: Input.Submitted) -> None:
-        fmt: Literal["json", "ansible"] = (
-            "ansible" if self.query_one("#save-format", Select).value == "ansible" else "json"
-        )
-        path = Path(event.value.strip()).expanduser()
-        try:
-            plans.save(self.plan, path, fmt)
-        except CachewiseError as exc:
-            self.query_one("#save-status", Static).update(Text(word(exc), style="red"))
-            return
-        self.saved = path
-        how = f"ansible-playbook -i HOSTS {path}" if fmt == "ansible" else f"sudo cachewise apply {path}"
-        self.query_one("#save-status", Static).update(Text(f"Saved to {path}. Run it with: {how}", style="bold green"))

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Header, OptionList, Static
+from textual.widgets import Footer, Header, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from advisor.advice.workloads import WORKLOADS
@@ -20,6 +20,7 @@ from advisor.workload.analysis import Analysis
 from advisor.workload.capture import CaptureProgress
 from cachewise.core import workload
 from cachewise.core.advise import AdviceRequest, Declared, prepare
+from screens.files import TRACES, PathField
 from screens.flows.steps import FlowScreen, name_of
 from screens.phrases import word
 from screens.widgets import Curve, CurveChart
@@ -34,8 +35,9 @@ class WorkloadStep(FlowScreen):
     HELP = (
         "The cache's size and mode follow the workload. Best: trace the slow device for a while (root; the "
         "curve fills in as the trace runs), or open a trace recorded before (cachewise trace, fio iolog, "
-        "blkparse text, CSV). Without one, choose the type of workload closest to yours; cachewise then uses "
-        "the published findings for it. Enter chooses."
+        "blkparse text, CSV: type its path, Tab completes it, Ctrl+O browses the folders). Without one, choose "
+        "the type of workload closest to yours; cachewise then uses the published findings for it. Enter "
+        "chooses; once a trace is analysed, the recommendation follows by itself."
     )
 
     def compose(self) -> ComposeResult:
@@ -84,7 +86,7 @@ class WorkloadStep(FlowScreen):
         if choice == TRACE:
             self.ask_trace()
         elif choice == OPEN:
-            self.open_trace()
+            self.ask_path()
         else:
             if choice != MEASURED:
                 self.flow.analysis, self.flow.workload = None, choice
@@ -94,6 +96,7 @@ class WorkloadStep(FlowScreen):
         self.query_one("#workload-status", Static).update(Text(text, style=style) if isinstance(text, str) else text)
 
     def _analysed(self, analysis: Analysis) -> None:
+        """A trace opened or recorded: shown here, then on to the recommendation (Esc comes back)."""
         self.flow.analysis, self.flow.workload = analysis, None
         self._show_curve(analysis)
         total = analysis.read_requests + analysis.write_requests
@@ -102,21 +105,40 @@ class WorkloadStep(FlowScreen):
                 ("Measured: ", "bold"),
                 f"{analysis.requests:,} requests, "
                 f"{analysis.read_requests / max(1, total):.0%} reads, footprint "
-                f"{human_size(analysis.footprint_bytes)}. Choose 'Use the measured workload'.",
+                f"{human_size(analysis.footprint_bytes)}.",
             )
         )
         self._options()
+        self.recommend()
 
     def _show_curve(self, analysis: Analysis) -> None:
         self.query_one("#workload-curve", CurveChart).show(
             Curve(analysis.curve_sizes_blocks, analysis.curve_hit_ratio, analysis.block_size)
         )
 
-    @work(group="workload", exclusive=True, description="open a trace", exit_on_error=False)
-    async def open_trace(self) -> None:
-        path = await self.nav.ask_trace()
-        if path is None:
+    @work(group="workload-path", exclusive=True, description="ask for the trace's path", exit_on_error=False)
+    async def ask_path(self) -> None:
+        """The trace's path box, under the choices (put there the first time it is asked for)."""
+        found = self.query("#workload-trace-path")
+        if not found:
+            field = PathField(
+                wanted=TRACES, input_id="workload-trace-path", placeholder="the trace's path: Tab completes it"
+            )
+            await self.query_one("#workload-step").mount(field, after="#workload-choices")
+        self.query_one("#workload-trace-path", Input).focus()
+        self._status("Which trace? Type its path and press Enter (Tab completes it, Ctrl+O browses).", "bold")
+
+    @on(Input.Submitted, "#workload-trace-path")
+    def _open(self, event: Input.Submitted) -> None:
+        event.stop()
+        path = Path(event.value.strip()).expanduser()
+        if not event.value.strip() or not path.is_file():
+            self._status(f"{path} is not a readable file; nothing was opened. Tab completes a path.", "red")
             return
+        self.open_trace(path)
+
+    @work(group="workload", exclusive=True, description="open a trace", exit_on_error=False)
+    async def open_trace(self, path: Path) -> None:
         self._status(f"Analysing {path}…", "dim")
         try:
             analysis, meta = await asyncio.to_thread(workload.analyze, self.core, path)

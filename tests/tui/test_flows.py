@@ -335,13 +335,28 @@ async def test_plan_only_saves_json_and_ansible_and_names_the_command(tmp_path: 
         json.loads((tmp_path / "plan.json").read_text())
 
 
-async def test_a_saved_snapshot_is_measured_by_nobody_and_its_plan_is_refused_with_the_reason(tmp_path: Path) -> None:
+async def test_a_saved_snapshot_is_measured_by_nobody_and_its_plan_is_saved_not_applied(tmp_path: Path) -> None:
     from advisor.disks.collect import RawSystem
+    from screens.flows.start import CannotApply
     from tests.tui.test_same_recommendation import RAW
 
     app = CachewiseApp(Core.for_snapshot(RawSystem.load(RAW), tmp_path), watch_hotplug=False, start=True)
     async with app.run_test(size=(120, 36)) as pilot:
-        await to_measure(app, pilot, "sda (", "nvme0n1 (")
+        await settle(app, pilot)
+        await pilot.press("enter")  # Add: first it says a plan made here cannot be applied here
+        await until(pilot, lambda: isinstance(app.screen, CannotApply))
+        assert "cannot be applied here" in str(app.screen.query_one("#cannot-apply-text", Static).content)
+        app.screen.query_one("#go").focus()  # Go on with Add
+        await pilot.press("enter")
+        await settle(app, pilot)
+        for name in ("sda", "nvme0n1"):  # the slow device, then the SSD, by their kernel names
+            step = app.screen
+            table = step.query_one("#pick", DataTable)
+            table.move_cursor(row=next(i for i, d in enumerate(step.devices) if d.name == name))  # type: ignore[attr-defined]
+            await pilot.pause()
+            await pilot.press("enter")
+            await settle(app, pilot)
+        assert isinstance(app.screen, MeasureStep)
         assert "saved snapshot" in str(app.screen.query_one("#measure-list", Static).content)
         app.screen.query_one("#measure-go").focus()
         await pilot.press("enter")
@@ -359,10 +374,10 @@ async def test_a_saved_snapshot_is_measured_by_nobody_and_its_plan_is_refused_wi
         assert isinstance(rec, RecommendScreen) and rec.recommendation is not None
         if rec.recommendation.config is None:
             await pilot.press("o")  # an alternative that sets up a cache
-        await pilot.press("a")
-        await until(pilot, lambda: isinstance(app.screen, ApplyScreen)
-                    and "saved snapshot" in str(app.screen.query_one("#apply-status", Static).content))
-        assert "Nothing was changed" in str(app.screen.query_one("#apply-status", Static).content)
+        await pilot.press("a")  # the preview cannot be applied here: it is saved, to apply on that machine
+        await until(pilot, lambda: isinstance(app.screen, SavePlan))
+        assert step_of(app) == "Preview and apply"
+        assert "cannot be applied here" in str(app.screen.query_one("#save-note", Static).content)
 
 
 async def test_tracing_from_the_workload_step_shows_progress_the_curve_so_far_and_the_measured_choice(
@@ -406,6 +421,5 @@ async def test_tracing_from_the_workload_step_shows_progress_the_curve_so_far_an
         assert step.query_one("#workload-curve", CurveChart).curve is not None
         assert list((tmp_path / "traces").glob("dm-1-*.trace"))
         assert "Use the measured workload" in str(step.query_one("#workload-highlighted", Static).content)
-        await pilot.press("enter")
-        await settle(app, pilot)
+        # The trace recorded, the flow went on to the recommendation by itself.
         assert isinstance(app.screen, RecommendScreen) and app.screen.base.analysis is not None

@@ -174,6 +174,10 @@ async def test_every_screen_lists_only_cachewises_described_actions(size: tuple[
         await pilot.press("g")  # the start screen, then Add to its preview
         await settle(app, pilot)
         await check_here(app, pilot, seen)
+        await pilot.press("enter")  # first: a plan made on a snapshot cannot be applied here
+        await until(pilot, lambda: type(app.screen).__name__ == "CannotApply")
+        await check_here(app, pilot, seen)
+        app.screen.query_one("#go").focus()  # go on with Add
         await pilot.press("enter")
         await settle(app, pilot)
         await check_here(app, pilot, seen)  # the slow device
@@ -191,15 +195,18 @@ async def test_every_screen_lists_only_cachewises_described_actions(size: tuple[
         if rec.recommendation.config is None:  # type: ignore[attr-defined]
             await pilot.press("o")
         await pilot.press("a")
-        await until(pilot, lambda: type(app.screen).__name__ == "ApplyScreen")
+        await until(pilot, lambda: type(app.screen).__name__ == "SavePlan")
         await settle(app, pilot)
-        await check_here(app, pilot, seen)  # the preview, refused on a snapshot
+        await check_here(app, pilot, seen)  # the preview, to save: a snapshot's plan is not applied here
         for _ in range(6):  # back to the start screen
             if type(app.screen).__name__ == "StartScreen":
                 break
             await pilot.press("escape")
             await pilot.pause()
-        await pilot.press("home", "down", "enter")  # Remove a cache
+        await pilot.press("home", "down", "enter")  # Remove a cache, after the same notice
+        await until(pilot, lambda: type(app.screen).__name__ == "CannotApply")
+        app.screen.query_one("#go").focus()
+        await pilot.press("enter")
         await settle(app, pilot)
         await check_here(app, pilot, seen)
         await pilot.press("escape")
@@ -216,6 +223,6 @@ async def test_every_screen_lists_only_cachewises_described_actions(size: tuple[
         await until(pilot, lambda: type(app.screen).__name__ == "SavePlan")
         await check_here(app, pilot, seen)
     assert seen == [
-        "DisksScreen", "OpenTrace", "AnalysisScreen", "StartScreen", "PickSlow", "PickFast", "MeasureStep",
-        "WorkloadStep", "RecommendScreen", "ApplyScreen", "PickCached", "SavePlan",
+        "DisksScreen", "OpenTrace", "AnalysisScreen", "StartScreen", "CannotApply", "PickSlow", "PickFast",
+        "MeasureStep", "WorkloadStep", "RecommendScreen", "SavePlan", "PickCached", "SavePlan",
     ]
