@@ -12,6 +12,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.suggester import SuggestFromList
 from textual.widgets import Footer, Header, Input, RichLog, Static
 
 from advisor.apply.journal import Journal
@@ -24,6 +25,7 @@ from recipes.registry import makes_cache
 from screens.base import CoreScreen
 from screens.flows.model import Flow
 from screens.flows.steps import StepBar
+from screens.names import label, names
 from screens.phrases import word
 from screens.widgets import Curve
 
@@ -32,8 +34,9 @@ class ApplyScreen(CoreScreen):
     BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("w", "warmup", "Warm-up")]
     HELP = (
         "The plan, before anything runs: the exact commands, the layout before and after, and what will be "
-        "destroyed. cachewise checks the system against the plan first; type the device's name and press "
-        "Enter to run it, or Esc to leave without changing anything. Each step is journaled: if the run is "
+        "destroyed. cachewise checks the system against the plan first; type the device's name (the one shown, "
+        "its kernel name or a /dev path of it; → completes it) and press Enter to run it, or Esc to leave "
+        "without changing anything. Each step is journaled: if the run is "
         "interrupted, cachewise offers to resume or roll it back at the next start. After a cache is made, "
         "w follows its warm-up."
     )
@@ -54,6 +57,11 @@ class ApplyScreen(CoreScreen):
         self.rollback = rollback
         self.verb = "roll back" if rollback else ("resume" if journal is not None else "apply")
         self.target = plan.target
+        bound = next(d for d in plan.devices if d.path == plan.target)
+        # The names typing confirms: the target's own, none that another device of the plan answers to.
+        others = {n for d in plan.devices if d is not bound for n in names(d.path, d.devnode)}
+        self.accepted = tuple(n for n in names(bound.path, bound.devnode) if n not in others)
+        self.shown = label(bound.path, bound.devnode)
         self.outcome: str | None = None
         self.running = False
         self.checked: bool | None = None  # preflight: None while it runs, then passed or not
@@ -72,13 +80,21 @@ class ApplyScreen(CoreScreen):
         # the commands first) and then the run's log scroll above it.
         with Vertical(id="confirm-bar"):
             # The name on a line of its own: copied or read whole, never broken by the wrap.
+            stable, _, kernel = self.shown.partition(" (")
             yield Static(
-                f"{self._so_far()} To {self.verb} this plan, type the device's name and press Enter:\n"
-                f"  [b]{self.target}[/]",
+                Text.assemble(
+                    f"{self._so_far()} To {self.verb} this plan, type the device's name and press Enter:\n  ",
+                    (stable, "bold"),
+                    f" ({kernel}" if kernel else "",
+                ),
                 id="confirm-hint",
             )
             # An empty box until typed: a placeholder showing the name looked already filled in.
-            yield Input(placeholder="type the device name", id="confirm-name")
+            yield Input(
+                placeholder="type the device name (→ completes it)",
+                id="confirm-name",
+                suggester=SuggestFromList(self.accepted, case_sensitive=True),
+            )
             yield Static(Text("Checking the system against the plan…", style="dim"), id="apply-status")
         yield Footer()
 
@@ -106,8 +122,8 @@ class ApplyScreen(CoreScreen):
     def _submitted(self, event: Input.Submitted) -> None:
         if self.running or self.outcome is not None or self.checked is False:
             return
-        if event.value.strip() != self.target:
-            self._status(f"The name did not match {self.target}; nothing was changed.", "red")
+        if event.value.strip() not in self.accepted:
+            self._status(f"The name did not match {self.shown}; nothing was changed.", "red")
             return
         self.query_one("#confirm-name", Input).disabled = True
         self._status("Running…" if self.checked else "Confirmed; running once the checks pass…", "bold")

@@ -4,9 +4,12 @@ each front end words."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from advisor.backends import BACKENDS
 from advisor.disks.devices import Device, Inventory, underlying_disks
 from advisor.disks.gate import Barrier, fast_barriers, slow_barriers
+from advisor.disks.probe import ProbeResult
 from advisor.errors import CachewiseError, codes, next_step
 
 codes(
@@ -17,6 +20,10 @@ codes(
         "slow-in-use": "{device} is {why}. A cache goes in front of an LV while it is in use (lvmcache), or in "
         "front of a device nothing uses (bcache formats it)",
         "fast-in-use": "{device} is {why}; a cache needs the whole device",
+        "fast-holds-slow": "{device} holds the slow device {slow}: the cache goes on another device",
+        "fast-partitioned": "{name} has partitions ({partitions}): a cache goes on a free one, or on a disk without",
+        "fast-is-layer": "{device} is a {part}: {can}",
+        "fast-rotational": "{device} is a hard disk ({how}): a cache on it would be no faster than the disk it caches",
     }
 )
 
@@ -75,21 +82,56 @@ def _everywhere(barriers: list[Barrier]) -> Barrier | None:
     return next((b for b in barriers if not b.migrate and all(b.bars(x) for x in BACKENDS)), None)
 
 
-def fast_candidates(inv: Inventory, slow: Device | None) -> list[Device]:
-    """What can hold the cache: free disks, partitions and md arrays, not the slow device nor
+def fast_candidates(
+    inv: Inventory, slow: Device | None, probes: Mapping[str, ProbeResult] | None = None
+) -> list[Device]:
+    """What can hold the cache: free SSDs, SSD partitions and md arrays, not the slow device nor
     anything it is built on."""
+    return [d for d, why in fast_choices(inv, slow, probes) if why is None]
+
+
+def fast_choices(
+    inv: Inventory, slow: Device | None, probes: Mapping[str, ProbeResult] | None = None
+) -> list[tuple[Device, CachewiseError | None]]:
+    """Every disk, partition and md array but the slow device, each with why it cannot hold the
+    cache (None: it can), for a list that offers what can and greys the rest with its reason."""
     under = {d.name for d in underlying_disks(inv, slow)} if slow else set()
     return [
-        d
+        (d, _why_not_fast(inv, d, slow, under, probes or {}))
         for d in inv.devices
-        if usable(d)
-        and d.kind in ("disk", "partition", "md")
-        and d.name not in under
-        and (slow is None or d.name != slow.name)
-        and not d.partitions
-        and d.caching is None
-        and _everywhere(fast_barriers(inv, d)) is None
+        if usable(d) and d.kind in ("disk", "partition", "md") and (slow is None or d.name != slow.name)
     ]
+
+
+def _why_not_fast(
+    inv: Inventory, dev: Device, slow: Device | None, under: set[str], probes: Mapping[str, ProbeResult]
+) -> CachewiseError | None:
+    if slow is not None and dev.name in under:
+        return Ineligible("fast-holds-slow", device=dev.display_path, slow=slow.display_path)
+    if dev.partitions:
+        return Ineligible(
+            "fast-partitioned", name=dev.name, partitions=", ".join(dev.partitions), next=[next_step("free-ssd")]
+        )
+    refusal = fast_refusal(inv, [dev])
+    if refusal is not None:
+        return refusal
+    c = dev.caching
+    if c is not None:
+        return Ineligible("fast-is-layer", device=dev.display_path, part=c.part, can=c.can, next=c.next)
+    # A probe's measurement beats the kernel's flag, which virtual and USB disks often get wrong.
+    probe = probes.get(probe_key(dev))
+    measured = probe.classification.device_class if probe is not None else "unknown"
+    if measured == "hdd":
+        assert probe is not None
+        return Ineligible("fast-rotational", device=dev.display_path, how=f"measured: {probe.classification.reason}")
+    if measured == "unknown" and dev.rotational:
+        return Ineligible(
+            "fast-rotational",
+            device=dev.display_path,
+            how="the kernel says it rotates",
+            next=[next_step("probe-device", device=dev.name)],
+        )
+    return None
 
 
 def fast_refusal(inv: Inventory, chosen: list[Device]) -> CachewiseError | None:

@@ -17,10 +17,10 @@ from advisor.units import human_size
 from cachewise.core import discover, plans, watch
 from recipes.removal import RemoveOptions
 from screens.flows.model import Flow
-from screens.flows.steps import DeviceStep
+from screens.flows.picking import PickStep
 
 
-class PickCached(DeviceStep):
+class PickCached(PickStep):
     """Remove, step 1: the cached device to take the cache from."""
 
     STEP = "Cached device"
@@ -55,7 +55,7 @@ class PickCached(DeviceStep):
                 else ("not in the snapshot" if self.core.replay else "not reported" if self.dirty else "reading…")
             )
         return (
-            dev.display_path if dev.lvm is not None and dev.lvm.lv else dev.name,
+            self.name_cell(dev),
             human_size(dev.size_bytes),
             c.kind,
             Text(c.state, style="bold red" if c.degraded else ""),
@@ -84,8 +84,8 @@ class PickCached(DeviceStep):
         for i, dev in enumerate(self.devices):
             table.update_cell_at(Coordinate(i, last), self.row(dev)[-1])
 
-    def candidates(self) -> list[Device]:
-        return removable(self.flow.inventory)
+    def choices(self) -> list[tuple[Device, CachewiseError | None]]:
+        return [(d, None) for d in removable(self.flow.inventory)]
 
     def empty(self) -> str:
         unknown = caches_unknown(self.flow.inventory)

@@ -7,12 +7,13 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from advisor.disks.devices import Device
-from advisor.disks.eligibility import fast_candidates, fast_refusal
+from advisor.disks.eligibility import fast_choices, fast_refusal
+from advisor.errors import CachewiseError
 from screens.flows.model import Flow
-from screens.flows.steps import DeviceStep
+from screens.flows.picking import PickStep
 
 
-class PickFast(DeviceStep):
+class PickFast(PickStep):
     """Step 2: the SSD(s) that hold the cache."""
 
     STEP = "Fast device"
@@ -20,7 +21,8 @@ class PickFast(DeviceStep):
     HELP = (
         "Choose the SSD (or two, for a mirrored cache) that will hold the cache: Space marks, Enter goes on "
         "with the marked ones (or the highlighted one when none is marked). Whatever is on a device it uses is "
-        "destroyed; the preview says so before anything runs."
+        "destroyed; the preview says so before anything runs. Hard disks, devices in use and what the slow "
+        "device is built on are listed greyed below, with the reason on the Highlighted line."
     )
 
     def __init__(self, flow: Flow) -> None:
@@ -30,7 +32,7 @@ class PickFast(DeviceStep):
     def intro(self) -> str:
         slow = self.flow.slow
         return (
-            f"Which SSD caches {slow.display_path if slow else '?'}? Space marks one or two, Enter goes on "
+            f"Which SSD caches {self.label(slow) if slow else '?'}? Space marks one or two, Enter goes on "
             "(with the highlighted one when none is marked)."
         )
 
@@ -40,15 +42,15 @@ class PickFast(DeviceStep):
     def row(self, dev: Device) -> tuple[object, ...]:
         return ("●" if dev.name in self.marked else " ", *super().row(dev))
 
-    def candidates(self) -> list[Device]:
-        return fast_candidates(self.flow.inventory, self.flow.slow)
+    def choices(self) -> list[tuple[Device, CachewiseError | None]]:
+        return fast_choices(self.flow.inventory, self.flow.slow, self.flow.probes)
 
     def empty(self) -> str:
         return "no free SSD, partition or md array besides the slow device. Esc goes back."
 
     def action_toggle_mark(self) -> None:
         dev = self.current
-        if dev is None:
+        if dev is None or (dev.name not in self.marked and self.refused(dev)):
             return
         if dev.name in self.marked:
             self.marked.remove(dev.name)
@@ -66,7 +68,7 @@ class PickFast(DeviceStep):
         inv = self.flow.inventory
         names = self.marked or ([self.current.name] if self.current else [])
         fast = [d for d in (inv.by_name(n) for n in names) if d is not None]
-        if not fast:
+        if not fast or any(self.refused(d) for d in fast):
             return
         refusal = fast_refusal(inv, fast)
         if refusal is not None:

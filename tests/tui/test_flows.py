@@ -120,7 +120,7 @@ async def add_flow_to_recommendation(app: CachewiseApp, pilot: Pilot[None], size
     await settle(app, pilot)
     assert isinstance(app.screen, PickSlow) and step_of(app) == "Slow device"
     await assert_fits(app, pilot)
-    await highlight(pilot, "/dev/labvg/data")
+    await highlight(pilot, "labvg/data (dm-1)")
     await pilot.press("enter")
     await pilot.pause()
     assert isinstance(app.screen, PickFast) and step_of(app) == "Fast device"
@@ -217,17 +217,18 @@ async def test_back_goes_one_step_and_cached_or_busy_devices_are_refused(tmp_pat
         await settle(app, pilot)
         await pilot.press("enter")
         await settle(app, pilot)
-        await highlight(pilot, "bcache0 (")
+        await highlight(pilot, "(bcache0)")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, PickSlow)  # a cached device is refused, with the reason
         assert any("already cached" in n.message and "Nothing was changed" in n.message for n in app._notifications)
-        await highlight(pilot, "/dev/labvg/data")
+        await pilot.press(*["up"] * 20)  # a refused device is listed greyed below the ones offered
+        await highlight(pilot, "labvg/data (dm-1)")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, PickFast)
         # The slow device, the disk under it and devices in a cache are not offered as the SSD.
-        names = {d.name for d in app.screen.devices}
+        names = {d.name for d in app.screen.offered}
         assert "dm-1" not in names and "sdb" not in names and "sde" not in names and "nvme0n1" in names
         await pilot.press("escape")
         await pilot.pause()
@@ -263,7 +264,7 @@ async def test_remove_flow_shows_dirty_data_previews_the_flush_and_detach_and_ru
         await until(pilot, lambda: pick.dirty)  # the kernel's dirty data, read in a worker
         row = table.get_row_at(next(i for i, d in enumerate(pick.devices) if d.name == "bcache0"))
         assert row[-1] == "3.0 MiB", row
-        await highlight(pilot, "bcache0 (")
+        await highlight(pilot, "(bcache0)")
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ApplyScreen))
         preview = app.screen
@@ -290,7 +291,7 @@ async def test_plan_only_saves_json_and_ansible_and_names_the_command(tmp_path: 
         await settle(app, pilot)
         await pilot.press("down", "down", "enter")
         await settle(app, pilot)
-        await highlight(pilot, "/dev/labvg/data")
+        await highlight(pilot, "labvg/data (dm-1)")
         await pilot.press("enter")
         await pilot.pause()
         await highlight(pilot, "nvme-QEMU")
@@ -399,7 +400,7 @@ async def test_tracing_from_the_workload_step_shows_progress_the_curve_so_far_an
     monkeypatch.setattr("cachewise.core.workload.trace", lambda _core, *a, **k: fake_trace(*a, **k))
     monkeypatch.setattr(WorkloadStep, "PREVIEW_SECONDS", 0.0)
     async with app.run_test(size=(120, 36)) as pilot:
-        await to_measure(app, pilot, "/dev/labvg/data", "nvme0n1 (")
+        await to_measure(app, pilot, "labvg/data (dm-1)", "(nvme0n1)")
         app.screen.query_one("#measure-go").focus()
         await pilot.press("enter")
         await settle(app, pilot)

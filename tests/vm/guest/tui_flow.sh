@@ -48,7 +48,7 @@ highlight() {  # highlight TEXT: press Down until the step's 'Highlighted:' line
 }
 type_name() {  # the confirmation: the name the preview shows on the line after "type the device's name"
   local name
-  name=$(screen | grep -A1 "type the device's name" | tail -1 | tr -d ' ')
+  name=$(screen | grep -A1 "type the device's name" | tail -1 | awk '{print $1}')  # the name, not the kernel name beside it
   echo "$name" >> "$LAB_OUT/typed-names.txt"
   tmux send-keys -t flow -l "$name"; sleep 0.5; key Enter
 }
@@ -70,10 +70,10 @@ stamp tui-up
 # --- 1. Add an SSD cache in front of the LV ---
 key Enter
 wait_for "step 1 of 7" 60 add-slow
-highlight "/dev/labvg/data"; save add-slow-highlighted
+highlight "labvg/data ("; save add-slow-highlighted
 key Enter
 wait_for "step 2 of 7" 30 add-fast
-highlight "$(basename "$ssd") ("; key Space; save add-fast-marked
+highlight "($(basename "$ssd"))"; key Space; save add-fast-marked
 key Enter
 wait_for "step 3 of 7" 30 add-measure
 wait_for "goes on to the workload" 120 add-measured
@@ -117,7 +117,7 @@ key Escape
 wait_for "What would you like to do?" 30 back-to-start
 key Home; key Down; key Enter
 wait_for "step 1 of 2" 60 remove-pick
-highlight "/dev/labvg/data"
+highlight "labvg/data ("
 key Enter
 wait_for "as the plan expects" 60 remove-preview
 stamp remove
@@ -140,10 +140,10 @@ key Escape
 wait_for "What would you like to do?" 30 back-to-start-2
 key Home; key Enter
 wait_for "step 1 of 7" 60 bc-slow
-highlight "$(basename "$bhdd") ("
+highlight "($(basename "$bhdd"))"
 key Enter
 wait_for "step 2 of 7" 30 bc-fast
-highlight "$(basename "$bssd") ("
+highlight "($(basename "$bssd"))"
 key Enter
 wait_for "step 3 of 7" 30 bc-measure
 wait_for "goes on to the workload" 120 bc-measured
@@ -178,7 +178,7 @@ key Escape
 wait_for "What would you like to do?" 30 bc-back-to-start
 key Home; key Down; key Enter
 wait_for "step 1 of 2" 60 bc-remove-pick
-highlight "$(basename "$bdev") ("
+highlight "($(basename "$bdev"))"
 key Enter
 wait_for "as the plan expects" 60 bc-remove-preview
 type_name
