@@ -31,7 +31,11 @@ from screens.widgets import Curve
 
 
 class ApplyScreen(CoreScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back"), Binding("w", "warmup", "Warm-up")]
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("w", "warmup", "Warm-up"),
+        Binding("f2", "save", "Save instead"),
+    ]
     HELP = (
         "The plan, before anything runs: the exact commands, the layout before and after, and what will be "
         "destroyed. cachewise checks the system against the plan first; type the device's name (the one shown, "
@@ -188,7 +192,13 @@ class ApplyScreen(CoreScreen):
                 self.action_warmup()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "save":  # only a plan that has not begun to run (a resume has its journal)
+            return not self.running and self.outcome is None and self.journal is None
         return action != "warmup" or self.made_cache
+
+    def action_save(self) -> None:
+        """Save the plan to a file instead of running it here (to run later, or elsewhere)."""
+        self.nav.save_plan(self.flow, self.plan)
 
     @work(group="warmup", exclusive=True, description="find the cache the plan made", exit_on_error=False)
     async def action_warmup(self) -> None:

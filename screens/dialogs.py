@@ -15,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from advisor.plan.model import Plan
+from screens.files import TRACES, PathInput
 
 # A dialog is modal: the app's keys do not reach through it, so each answers F1 itself (? would
 # go into its text box).
@@ -29,7 +30,9 @@ class OpenTrace(ModalScreen[Path | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="open-trace"):
             yield Static("Trace to analyse (cachewise trace, fio iolog, blkparse text or CSV):")
-            yield Input(placeholder="/path/to/trace", id="trace-path")
+            yield PathInput(
+                placeholder="/path/to/trace (Tab completes, Ctrl+O browses)", wanted=TRACES, id="trace-path"
+            )
             yield Static("", id="open-error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -17,7 +17,7 @@ from screens.phrases import KEYS
 
 
 def key_label(key: str) -> str:
-    return {"question_mark": "?", "escape": "Esc", "space": "Space", "enter": "Enter", "f1": "F1"}.get(key, key)
+    return {"question_mark": "?", "escape": "Esc", "space": "Space", "enter": "Enter", "f1": "F1", "f2": "F2"}.get(key, key)
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,7 @@ KEYS = {
     "complete": "Take the completion of the path shown in grey (or, with none, go to the next field)",
     "browse": "Browse the folders for the file (only the files that fit are listed)",
     "back": "Go back to the start screen; nothing begins",
+    "save": "Save this plan to a file instead of running it (JSON for `cachewise apply`, or Ansible)",
 }
 
 TUI = Phrasebook(ACTIONS, SENTENCES)

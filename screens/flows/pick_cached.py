@@ -49,9 +49,10 @@ class PickCached(PickStep):
         assert c is not None
         dirty = self.dirty.get(self.cache_name(dev))
         if dirty is None:  # not read (yet): what discovery saw (bcache's dirty_data), else a wait
+            seen = dev.bcache.dirty_bytes if dev.bcache is not None else None
             dirty = (
-                dev.bcache.dirty_data
-                if dev.bcache is not None and dev.bcache.dirty_data
+                ("none" if seen == 0 else human_size(seen))
+                if seen is not None
                 else ("not in the snapshot" if self.core.replay else "not reported" if self.dirty else "reading…")
             )
         return (

@@ -14,6 +14,7 @@ from advisor.disks.eligibility import probe_key
 from advisor.units import human_size
 from screens.base import CoreScreen
 from screens.flows.model import Flow
+from screens.names import device_label
 from screens.probing import measured_text
 
 
@@ -130,7 +131,5 @@ class DeviceStep(FlowScreen):
 
 
 def name_of(dev: Device) -> str:
-    """An LV by its VG path, anything else by its kernel name with its stable path."""
-    if dev.lvm is not None and dev.lvm.lv:
-        return dev.display_path
-    return dev.name if dev.display_path == dev.devnode else f"{dev.name} ({dev.display_path})"
+    """The device as the TUI names it everywhere: its stable name, the kernel name beside it."""
+    return device_label(dev)

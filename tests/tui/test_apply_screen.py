@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, RichLog, Static
 
 from advisor.advice import facts as sysfacts
@@ -161,3 +162,35 @@ async def test_u_refuses_layers_cachewise_does_not_remove_and_the_detail_pane_sa
         await pilot.press("u")
         await pilot.pause()
         assert isinstance(app.screen, ApplyScreen) and app.screen.plan.kind == "lvmcache-uncache"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 55)])
+async def test_f2_saves_the_previewed_plan_instead_of_running_it(size: tuple[int, int], tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30, "save from every preview": the apply preview (root, this machine) can save the
+    plan to a file instead of running it; nothing is applied."""
+    from screens.flows.save_plan import SavePlan
+
+    monkeypatch.chdir(tmp_path)
+    inv = lab_inventory()
+    executor = FakeExecutor()
+    app = CachewiseApp(Core(FakeDiscovery(inv), executor=executor, live=False), watch_hotplug=False)
+    async with app.run_test(size=size) as pilot:
+        await app.workers.wait_for_complete()
+        await app.push_screen(RecommendScreen(lab_inputs(inv), inv))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, ApplyScreen)
+        await pilot.press("f2")
+        await pilot.pause()
+        save = app.screen
+        assert isinstance(save, SavePlan)
+        box = save.query_one("#save-path", Input)
+        box.value = "attach.json"
+        box.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert Plan.loads((tmp_path / "attach.json").read_text()).kind == "lvmcache-attach"
+        assert executor.applied == []

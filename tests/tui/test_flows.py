@@ -406,7 +406,7 @@ async def test_tracing_from_the_workload_step_shows_progress_the_curve_so_far_an
         await settle(app, pilot)
         step = app.screen
         assert isinstance(step, WorkloadStep)
-        assert "Trace /dev/labvg/data" in str(step.query_one("#workload-highlighted", Static).content)
+        assert "Trace labvg/data (dm-1)" in str(step.query_one("#workload-highlighted", Static).content)
         await pilot.press("enter")  # Trace…: how long?
         await pilot.pause()
         app.screen.query_one("#trace-seconds", Input).value = "2"  # out of bounds: refused
