@@ -8,7 +8,7 @@ import re
 import shlex
 import textwrap
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult
 from rich.padding import Padding
@@ -394,9 +394,13 @@ def plan_preview(plan: Plan) -> Group:
         if plan.destroys
         else Text(" (overwrites the device, which holds no data)", style="yellow")
     )
-    t = Table(title="Commands (nothing has run)", title_justify="left", show_lines=False)
+    # A command's words wrap at spaces, and its column is at least as wide as its longest word
+    # (a by-id path), so no path is cut inside: what is copied from the screen is what runs. The
+    # What column folds rather than cutting with an ellipsis: nothing of it is lost either.
+    longest = max((len(w) for s in plan.steps for argv in (s.argv, *s.undo) for w in argv), default=10)
+    t = _CommandsTable(longest, title="Commands (nothing has run)", title_justify="left", show_lines=False)
     t.add_column("#", justify="right")
-    t.add_column("What")
+    t.add_column("What", overflow="fold", ratio=1)
     t.add_column("Command", style="cyan", overflow="fold")
     for i, step in enumerate(plan.steps, 1):
         what = Text(plain(step.description))
@@ -428,6 +432,21 @@ def plan_preview(plan: Plan) -> Group:
     )
     parts += [Text(f"Note: {plain(n)}", style="dim") for n in plan.notes]
     return Group(*parts)
+
+
+class _CommandsTable(Table):
+    """The preview's table of commands: on a narrow console the Command column gets the width of
+    the longest word (a by-id path) plus room, and the What column the rest; on a wide one both
+    take what they need."""
+
+    def __init__(self, longest: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.longest = longest
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        command = self.columns[-1]
+        command.width = None if options.max_width >= 140 else max(20, min(self.longest + 6, options.max_width - 24))
+        yield from super().__rich_console__(console, options)
 
 
 # The plan's space figures, as a person says them (plan.space's keys are the recipes').

@@ -569,7 +569,7 @@ def find_device(inv: Inventory, path: str) -> Device | None:
     """The device a name denotes, in any form scan prints (:func:`names_of`): first by the
     inventory's own names, so that a saved snapshot resolves without this machine; then, for a
     path on this machine, by the device it is (a link scan did not list, a node made elsewhere)."""
-    text = path.strip()
+    text = path  # as given: "/dev/sdb " (a trailing space) is no name of sdb
     for d in inv.devices:
         if text in names_of(d):
             return d

@@ -267,3 +267,22 @@ def test_the_preview_words_space_for_people_and_says_flushes_only_where_a_step_f
     cached = build_inventory(RawSystem.load(FIXTURES / "lab-caches" / "raw-layers.json"))
     uncache = shown(lvmcache_uncache(cached, "labvg/data"))
     assert "(longer while dirty blocks flush)" in uncache
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_preview_never_cuts_a_path_inside_a_command(inv: Inventory, width: int) -> None:
+    """Issue 30: tables that cut paths make copy-paste impossible; each word of each command
+    (by-id paths included) appears whole on one line of the preview at 80 columns."""
+    from rich.console import Console
+
+    from cachewise.render import plan_preview
+
+    plan = lvmcache_attach(inv, "labvg/data", "nvme0n1", CacheSpec(512 * MiB))
+    console = Console(width=width, record=True)
+    console.print(plan_preview(plan))
+    lines = console.export_text().splitlines()
+    words = {w for s in plan.steps for argv in (s.argv, *s.undo) for w in argv if len(w) > 8}
+    assert any(w.startswith("/dev/disk/by-id/") for w in words)
+    for w in words:
+        assert any(w in line for line in lines), f"{w} is cut at {width} columns"
+    assert "…" not in console.export_text()
