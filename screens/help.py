@@ -17,7 +17,8 @@ from screens.phrases import KEYS
 
 
 def key_label(key: str) -> str:
-    return {"question_mark": "?", "escape": "Esc", "space": "Space", "enter": "Enter", "f1": "F1", "f2": "F2"}.get(key, key)
+    names = {"question_mark": "?", "escape": "Esc", "space": "Space", "enter": "Enter", "f1": "F1", "f2": "F2"}
+    return names.get(key, key)
 
 
 @dataclass(frozen=True)
