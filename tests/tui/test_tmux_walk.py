@@ -4,6 +4,7 @@ and Plan only on a saved snapshot to a saved plan."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 import subprocess
@@ -14,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import LAB_SCAN
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (packaging/test.sh installs it)")
 
@@ -68,12 +71,12 @@ def walk(tmp_path: Path) -> Iterator[type[Walk]]:
 
     class Started(Walk):
         def __init__(self, name: str, *args: str, width: int = 100, height: int = 30) -> None:
+            for old in ARTEFACTS.glob(f"{name}-*.txt") if ARTEFACTS.exists() else ():
+                old.unlink()  # the screens of this walk's last run
             command = [sys.executable, "-m", "cachewise", "--state-dir", str(tmp_path / "state"), *args]
             super().__init__(name, command, tmp_path, width, height)
             walks.append(self)
 
-    for old in ARTEFACTS.glob("*.txt") if ARTEFACTS.exists() else ():
-        old.unlink()
     yield Started
     for w in walks:
         w.close()
@@ -101,3 +104,58 @@ def test_demo_warmup_then_the_flush_scene(walk: type[Walk]) -> None:
     flush.keys("q")
     flush.wait_for("CACHEWISE-EXIT=0", timeout=10)
     assert len(list(ARTEFACTS.glob("demo-*.txt"))) == 8
+
+
+def highlight(w: Walk, text: str, tries: int = 20) -> None:
+    """Down until the step's 'Highlighted:' line names ``text``, as a user scanning the list."""
+    for _ in range(tries):
+        line = next((x for x in w.screen().splitlines() if x.startswith("Highlighted:")), "")
+        if text in line:
+            return
+        w.keys("Down")
+        time.sleep(0.3)
+    raise AssertionError(f"could not highlight {text!r}:\n{w.screen()}")
+
+
+def test_plan_only_on_a_snapshot_to_a_saved_plan(walk: type[Walk], tmp_path: Path) -> None:
+    """A new user on a saved snapshot: Plan only, the LV and the SSD picked, a trace opened with
+    path completion, the recommendation's alternative planned, saved, and the file is a plan."""
+    shutil.copy(LAB_SCAN.parent / "traces" / "fio-v3.iolog", tmp_path / "data.iolog")
+    w = walk("plan-only", "tui", "--from-raw", str(LAB_SCAN / "raw-udev.json"), width=100, height=30)
+    w.wait_for("What would you like to do?", save="start")
+    assert "saved snapshot" in w.screen()
+    w.keys("Down", "Down", "Enter")
+    w.wait_for("Plan only · step 1 of 5", save="slow")
+    highlight(w, "labvg/data (")
+    w.keys("Enter")
+    w.wait_for("step 2 of 5", save="fast")
+    highlight(w, "(nvme0n1)")
+    w.keys("Enter")
+    w.wait_for("step 3 of 5", save="workload")
+    highlight(w, "Open a trace")
+    w.keys("Enter")
+    w.wait_for("Which trace?")
+    w.keys("-l", "data.io")
+    time.sleep(0.5)
+    w.keys("Tab")  # completes data.iolog
+    w.wait_for("data.iolog", save="trace-completed")
+    w.keys("Enter")  # opens it, and the flow moves on by itself
+    screen = w.wait_for("step 4 of 5", timeout=60, save="recommendation")
+    assert "Measured from the trace" in screen or "data.iolog" in screen
+    w.keys("o")  # the recommendation says don't cache (the data fits on the SSD): take an alternative
+    time.sleep(1)
+    w.keys("a")
+    w.wait_for("step 5 of 5", save="save")
+    w.keys("C-u")  # the offered name goes; a name of the user's own
+    time.sleep(0.5)
+    w.keys("-l", "attach.json")
+    w.wait_for("attach.json", save="named")
+    w.keys("Enter")
+    w.wait_for("Saved to attach.json", save="saved")
+    # Once the notice has gone, the status line under the box says how to run it.
+    w.wait_for("Saved to attach.json. Run it with: sudo cachewise apply attach.json", timeout=15, save="saved-line")
+    plan = json.loads((tmp_path / "attach.json").read_text())
+    assert plan["kind"] == "lvmcache-attach"
+    w.keys("Escape")
+    time.sleep(0.5)
+    assert len(list(ARTEFACTS.glob("plan-only-*.txt"))) >= 8
