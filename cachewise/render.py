@@ -444,8 +444,10 @@ class _CommandsTable(Table):
         self.longest = longest
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        command = self.columns[-1]
-        command.width = None if options.max_width >= 140 else max(20, min(self.longest + 6, options.max_width - 24))
+        what, command = self.columns[-2], self.columns[-1]
+        wide = options.max_width >= 140
+        command.width = None if wide else max(20, min(self.longest + 6, options.max_width - 24))
+        what.ratio = None if wide else 1  # a ratio would stretch the table across a wide console
         yield from super().__rich_console__(console, options)
 
 

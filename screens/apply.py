@@ -198,7 +198,7 @@ class ApplyScreen(CoreScreen):
 
     def action_save(self) -> None:
         """Save the plan to a file instead of running it here (to run later, or elsewhere)."""
-        self.nav.save_plan(self.flow, self.plan)
+        self.nav.save_plan(self.flow, self.plan, "instead")
 
     @work(group="warmup", exclusive=True, description="find the cache the plan made", exit_on_error=False)
     async def action_warmup(self) -> None:

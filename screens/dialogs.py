@@ -15,7 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
 from advisor.plan.model import Plan
-from screens.files import TRACES, PathInput
+from screens.files import TRACES, PathInput, user_path
 
 # A dialog is modal: the app's keys do not reach through it, so each answers F1 itself (? would
 # go into its text box).
@@ -36,7 +36,7 @@ class OpenTrace(ModalScreen[Path | None]):
             yield Static("", id="open-error")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        path = Path(event.value.strip()).expanduser()
+        path = user_path(event.value)
         if not path.is_file():
             self.query_one("#open-error", Static).update(f"[red]{path} is not a readable file.[/]")
             return

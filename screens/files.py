@@ -47,6 +47,12 @@ PLANS = Wanted("a plan (JSON, or an Ansible playbook)", (".json", ".yml", ".yaml
 SCAN_LIMIT = 5000  # entries read from one folder for a completion: a huge folder is not read whole per key
 
 
+def user_path(text: str) -> Path:
+    """A path as a person types it: spaces around it dropped, ~ and ~user expanded (left as they
+    are when there is no such user, never an error)."""
+    return Path(os.path.expanduser(text.strip()))
+
+
 def _is_dir(entry: os.DirEntry[str] | Path) -> bool:
     """Whether it is a folder (through a link too); False when it cannot be told (no permission)."""
     try:
@@ -126,7 +132,7 @@ class PickerTree(DirectoryTree):
 
 def start_folder(value: str) -> Path:
     """Where the picker opens: the folder the box names, or the one its file is in, else here."""
-    typed = Path(value.strip()).expanduser() if value.strip() else Path.cwd()
+    typed = user_path(value) if value.strip() else Path.cwd()
     for folder in (typed, typed.parent):
         if _is_dir(folder):
             return folder.resolve()
@@ -361,8 +367,9 @@ class SaveBox(Vertical):
     @on(Select.Changed, "#save-format")
     def _format(self, event: Select.Changed) -> None:
         box = self.query_one("#save-path", Input)
-        if box.value.strip():
-            box.value = str(Path(box.value).with_suffix(".yml" if event.value == "ansible" else ".json"))
+        value = box.value.strip()
+        if value and not value.endswith("/") and Path(value).name not in ("", ".", ".."):
+            box.value = str(Path(value).with_suffix(".yml" if event.value == "ansible" else ".json"))
 
     @on(Input.Submitted, "#save-path")
     def _save(self, event: Input.Submitted) -> None:
@@ -371,7 +378,7 @@ class SaveBox(Vertical):
         if not event.value.strip():
             status.update(Text("Name the file to save the plan in; nothing was saved.", style="red"))
             return
-        path = Path(event.value.strip()).expanduser()
+        path = user_path(event.value)
         fmt = self.format
         try:
             plans.save(self.plan, path, fmt)

@@ -20,7 +20,7 @@ from advisor.disks.devices import Inventory
 from advisor.errors import CachewiseError
 from advisor.plan.model import Plan
 from advisor.workload.analysis import Analysis
-from cachewise.core import is_root, watch
+from cachewise.core import watch
 from screens.analysis import AnalysisScreen
 from screens.apply import ApplyScreen
 from screens.base import Services
@@ -31,7 +31,7 @@ from screens.flows.pick_cached import PickCached
 from screens.flows.pick_fast import PickFast
 from screens.flows.pick_slow import PickSlow
 from screens.flows.save_plan import SavePlan
-from screens.flows.start import StartScreen
+from screens.flows.start import StartScreen, cannot_apply
 from screens.flows.steps import FlowScreen
 from screens.flows.workload import WorkloadStep
 from screens.help import HelpScreen
@@ -82,17 +82,17 @@ class Navigator:
     ) -> None:
         """The plan's preview: to apply on confirmation, or, when it cannot be applied from here (a
         saved snapshot's plan, or this machine's without root), to save."""
-        core = self.services.core
-        if journal is None and (core.replay or (core.live and not is_root())):
-            self.app.push_screen(SavePlan(flow, plan, "snapshot" if core.replay else "root"))
+        where = cannot_apply(self.services.core)
+        if journal is None and where is not None:
+            self.app.push_screen(SavePlan(flow, plan, where))
             return
         self.app.push_screen(ApplyScreen(plan, journal=journal, rollback=rollback, flow=flow, curve=curve))
 
     def recommend(self, inputs: Inputs, inventory: Inventory | None, flow: Flow | None = None) -> None:
         self.app.push_screen(RecommendScreen(inputs, inventory, flow=flow))
 
-    def save_plan(self, flow: Flow | None, plan: Plan) -> None:
-        self.app.push_screen(SavePlan(flow, plan))
+    def save_plan(self, flow: Flow | None, plan: Plan, why: str = "plan") -> None:
+        self.app.push_screen(SavePlan(flow, plan, why))
 
     def analysis(self, analysis: Analysis) -> None:
         self.app.push_screen(AnalysisScreen(analysis))

@@ -57,17 +57,22 @@ def device_from_json(data: dict[str, Any]) -> Device | None:
 
 def inventory_from_json(data: dict[str, Any]) -> Inventory:
     """A recorded snapshot (the scan's JSON) as an Inventory; devices it cannot read are left out."""
+    items, notes, memory, udev = data.get("devices"), data.get("notes"), data.get("memory_bytes"), data.get("udev")
     devices = tuple(
-        d for d in (device_from_json(item) for item in data.get("devices") or [] if isinstance(item, dict)) if d
+        d
+        for d in (
+            device_from_json(item) for item in (items if isinstance(items, list) else []) if isinstance(item, dict)
+        )
+        if d
     )
     return Inventory(
         taken_at=str(data.get("taken_at", "")),
         hostname=str(data.get("hostname", "")),
-        udev=data.get("udev", "absent"),
+        udev=udev if udev in ("running", "database-only", "absent", "no-libudev") else "absent",
         root=bool(data.get("root", False)),
         devices=devices,
-        notes=tuple(str(n) for n in data.get("notes") or []),
-        memory_bytes=data.get("memory_bytes"),
+        notes=tuple(str(n) for n in (notes if isinstance(notes, list) else [])),
+        memory_bytes=memory if isinstance(memory, int) and not isinstance(memory, bool) else None,
     )
 
 

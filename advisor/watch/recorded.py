@@ -23,7 +23,7 @@ from typing import Any, get_args
 from advisor.errors import Described, codes, next_step
 from advisor.inputs import MiB, Unreadable, parse_json, read_text
 from advisor.prediction import Prediction
-from advisor.watch.sampler import CacheKind, CacheRef, Sample, WatchError
+from advisor.watch.sampler import CacheKind, CacheRef, Io, Sample, WatchError
 
 codes({"samples-unreadable": "{path} is not a recording of cache samples: {why}"})
 
@@ -31,6 +31,7 @@ SCHEMA = "cachewise.watch/1"  # a watch's samples as JSON lines, one sample a li
 DEMO_SCHEMA = "cachewise.demo/1"
 MAX_SAMPLES = 200_000  # a day of one cache sampled every half second, with room
 MAX_BYTES = 512 * MiB
+MAX_GAP = 3600.0  # seconds between two samples of a cache: more is two recordings, not one
 
 
 class RecordingError(Described):
@@ -51,16 +52,25 @@ class Recording:
     def interval(self) -> float:
         """The usual time between two samples (the median), in seconds."""
         gaps = [b.t - a.t for a, b in zip(self.samples, self.samples[1:], strict=False) if b.t > a.t]
-        return statistics.median(gaps) if gaps else 1.0
+        return min(max(statistics.median(gaps), 0.05), 60.0) if gaps else 1.0
 
 
 def _ref_for(sample: Sample) -> CacheRef:
     """What a sample says of its cache: the name it was watched by, and for bcache the backing
     device it reported (a recording has no device-mapper table to read the rest from)."""
     name = sample.target
-    device = name if sample.kind == "bcache" else name.replace("/", "-")
+    device = name  # no kernel name is recorded: the cache's own name stands for it
     origin = sample.raw.get("backing_dev_name") if sample.kind == "bcache" else None
     return CacheRef(sample.kind, name, device, origin or None, None)
+
+
+TEXTS = ("mode", "state", "policy")  # a sample's words; every other field but t, target, kind, raw and the Io counts
+IOS = ("device_io", "origin_io", "cache_io")
+LATEST = 4e9  # seconds since the epoch: a time past 2096 is no recording's
+
+
+def _count(value: object) -> bool:
+    return value is None or (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63)
 
 
 def _sample(data: object, where: str) -> Sample:
@@ -69,28 +79,30 @@ def _sample(data: object, where: str) -> Sample:
     kind, t, target = data.get("kind"), data.get("t"), data.get("target")
     if kind not in get_args(CacheKind):
         raise ValueError(f"{where} has no known cache kind ({kind!r})")
-    if not isinstance(t, int | float) or isinstance(t, bool) or not math.isfinite(t):
+    if not isinstance(t, int | float) or isinstance(t, bool) or not (math.isfinite(t) and 0 < t < LATEST):
         raise ValueError(f"{where} has no time")
     if not isinstance(target, str) or not target or len(target) > 200:
         raise ValueError(f"{where} names no cache")
+    for name in TEXTS:
+        if not (data.get(name) is None or isinstance(data.get(name), str)):
+            raise ValueError(f"{where} has a {name} that is not a word ({data.get(name)!r})")
+    counts = [f for f in Sample.__dataclass_fields__ if f not in (*TEXTS, *IOS, "t", "target", "kind", "raw")]
+    for name in counts:
+        if not _count(data.get(name)):
+            raise ValueError(f"{where} has a {name} that is not a count ({data.get(name)!r})")
+    for name in IOS:
+        io = data.get(name)
+        if io is not None and not (
+            isinstance(io, dict) and set(io) == set(Io.__dataclass_fields__) and all(_count(v) for v in io.values())
+        ):
+            raise ValueError(f"{where} has {name} that is not the kernel's I/O counts")
+    raw = data.get("raw", {})
+    if not (isinstance(raw, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items())):
+        raise ValueError(f"{where} has raw readings that are not words")
     try:
-        sample = Sample.from_json(data)
+        return Sample.from_json(data)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from None
-    for value in (
-        sample.hits,
-        sample.misses,
-        sample.used_bytes,
-        sample.capacity_bytes,
-        sample.dirty_bytes,
-        sample.read_hits,
-        sample.read_misses,
-    ):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ValueError(f"{where} has a counter that is not a count ({value!r})")
-    if not isinstance(sample.raw, dict):
-        raise ValueError(f"{where} has raw readings that are not an object")
-    return sample
 
 
 def _group(samples: Iterable[Sample], predictions: Mapping[str, Prediction | None]) -> list[Recording]:
@@ -100,6 +112,11 @@ def _group(samples: Iterable[Sample], predictions: Mapping[str, Prediction | Non
     out = []
     for target, found in sorted(by_target.items()):
         found.sort(key=lambda s: s.t)
+        gap = max((b.t - a.t for a, b in zip(found, found[1:], strict=False)), default=0.0)
+        if gap > MAX_GAP:
+            raise ValueError(
+                f"the samples of {target} have a gap of {gap:.0f} s (a recording is sampled every few seconds)"
+            )
         out.append(Recording(_ref_for(found[-1]), tuple(found), predictions.get(target)))
     return out
 
@@ -162,7 +179,6 @@ class RecordedSampler:
     clock: Callable[[], float] = time.time
     stall_seconds: float | None = None  # the watch that recorded them called a stall after this long
     unread: list[str] = field(default_factory=list)
-    recorded = True  # what the samples are: recorded earlier, not read from this machine's kernel
 
     def __post_init__(self) -> None:
         self.start = self.clock()

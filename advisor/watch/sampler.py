@@ -171,7 +171,6 @@ class SampleSource(Protocol):
     back (advisor/watch/recorded.py)."""
 
     unread: list[str]
-    recorded: bool
 
     def caches(self) -> list[CacheRef]: ...
     def find(self, target: str) -> CacheRef: ...
@@ -180,8 +179,6 @@ class SampleSource(Protocol):
 
 class Sampler:
     """Finds the caches on the host and reads them. ``sys_root`` is /sys except in tests."""
-
-    recorded = False
 
     def __init__(
         self, runner: CommandRunner, sys_root: Path = Path("/sys"), fill_every: float = 10.0, clock: Any = time.time

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from advisor.disks.changes import DeviceChange, diff, inventory_from_json, same_devices
+from advisor.disks.devices import Inventory
 from advisor.disks.probe import ProbeError, ProbeProgress
 from advisor.errors import NOTHING, CachewiseError, codes
 from advisor.history import History
@@ -53,14 +54,21 @@ def cmd_scan(args: argparse.Namespace) -> int:
             if caching is not None and item["caching"] is not None:
                 item["caching"]["can"] = CLI.what_can_be_done(caching.can, caching.next)
         return print_json(data)
-    console = console_for(args.wide)
-    console.print(devices_table(inv, show_all=args.all), crop=False)
+    _print_devices(inv, args.all, args.wide)
+    return 0
+
+
+def _print_devices(inv: Inventory, show_all: bool, wide: bool, title: str = "") -> None:
+    """The devices table (scan, history show), its notes, and how many devices it left out."""
+    console = console_for(wide)
+    if title:
+        console.print(title, highlight=False)
+    console.print(devices_table(inv, show_all=show_all), crop=False)
     for note in inv.notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     hidden = len(inv.devices) - len(inv.visible(False))
-    if hidden and not args.all:
+    if hidden and not show_all:
         console.print(f"[dim]{hidden} loop, zram or empty devices hidden; --all shows them.[/]")
-    return 0
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -138,6 +146,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     for older, newer in zip([None, *reversed(rows)], reversed(rows), strict=False):
         repeats = older is not None and same_devices(data[older.id], data[newer.id])
         same_as[newer.id] = (same_as[older.id] or older.id) if repeats and older is not None else None
+    oldest_known = rows[-1].id if rows else None  # the first recorded, when all were fetched: nothing before it
+    first_recorded = len(rows) <= args.limit
     rows = rows[: args.limit]
     if args.json:
         snapshots = [{**r.__dict__, "same_as": same_as[r.id]} for r in rows]
@@ -157,7 +167,9 @@ def cmd_history(args: argparse.Namespace) -> int:
             r.hostname,
             str(r.device_count),
             r.udev,
-            Text(f"same as #{repeat}", style="dim") if repeat else Text("changed" if r.id != rows[-1].id else ""),
+            Text(f"same as #{repeat}", style="dim")
+            if repeat
+            else Text("" if first_recorded and r.id == oldest_known else "changed"),
         )
     console_for(args.wide).print(table, crop=False)
     print("`cachewise history show ID` shows one; `cachewise history diff ID [ID2]` what changed.")
@@ -190,12 +202,7 @@ def _history_show(args: argparse.Namespace) -> int:
     inv = inventory_from_json(data)
     if args.json:
         return print_json({**inv.to_json(show_all=args.all), "snapshot_id": snapshot_id})
-    console = console_for(args.wide)
-    console.print(f"Snapshot #{snapshot_id}, taken {inv.taken_at}", highlight=False)
-    console.print(devices_table(inv, show_all=args.all), crop=False)
-    hidden = len(inv.devices) - len(inv.visible(False))
-    if hidden and not args.all:
-        console.print(f"[dim]{hidden} loop, zram or empty devices hidden; --all shows them.[/]")
+    _print_devices(inv, args.all, args.wide, title=f"Snapshot #{snapshot_id}, taken {inv.taken_at}")
     return 0
 
 

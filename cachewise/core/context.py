@@ -18,6 +18,7 @@ from advisor.errors import CachewiseError, codes, next_step
 from advisor.history import History, HistoryError, default_state_dir
 from advisor.runner import CommandRunner
 from advisor.statedir import StateDirError
+from advisor.watch.recorded import RecordedSampler
 from advisor.watch.sampler import Sampler, SampleSource
 from cachewise.core.backends import (
     DiscoveryBackend,
@@ -82,9 +83,14 @@ class Core:
         return cls(ReplayDiscovery(raw), CommandRunner(), None, None, None, live=False, _sampler=samples)
 
     @property
+    def recording(self) -> RecordedSampler | None:
+        """The recording the caches' samples are played back from (None: this machine's kernel)."""
+        return self._sampler if isinstance(self._sampler, RecordedSampler) else None
+
+    @property
     def recorded(self) -> bool:
         """The caches' samples are a recording played back, not this machine's kernel."""
-        return self._sampler is not None and self._sampler.recorded
+        return self.recording is not None
 
     def sampler(self) -> SampleSource:
         if self._sampler is None:

@@ -76,13 +76,11 @@ def replay_samples(path: Path, raw: RawSystem | None) -> Scene:
 
 def ended(core: Core, ref: CacheRef) -> bool:
     """The recording of this cache has been played to its end (never, for a live cache)."""
-    source = core.sampler() if core.recorded else None
-    return isinstance(source, RecordedSampler) and source.ended(ref)
+    return core.recording is not None and core.recording.ended(ref)
 
 
 def length(core: Core, ref: CacheRef) -> int:
     """How many samples the recording of this cache holds (0 for a live cache)."""
-    source = core.sampler() if core.recorded else None
-    if not isinstance(source, RecordedSampler):
+    if core.recording is None:
         return 0
-    return sum(len(r.samples) for r in source.recordings if r.ref.name == ref.name)
+    return sum(len(r.samples) for r in core.recording.recordings if r.ref.name == ref.name)

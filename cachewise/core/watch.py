@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.history import History
 from advisor.prediction import Prediction
-from advisor.watch.recorded import RecordedSampler
 from advisor.watch.sampler import CacheRef, Sample
 from advisor.watch.session import Session
 from cachewise.core.context import Core, Refused
@@ -38,9 +37,8 @@ def target(core: Core, name: str) -> CacheRef:
 def prediction(core: Core, ref: CacheRef) -> Prediction | None:
     """What the recommendation behind this cache predicted, when cachewise made it from one:
     the newest cache recorded on the same device."""
-    source = core.sampler() if core.recorded else None
-    if isinstance(source, RecordedSampler):
-        return source.prediction(ref)
+    if core.recording is not None:
+        return core.recording.prediction(ref)
     found: list[Prediction] = []
 
     def read(hist: History) -> None:
@@ -82,9 +80,8 @@ def session(core: Core, refs: list[CacheRef], record: bool = True, stall_seconds
 
         return core.record(write)
 
-    source = core.sampler() if core.recorded else None
-    if isinstance(source, RecordedSampler) and stall_seconds is None:
-        stall_seconds = source.stall_seconds  # a recording is judged as the watch that made it was
+    if core.recording is not None and stall_seconds is None:
+        stall_seconds = core.recording.stall_seconds  # a recording is judged as the watch that made it was
     predictions = {ref.name: prediction(core, ref) for ref in refs}
     keep = record and core.state_dir is not None
     return Session(core.sampler(), refs, predictions, recorder if keep else None, stall_seconds)

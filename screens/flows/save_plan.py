@@ -23,6 +23,7 @@ WHY = {
     "plan": "Plan only: nothing here is changed. Save the plan as",
     "snapshot": "Made from a saved snapshot: it cannot be applied here. Save it, to apply on that machine, as",
     "root": "Applying needs root (sudo cachewise). Save the plan, to apply with sudo, as",
+    "instead": "Nothing has run. Save the plan instead, to apply later or on another machine, as",
 }
 
 

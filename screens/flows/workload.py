@@ -20,7 +20,7 @@ from advisor.workload.analysis import Analysis
 from advisor.workload.capture import CaptureProgress
 from cachewise.core import workload
 from cachewise.core.advise import AdviceRequest, Declared, prepare
-from screens.files import TRACES, PathField
+from screens.files import TRACES, PathField, user_path
 from screens.flows.steps import FlowScreen, name_of
 from screens.phrases import word
 from screens.widgets import Curve, CurveChart
@@ -131,7 +131,7 @@ class WorkloadStep(FlowScreen):
     @on(Input.Submitted, "#workload-trace-path")
     def _open(self, event: Input.Submitted) -> None:
         event.stop()
-        path = Path(event.value.strip()).expanduser()
+        path = user_path(event.value)
         if not event.value.strip() or not path.is_file():
             self._status(f"{path} is not a readable file; nothing was opened. Tab completes a path.", "red")
             return

@@ -187,6 +187,7 @@ async def test_f2_saves_the_previewed_plan_instead_of_running_it(size: tuple[int
         await pilot.pause()
         save = app.screen
         assert isinstance(save, SavePlan)
+        assert "Save the plan instead" in str(save.query_one("#save-note", Static).content)  # not "Plan only"
         box = save.query_one("#save-path", Input)
         box.value = "attach.json"
         box.focus()

@@ -350,3 +350,29 @@ async def test_the_remove_preview_of_a_user_who_is_not_root_saves_the_plan(tmp_p
         await pilot.pause()
         assert visible(save, save.query_one("#save-status"))
         assert Plan.loads((tmp_path / "remove.json").read_text()).kind == "bcache-detach"
+
+
+@pytest.mark.parametrize("typed", ["~nosuchuser-cw/plan.json", "/", "."])
+async def test_odd_paths_in_the_save_box_are_refused_in_a_sentence_not_a_traceback(
+        typed: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path a user can type (~ of no such user, the root, the current folder) with either format
+    chosen: the box keeps it or says why it cannot save there; the app keeps running."""
+    from textual.widgets import Select
+
+    from screens.files import user_path
+
+    assert user_path(" ~nosuchuser-cw/x ") == Path("~nosuchuser-cw/x")  # no such user: left as typed
+    monkeypatch.chdir(tmp_path)
+    app = CachewiseApp(Core.for_snapshot(RawSystem.load(RAW), tmp_path), watch_hotplug=False, start=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        save = await plan_only_on_a_snapshot_to_its_preview(app, pilot)
+        box = save.query_one("#save-path", Input)
+        box.value = typed
+        save.query_one("#save-format", Select).value = "ansible"
+        await pilot.pause()
+        assert app.is_running and box.value in (typed, typed.replace(".json", ".yml"))
+        box.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        status = str(save.query_one("#save-status", Static).content)
+        assert app.is_running and status and "Traceback" not in status

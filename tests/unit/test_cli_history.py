@@ -109,3 +109,23 @@ def test_a_bad_id_is_one_sentence(state: Path, args: list[str], said: str, capsy
 def test_no_snapshots_at_all(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(tmp_path, capsys, "diff", "1")
     assert code == 1 and "it has none yet" in err
+
+
+def test_a_short_listing_says_changed_on_its_oldest_row_when_an_older_one_differs(
+    state: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--limit 2 shows #5 and #4: #4 differs from #3 (not shown), so it says "changed"; the very
+    first snapshot, with nothing before it, says nothing."""
+    code, out, _ = run(state, capsys, "--limit", "2")
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│")}
+    assert code == 0 and set(rows) == {"5", "4"} and "changed" in rows["4"]
+    code, out, _ = run(state, capsys)
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│")}
+    assert "changed" not in rows["1"] and "same as" not in rows["1"]
+
+
+@pytest.mark.parametrize("bad", [{"devices": 3}, {"devices": "x", "notes": 5}, {"notes": {"a": 1}, "udev": 7},
+                                 {"memory_bytes": "lots"}])
+def test_a_malformed_history_row_reads_as_what_can_be_read(bad: dict[str, object]) -> None:
+    inv = inventory_from_json({**SCAN.to_json(show_all=True), **bad})
+    assert isinstance(inv.devices, tuple) and isinstance(inv.notes, tuple)

@@ -88,6 +88,16 @@ BAD = [
     ('{"schema": "cachewise.watch/1", "sample": {"t": 1, "target": "", "kind": "bcache"}}\n', "names no cache"),
     ('{"schema": "cachewise.watch/1", "sample": {"t": 1, "target": "x", "kind": "bcache"}}\n', "line 1"),
     (line(bc(1, -5, 1)) + "\n", "not a count"),
+    ('{"schema": "cachewise.watch/1", "sample": {"t": 1, "target": "x", "kind": "bcache", "promotions": "9"}}\n',
+     "promotions that is not a count"),
+    ('{"schema": "cachewise.watch/1", "sample": {"t": 1, "target": "x", "kind": "bcache", '
+     '"device_io": {"reads": "1", "read_sectors": 0, "writes": 0, "write_sectors": 0}}}\n', "device_io"),
+    ('{"schema": "cachewise.watch/1", "sample": {"t": 1, "target": "x", "kind": "bcache", "mode": 5}}\n',
+     "mode that is not a word"),
+    ('{"schema": "cachewise.watch/1", "sample": {"t": 1e300, "target": "x", "kind": "bcache"}}\n', "has no time"),
+    ('{"schema": "cachewise.watch/1", "sample": {"t": 1, "target": "x", "kind": "bcache", "raw": {"a": 1}}}\n',
+     "raw readings"),
+    (line(bc(1000, 1, 1)) + "\n" + line(bc(1_000_000, 2, 2)) + "\n", "gap of"),
     ('{"schema": "cachewise.watch/1", "sample": ' + "[" * 5000 + "]" * 5000 + "}\n", "line 1"),
 ]
 
@@ -100,6 +110,11 @@ def test_a_bad_recording_is_refused_in_one_sentence(tmp_path: Path, text: str, s
         load_json_lines(path)
     msg = str(err.value)
     assert said in msg and str(path) in msg and "\n" not in msg
+
+
+def test_a_recording_sampled_very_fast_is_played_at_a_sane_pace() -> None:
+    (rec,) = parse_json_lines("\n".join(line(bc(1000 + i * 1e-6, i, 1)) for i in range(5)))
+    assert rec.interval == 0.05
 
 
 def test_a_missing_or_special_file_is_refused(tmp_path: Path) -> None:
