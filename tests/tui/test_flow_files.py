@@ -325,7 +325,6 @@ async def test_add_and_remove_warn_a_user_who_is_not_root(size: tuple[int, int],
 async def test_the_remove_preview_of_a_user_who_is_not_root_saves_the_plan(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("screens.flows.start.is_root", lambda: False)
-    monkeypatch.setattr("screens.navigator.is_root", lambda: False)
     monkeypatch.chdir(tmp_path)
     app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), state_dir=tmp_path, live=True),
                        watch_hotplug=False, start=True)
