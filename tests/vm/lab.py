@@ -123,8 +123,8 @@ class GuestRun:
         return (self.out / name).read_text()
 
     def log_tail(self, chars: int = 6000) -> str:
-        log = self.out / "scenario.log"
-        return log.read_text()[-chars:] if log.exists() else self.console[-chars:]
+        logs = sorted(self.out.glob("scenario*.log"), key=lambda p: p.stat().st_mtime)  # the last boot's
+        return logs[-1].read_text()[-chars:] if logs else self.console[-chars:]
 
 
 @dataclass
@@ -177,6 +177,28 @@ class Lab:
                 raise ValueError(f"unknown bus {disk.bus}")
         return opts
 
+    def run_boots(self, scripts: list[str], env: dict[str, str] | None = None, timeout: float = 600) -> GuestRun:
+        """Boot the guest once per script, on the same disk images, as a machine reboots: boot N
+        runs ``scripts[N-1]`` with LAB_BOOT=N and logs to scenario.log (the first boot) or
+        scenario-N.log. A boot that ends in a power cut (``power_cut`` in common.sh writes
+        $LAB_OUT/cut-N, then the sysrq reboot makes qemu exit) has no exit code; the next boot
+        follows. The run stops at the first boot that failed."""
+        total = 0.0
+        consoles = []
+        run = GuestRun(255, 0.0, self.workdir / "out", "")
+        for n, script in enumerate(scripts, start=1):
+            log = "scenario.log" if n == 1 else f"scenario-{n}.log"
+            run = self.run(script, env={**(env or {}), "LAB_BOOT": str(n), "LAB_LOG": log}, timeout=timeout)
+            total += run.seconds
+            consoles.append(run.console)
+            (self.workdir / f"console-{n}.log").write_text(run.console)
+            cut = (self.workdir / "out" / f"cut-{n}").exists()
+            if cut and run.returncode == 255 and n < len(scripts):
+                continue  # the power was cut, as the script meant: boot again
+            if run.returncode != 0 or n == len(scripts):
+                break
+        return GuestRun(run.returncode, total, run.out, "\n".join(consoles))
+
     def run(self, script: str, env: dict[str, str] | None = None, timeout: float = 600) -> GuestRun:
         """Boot the guest, run ``script`` (a file in tests/vm/guest) as root, return its outputs."""
         kernel = find_kernel()
@@ -197,6 +219,7 @@ class Lab:
             "LAB_SOAK": "1" if soak() else "0",
             **(env or {}),
         }
+        (self.workdir / "out" / "rc").unlink(missing_ok=True)  # a later boot's exit code is its own
         env_file = self.workdir / "env.sh"
         env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in guest_env.items()))
         command = f"bash {shlex.quote(str(GUEST_DIR / 'run.sh'))} {shlex.quote(str(env_file))} {shlex.quote(script)}"
@@ -229,6 +252,7 @@ class Scenario:
     prepare: Callable[[Lab], dict[str, Any]] | None = None  # on the images, before the boot
     paired: bool = False  # runs with one vCPU beside another paired scenario (docs/lab.md)
     env: tuple[tuple[str, str], ...] = ()  # more environment for the guest script
+    reboots: tuple[str, ...] = ()  # scripts of the next boots on the same disk images (Lab.run_boots)
 
     @property
     def cpus(self) -> int:
@@ -264,7 +288,8 @@ class LabPool:
             lab = Lab(list(scenario.disks), workdir=self.workdirs[scenario.name], cpus=scenario.cpus)
             lab.create_images()
             prepared = scenario.prepare(lab) if scenario.prepare else {}
-            run = lab.run(scenario.script, env=dict(scenario.env), timeout=scenario.timeout)
+            scripts = [scenario.script, *scenario.reboots]
+            run = lab.run_boots(scripts, env=dict(scenario.env), timeout=scenario.timeout)
             run.prepared = prepared
             future.set_result(run)
         except BaseException as exc:  # noqa: BLE001 - the module's fixture re-raises it

@@ -67,3 +67,16 @@ keep_dirty() {
     sleep 0.5
   done
 }
+
+# power_cut: the machine loses power now. Nothing is synced: the sysrq reboot skips the file
+# systems' and the block layer's flushes, as a pulled plug does; qemu exits and the harness
+# boots again on the same disk images (Lab.run_boots), which finds $LAB_OUT/cut-$LAB_BOOT.
+power_cut() {
+  echo 1 > /proc/sys/kernel/sysrq
+  : > "$LAB_OUT/cut-${LAB_BOOT:-1}"
+  # the marker must reach the host's folder before the cut; it is on the shared work folder,
+  # not on an emulated disk, so a sync of that one file is all it needs
+  sync -f "$LAB_OUT/cut-${LAB_BOOT:-1}" 2>/dev/null || true
+  echo b > /proc/sysrq-trigger
+  sleep 30  # not reached
+}

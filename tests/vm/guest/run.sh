@@ -12,5 +12,5 @@ grep -m1 flags /proc/cpuinfo > "$LAB_OUT/cpuflags.txt"
 # Every traced line carries its time (bash's own clock: no process per line), so a slow
 # scenario can be read for where its time goes: python3 -m tests.vm.timeline OUT/scenario.log.
 # PS4 is set inside: bash running as root does not take it from the environment.
-bash -c 'PS4="+ \${EPOCHREALTIME} "; set -x; . "$0"' "$LAB_GUEST/$script" > "$LAB_OUT/scenario.log" 2>&1
+bash -c 'PS4="+ \${EPOCHREALTIME} "; set -x; . "$0"' "$LAB_GUEST/$script" > "$LAB_OUT/${LAB_LOG:-scenario.log}" 2>&1
 echo $? > "$LAB_OUT/rc"

@@ -1,0 +1,108 @@
+"""A cache for the long run (issue 29): every cache kind cachewise offers survives a power cut
+with dirty data. One two-boot scenario: boot 1 (powercut.sh) makes lvmcache writethrough and
+writeback, a mirrored writeback pool, dm-writecache and bcache writethrough and writeback through
+`cachewise plan` / `apply`, writes and fsyncs files through each, keeps blocks dirty, and cuts
+the power without a sync; boot 2 (powercut_after.sh) comes back on the same disk images as a
+system does (udev, then `vgchange -ay`) and checks every cache, file and tunable."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.vm.lab import GuestRun, LabDisk, LabPool, Scenario
+
+SCENARIO = Scenario(
+    "powercut",
+    "powercut.sh",
+    (
+        LabDisk("pchdd", "PCHDD01", "1G", rotation_rate=7200),
+        LabDisk("pcssd1", "PCSSD01", "512M", rotation_rate=1),
+        LabDisk("pcssd2", "PCSSD02", "256M", rotation_rate=1),
+        LabDisk("bwth", "PCBWTH", "256M", rotation_rate=7200),
+        LabDisk("bwts", "PCBWTS", "128M", rotation_rate=1),
+        LabDisk("bwbh", "PCBWBH", "256M", rotation_rate=7200),
+        LabDisk("bwbs", "PCBWBS", "128M", rotation_rate=1),
+    ),
+    timeout=1500,
+    expected_s=500,
+    paired=True,
+    reboots=("powercut_after.sh",),
+)
+LVS = ("wt", "wb", "mir", "wc")
+BCACHES = ("bwt", "bwb")
+
+
+@pytest.fixture(scope="module")
+def guest(lab_pool: LabPool) -> GuestRun:
+    return lab_pool.result(SCENARIO)
+
+
+def lvs(run: GuestRun, name: str) -> dict[str, dict[str, Any]]:
+    rows = json.loads(run.read(name))["report"][0]["lv"]
+    return {r["lv_name"]: r for r in rows}
+
+
+def test_the_power_was_cut_with_dirty_blocks_in_every_writeback_cache(guest: GuestRun) -> None:
+    assert (guest.out / "cut-1").exists(), "boot 1 ended in the power cut"
+    dirty = dict(line.split(maxsplit=1) for line in guest.read("dirty-before-cut.txt").splitlines())
+    print(dirty)
+    assert set(dirty) == {"wb", "mir", "wc", "bwb"}
+    for name, value in dirty.items():
+        number = float(value.rstrip("kKMG"))
+        assert number > 0, f"{name} held no dirty data when the power was cut: {value}"
+    before = lvs(guest, "before-lvs.json")
+    assert [before[n]["segtype"] for n in LVS] == ["cache", "cache", "cache", "writecache"]
+    assert before["wt"]["cache_mode"] == "writethrough" and before["wb"]["cache_mode"] == "writeback"
+    assert before["mir"]["cache_mode"] == "writeback"
+
+
+def test_every_cache_is_back_after_the_reboot(guest: GuestRun) -> None:
+    assert guest.read("after-vgchange.txt").strip().endswith("rc 0"), guest.read("after-vgchange.txt")
+    after = lvs(guest, "after-lvs.json")
+    print({n: (after[n]["segtype"], after[n]["lv_attr"], after[n]["lv_health_status"]) for n in LVS})
+    assert [after[n]["segtype"] for n in LVS] == ["cache", "cache", "cache", "writecache"]
+    for name in LVS:
+        assert after[name]["lv_attr"][4] == "a", f"pc/{name} is not active after the reboot: {after[name]['lv_attr']}"
+    for name in BCACHES:
+        device = guest.read(f"after-{name}-device.txt").strip()
+        assert device.startswith("/dev/bcache"), f"the {name} file system was not found by its UUID after the reboot"
+        state = guest.read(f"{name}-state-after.txt").strip()
+        assert state in ("clean", "dirty"), f"{name} came back without its cache: {state}"
+
+
+def test_every_fsynced_file_is_unchanged(guest: GuestRun) -> None:
+    for name in (*LVS, *BCACHES):
+        result = guest.read(f"after-{name}-sums.txt")
+        files = len(guest.read(f"{name}.sums").splitlines())
+        assert files == 6, f"{name}: {files} files recorded"
+        assert result.strip().endswith("ok"), f"{name} after the power cut:\n{result}"
+
+
+def test_bcache_tunables_are_as_set_after_the_reboot(guest: GuestRun) -> None:
+    for name in BCACHES:
+        before = guest.read(f"{name}-tunables-before.txt")
+        after = guest.read(f"{name}-tunables-after.txt")
+        print(name, before, after, sep="\n")
+        assert "sequential_cutoff 8.0M" in before and "writeback_percent 40" in before
+        assert after == before, f"{name}'s tunables after the reboot differ from those the plan set"
+
+
+def test_status_and_scan_describe_every_cache_after_the_reboot(guest: GuestRun) -> None:
+    status = guest.read("after-status.txt")
+    print(status)
+    for name in LVS:
+        assert f"pc/{name}" in status
+    data = json.loads(guest.read("after-status.json"))
+    text = json.dumps(data)
+    for name in LVS:
+        assert f'"pc/{name}"' in text or f'"lv": "{name}"' in text
+    for name in BCACHES:
+        bdev = guest.read(f"after-{name}-device.txt").strip().removeprefix("/dev/")
+        assert bdev in text, f"status --json does not name {bdev}"
+    scan = json.loads(guest.read("after-scan.json"))
+    kinds = sorted(d["caching"]["kind"] for d in scan["devices"] if d.get("caching") and d["caching"].get("role") in ("cached", "origin", "backing"))
+    print(kinds)
+    assert kinds, "scan describes no cache after the reboot"

@@ -1,0 +1,43 @@
+# Scenario, boot 2 of 2 (issue 29): the machine comes back after the power cut as a system
+# does: udev (bcache-tools' rules register bcache devices), then `vgchange -ay` standing in for
+# lvm2's autoactivation. Every cache must be back, every fsync'd file's sha256 unchanged, the
+# tunables as set, and `status` / `scan` must describe them.
+. "$LAB_GUEST/common.sh"
+set -e
+export CACHEWISE_STATE_DIR="$LAB_WORK/state"
+stamp() { echo "$(date +%s) $*" >> "$LAB_OUT/timeline.txt"; }
+stamp boot2
+udevadm trigger --action=add; udevadm settle --timeout=60
+ls -l /dev/bcache/by-uuid/ > "$LAB_OUT/after-bcache-links.txt" 2>&1 || true
+vgchange -ay pc > "$LAB_OUT/after-vgchange.txt" 2>&1; echo "rc $?" >> "$LAB_OUT/after-vgchange.txt"
+udevadm settle --timeout=60
+lvs -a --reportformat json -o vg_name,lv_name,segtype,cache_mode,lv_attr,cache_dirty_blocks,lv_health_status > "$LAB_OUT/after-lvs.json"
+dmsetup status > "$LAB_OUT/dmstatus-after.txt"
+check() {  # check NAME DEVICE: mount it (the journal replays), compare the fsync'd files' sums
+  mkdir -p /run/pc/$1
+  if mount "$2" /run/pc/$1 2> "$LAB_OUT/after-$1-mount.err"; then
+    if (cd /run/pc/$1 && sha256sum -c "$LAB_OUT/$1.sums") > "$LAB_OUT/after-$1-sums.txt" 2>&1; then
+      echo ok >> "$LAB_OUT/after-$1-sums.txt"; else echo FAILED >> "$LAB_OUT/after-$1-sums.txt"; fi
+  else
+    echo "FAILED mount" > "$LAB_OUT/after-$1-sums.txt"
+  fi
+}
+for lv in wt wb mir wc; do check $lv /dev/pc/$lv; done
+for kind in wt wb; do
+  uuid=$(cat "$LAB_OUT/b$kind-fsuuid.txt")
+  dev=$(blkid -U "$uuid" || true)  # by the file system's UUID, never by bcacheN
+  echo "$dev" > "$LAB_OUT/after-b$kind-device.txt"
+  check b$kind "${dev:-/dev/null}"
+  bname=$(basename "$(readlink -f "${dev:-/dev/null}")")
+  for t in cache_mode sequential_cutoff writeback_percent; do
+    echo "$t $(cat /sys/block/$bname/bcache/$t 2>/dev/null)"
+  done > "$LAB_OUT/b$kind-tunables-after.txt"
+  cat /sys/block/$bname/bcache/state > "$LAB_OUT/b$kind-state-after.txt" 2>&1 || true
+done
+cw status --json > "$LAB_OUT/after-status.json" 2> "$LAB_OUT/after-status.err" || echo "rc $?" >> "$LAB_OUT/after-status.err"
+cw status > "$LAB_OUT/after-status.txt" 2>&1 || true
+cw scan --json > "$LAB_OUT/after-scan.json" 2> "$LAB_OUT/after-scan.err" || echo "rc $?" >> "$LAB_OUT/after-scan.err"
+if cw doctor --help > /dev/null 2>&1; then
+  cw doctor --json > "$LAB_OUT/after-doctor.json" 2> "$LAB_OUT/after-doctor.err"; echo "$?" > "$LAB_OUT/after-doctor.rc"
+fi
+stamp done
