@@ -128,21 +128,6 @@ verify wt-uncached
 
 # Writeback with dirty blocks: tests/vm/guest/watch.sh (part 2).
 
-# wait_for_event PID EVENT K: until the journal holds K records of EVENT or PID has ended. Counted
-# with bash builtins only: a process per poll would compete with the apply it watches.
-wait_for_event() {
-  local n f line
-  while kill -0 "$1" 2> /dev/null; do
-    n=0
-    for f in "$CACHEWISE_STATE_DIR"/journal/*.jsonl; do
-      [ -e "$f" ] || continue
-      while IFS= read -r line; do [[ $line == *"\"$2\""* ]] && n=$((n + 1)); done < "$f"
-    done
-    [ "$n" -ge "$3" ] && return 0
-    sleep 0.1
-  done
-}
-
 # --- crash test: SIGKILL after each step of an attach; odd steps resume, even ones roll back ---
 cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m -o "$LAB_OUT/crash.json" > /dev/null
 steps=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['steps']))" "$LAB_OUT/crash.json")

@@ -80,3 +80,48 @@ power_cut() {
   echo b > /proc/sysrq-trigger
   sleep 30  # not reached
 }
+
+# wait_for_event PID EVENT K: until the journal holds K records of EVENT or PID has ended. Counted
+# with bash builtins only: a process per poll would compete with the apply it watches.
+wait_for_event() {
+  local n f line
+  while kill -0 "$1" 2> /dev/null; do
+    n=0
+    for f in "$CACHEWISE_STATE_DIR"/journal/*.jsonl; do
+      [ -e "$f" ] || continue
+      while IFS= read -r line; do [[ $line == *"\"$2\""* ]] && n=$((n + 1)); done < "$f"
+    done
+    [ "$n" -ge "$3" ] && return 0
+    sleep 0.1
+  done
+}
+
+# crash_each_step PLAN TAG VERIFY RESET: SIGKILL `cachewise apply PLAN` after each of its steps
+# (every step in the soak run, steps 1 and 2 otherwise), then resume it (odd steps) or roll it back
+# (even steps). VERIFY NAME records whether the data is intact (NAME = TAG-k-data); RESET puts the
+# starting state back, whatever state the run left (it may also make PLAN again). Outputs: TAG-k-{apply,after}.txt, the
+# journals, and TAG-ks.txt with the steps killed.
+crash_each_step() {
+  local plan=$1 tag=$2 verify_fn=$3 reset_fn=$4 steps k pid
+  steps=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['steps']))" "$plan")
+  if [ "${LAB_SOAK:-0}" = 1 ]; then ks=$(seq 1 "$steps"); else ks="1 2"; fi
+  echo "$steps $ks" > "$LAB_OUT/$tag-ks.txt"
+  mkdir -p "$CACHEWISE_STATE_DIR/old"
+  for k in $ks; do
+    mv "$CACHEWISE_STATE_DIR"/journal/*.jsonl "$CACHEWISE_STATE_DIR/old/" 2>/dev/null || true
+    "$CW_PY" -m cachewise apply "$plan" --yes > "$LAB_OUT/$tag-$k-apply.txt" 2>&1 &
+    pid=$!
+    wait_for_event "$pid" step-end "$k"
+    kill -9 $pid 2> /dev/null || true
+    wait $pid 2> /dev/null || true
+    if [ "$k" = "$steps" ] || [ $((k % 2)) = 1 ]; then
+      action=resume
+    else
+      action=rollback
+    fi
+    if cw apply --$action --yes > "$LAB_OUT/$tag-$k-after.txt" 2>&1; then echo "$action rc 0" >> "$LAB_OUT/$tag-$k-after.txt"
+    else echo "$action rc $?" >> "$LAB_OUT/$tag-$k-after.txt"; fi
+    "$verify_fn" "$tag-$k-data"
+    "$reset_fn"
+  done
+}
