@@ -222,3 +222,29 @@ def test_an_md_raid1_the_user_made_is_a_fast_device_for_every_backend(inv: Inven
     bc = bcache_create(raid, "sda", "md0", mode="writeback")
     assert any("/dev/disk/by-id/md-uuid-f00d" in s.argv for s in bc.steps if s.argv)
     assert not any(s.argv and s.argv[0] == "mdadm" for p in (lvm, bc) for s in p.steps), "never creates an array"
+
+
+def test_the_block_size_is_read_from_the_device_when_udev_has_not_seen_the_mkfs(inv: Inventory, tmp_path) -> None:
+    """Seen in the lab: an ext4 made on an LV moments before was not yet in udev's database, and
+    a writecache of 4 KiB blocks was planned over its 1 KiB blocks (lvconvert refused it). blkid
+    reads the device itself: here a real ext4 with 1 KiB blocks in a file (nothing on a disk)."""
+    import shutil
+    import subprocess
+
+    from advisor.disks.fsblock import with_fs_block_size
+    from advisor.runner import CommandRunner
+
+    mkfs = shutil.which("mkfs.ext4") or shutil.which("mkfs.ext4", path="/usr/sbin:/sbin")
+    if mkfs is None or CommandRunner().which("blkid") is None:
+        pytest.fail("mkfs.ext4 and blkid (e2fsprogs, util-linux) are needed: packaging/test.sh installs them")
+    image = tmp_path / "fs.img"
+    image.write_bytes(b"")
+    subprocess.run(["truncate", "-s", "16M", str(image)], check=True)
+    subprocess.run([mkfs, "-q", "-F", "-b", "1024", str(image)], check=True)
+    unseen = with_lv(inv, fs_type=None, fs_block_size=None, devnode=str(image))
+    lv = next(d for d in unseen.devices if d.lvm is not None and d.lvm.lv == "data")
+    filled = with_fs_block_size(unseen, lv, CommandRunner())
+    seen = next(d for d in filled.devices if d.name == lv.name)
+    assert (seen.fs_type, seen.fs_block_size) == ("ext4", 1024)
+    plan = writecache_attach(filled, "labvg/data", "nvme0n1", WritecacheSpec(64 * MiB))
+    assert "block_size=512" in plan.steps[-1].argv
