@@ -1,1 +1,1 @@
-"""The long run's health: what ``cachewise doctor`` finds wrong with the caches and the machine."""
+"""The long run's health: what the doctor finds wrong with the caches and the machine."""

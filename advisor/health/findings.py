@@ -3,7 +3,7 @@
 Each source of findings (boot readiness, cache state, tunables that drifted, SSD wear, dirty
 data that does not flush) returns :class:`Finding` values. A finding's ``code`` is declared with
 its sentence in :data:`SENTENCES` (``str.format`` fields name its facts), so a front end words it
-from the facts alone and a script reads the code and the facts from ``doctor --json``. ``fix``
+from the facts alone and a script reads the code and the facts from the doctor's JSON. ``fix``
 says what repairs it: a plan kind of the recipes' registry with its options (``plan`` and
 ``options``), or a command to run (``command``), each with a sentence for people.
 """
@@ -33,7 +33,7 @@ def sentences(table: Mapping[str, str]) -> None:
 
 @dataclass(frozen=True)
 class Fix:
-    """What repairs a finding: a plan (``cachewise plan KIND`` with these options), a command,
+    """What repairs a finding: a plan (the recipe KIND with these options), a command,
     or only words (``how``) when the fix is the admin's to make."""
 
     how: str
@@ -42,7 +42,12 @@ class Fix:
     command: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"how": self.how, "plan": self.plan or None, "options": dict(self.options), "command": list(self.command)}
+        return {
+            "how": self.how,
+            "plan": self.plan or None,
+            "options": dict(self.options),
+            "command": list(self.command),
+        }
 
 
 @dataclass(frozen=True)

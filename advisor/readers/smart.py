@@ -17,6 +17,7 @@ class Endurance:
     percentage_used: int | None = None
     data_written_bytes: int | None = None
     rating: Literal["enterprise", "consumer", "unknown"] = "unknown"
+    power_on_hours: int | None = None  # how long it has been on: the lifetime average write rate's span
 
 
 def parse_smartctl(text: str) -> Endurance | None:
@@ -45,4 +46,7 @@ def parse_smartctl(text: str) -> Endurance | None:
                 written = entry["value"] * 512
     if used is None and written is None:
         return None
-    return Endurance(percentage_used=used, data_written_bytes=written)
+    hours = data.get("power_on_time", {}).get("hours") if isinstance(data.get("power_on_time"), dict) else None
+    return Endurance(
+        percentage_used=used, data_written_bytes=written, power_on_hours=hours if isinstance(hours, int) else None
+    )

@@ -1,17 +1,27 @@
 """Prometheus node_exporter textfile of the caches' samples (``--prometheus FILE``).
 
-node_exporter's textfile collector reads every ``*.prom`` file in its directory; a file it
-reads half-written is dropped with an error, so the file is written beside the target and
-renamed over it (atomic on one file system). It starts with :data:`MARKER`, and only a file that
-does is replaced: a path that names another program's file is refused, not overwritten.
+The metrics are collected into a prometheus_client ``CollectorRegistry`` and written in its text
+exposition format (``generate_latest``, what ``prometheus_client.write_to_textfile`` writes), so
+names, help, types and label escaping are the client library's. The file is not written with
+``write_to_textfile`` itself: that opens a temporary file by a predictable name next to the target
+and follows links, which root must not do in a folder another user (the node exporter's) can
+write. node_exporter's textfile collector reads every ``*.prom`` file in its directory; a file it
+reads half-written is dropped with an error, so the file is written beside the target through the
+folder's descriptor and renamed over it (advisor/outputs.py). It starts with :data:`MARKER`, and
+only a file that does is replaced: a path that names another program's file is refused, not
+overwritten. Doctor adds its gauges to the same registry (advisor/health/export.py).
 """
 
 from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from advisor.outputs import replace_file
 from advisor.watch.sampler import Sample
@@ -39,35 +49,51 @@ GAUGES = (
 )
 
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+class SamplesCollector(Collector):
+    """The caches' samples as metrics: how many caches were read, each cache's kind, mode, state
+    and policy, and its counters and gauges."""
+
+    def __init__(self, samples: Iterable[Sample]) -> None:
+        self.samples = list(samples)
+
+    def collect(self) -> Iterator[Metric]:
+        samples = self.samples
+        # Always a sample, so that a machine without a cache is told from a file no longer written.
+        yield GaugeMetricFamily("cachewise_caches", "caches read on this machine (0: none found)", value=len(samples))
+        info = GaugeMetricFamily(
+            "cachewise_cache_info",
+            "the cache's kind, mode, state and policy (value 1)",
+            labels=["target", "kind", "mode", "state", "policy"],
+        )
+        for s in samples:
+            info.add_metric([s.target, s.kind, s.mode or "", s.state, s.policy or ""], 1)
+        yield info
+        for fields, family in ((COUNTERS, CounterMetricFamily), (GAUGES, GaugeMetricFamily)):
+            for name, text in fields:
+                values = [(s, getattr(s, name)) for s in samples if getattr(s, name) is not None]
+                if not values:
+                    continue
+                metric = family(f"cachewise_cache_{name}", text, labels=["target"])
+                for s, v in values:
+                    metric.add_metric([s.target], v)
+                yield metric
+
+
+def registry(*collectors: Collector) -> CollectorRegistry:
+    """A registry of these collectors alone (not the process's default one)."""
+    found = CollectorRegistry(auto_describe=False)
+    for collector in collectors:
+        found.register(collector)
+    return found
+
+
+def textfile(metrics: CollectorRegistry) -> str:
+    """The registry's metrics in the text format, after the marker that says cachewise wrote it."""
+    return MARKER + generate_latest(metrics).decode()
 
 
 def prometheus_text(samples: Iterable[Sample]) -> str:
-    samples = list(samples)
-    lines: list[str] = [MARKER.rstrip("\n")]
-    # Always a sample, so that a machine without a cache is told from a file no longer written.
-    lines += [
-        "# HELP cachewise_caches caches read on this machine (0: none found)",
-        "# TYPE cachewise_caches gauge",
-        f"cachewise_caches {len(samples)}",
-    ]
-    lines += [
-        "# HELP cachewise_cache_info the cache's kind, mode, state and policy (value 1)",
-        "# TYPE cachewise_cache_info gauge",
-    ]
-    for s in samples:
-        labels = {"target": s.target, "kind": s.kind, "mode": s.mode or "", "state": s.state, "policy": s.policy or ""}
-        lines.append("cachewise_cache_info{" + ",".join(f'{k}="{_label(v)}"' for k, v in labels.items()) + "} 1")
-    for fields, kind, suffix in ((COUNTERS, "counter", "_total"), (GAUGES, "gauge", "")):
-        for name, text in fields:
-            values = [(s, getattr(s, name)) for s in samples if getattr(s, name) is not None]
-            if not values:
-                continue
-            metric = f"cachewise_cache_{name}{suffix}"
-            lines += [f"# HELP {metric} {text}", f"# TYPE {metric} {kind}"]
-            lines += [f'{metric}{{target="{_label(s.target)}"}} {v}' for s, v in values]
-    return "\n".join(lines) + "\n"
+    return textfile(registry(SamplesCollector(samples)))
 
 
 def written_by_us(head: bytes) -> bool:

@@ -34,6 +34,7 @@ COMMANDS = {
     "apply": "plans:cmd_apply",
     "status": "caches:cmd_status",
     "watch": "caches:cmd_watch",
+    "doctor": "health:cmd_doctor",
     "completion": "completion:cmd_completion",
     "tui": "tui:cmd_tui",
     "demo": "tui:cmd_demo",

@@ -8,53 +8,22 @@ import sys
 from pathlib import Path
 
 from advisor.backends import listed
-from advisor.errors import codes, next_step
-from advisor.outputs import Unsafe
 from advisor.units import UnitError, parse_duration
-from advisor.watch.export import export_problem, prometheus_text, write_textfile
+from advisor.watch.export import prometheus_text
 from advisor.watch.sampler import Sample
 from cachewise.cli import common
 from cachewise.cli.output import error, print_json, print_tick, show, warn
-from cachewise.core import Refused, watch
+from cachewise.core import watch
 from cachewise.render import status_table
-
-codes(
-    {
-        "export-unwritable": "cannot write {path} ({why}); the samples were read but not exported",
-        "export-folder": "the folder of {path} is missing or not writable; nothing was read",
-        "export-refused": "cannot export to {path}: {why}; nothing was read",
-    },
-    front_end=True,
-)
 
 
 def _prometheus(path: Path | None, samples: list[Sample]) -> None:
-    if path is None:
-        return
-    try:
-        write_textfile(path, prometheus_text(samples))
-    except Unsafe as exc:
-        raise Refused(
-            "export-unwritable", changed=True, path=path, why=exc.why, next=[next_step("choose-output")]
-        ) from None
-    except OSError as exc:
-        raise Refused(
-            "export-unwritable", changed=True, path=path, why=exc.strerror or exc, next=[next_step("choose-output")]
-        ) from None
-
-
-def _check_export(path: Path | None) -> None:
-    if path is None:
-        return
-    if not (path.parent.is_dir() and os.access(path.parent, os.W_OK | os.X_OK)):
-        raise Refused("export-folder", path=path, next=[next_step("choose-output")])
-    why = export_problem(path)
-    if why:
-        raise Refused("export-refused", path=path, why=why, next=[next_step("choose-output")])
+    if path is not None:
+        common.write_prometheus(path, prometheus_text(samples))
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    _check_export(args.prometheus)
+    common.check_export(args.prometheus)
     found = watch.status(common.core_for(args))
     rows = found.rows
     _prometheus(args.prometheus, [s for _, s in rows if s is not None])
@@ -99,7 +68,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             seconds = parse_duration(args.duration)
         except UnitError as exc:
             return error(f"--duration: {exc.what}; nothing was read.")
-    _check_export(args.prometheus)
+    common.check_export(args.prometheus)
     core = common.core_for(args)
     ref = watch.target(core, args.target)
     session = watch.session(core, [ref], record=not args.no_record, stall_seconds=args.stall_after)

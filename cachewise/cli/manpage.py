@@ -44,6 +44,11 @@ EXIT_STATUS = [
     ("0", "Success."),
     ("1", "A refusal or an error: the message says what happened, that nothing was changed, and what to do."),
     ("2", "The command line could not be parsed."),
+    (
+        "0, 1, 2, 3 (doctor)",
+        "doctor's exit status is the worst it found: 0 nothing (or notes only), 1 a warning, 2 something critical; "
+        "3 when it could not look at all (a bad TARGET, an unreadable snapshot).",
+    ),
     ("130", "Interrupted (Ctrl-C, SIGTERM or SIGHUP); an apply finishes its current step first."),
 ]
 SAFETY = (
@@ -74,6 +79,7 @@ EXAMPLES = [
     ("sudo cachewise apply plan.json", "Run the saved plan, journaled (asks for the device's name first)."),
     ("cachewise watch vg0/data", "Follow the new cache warm up against the prediction."),
     ("cachewise status", "Every cache on this machine in one table."),
+    ("sudo cachewise doctor", "What is wrong with the caches, each finding with its cause and fix (exit 0, 1 or 2)."),
     ("cachewise history diff 12", "What changed in the disks since snapshot #12 (`cachewise history` lists them)."),
     ("cachewise plan remove --device vg0/data -o remove.json", "The plan that takes the cache off again."),
     (

@@ -374,6 +374,61 @@ def build_parser() -> argparse.ArgumentParser:
     watch.add_argument("--prometheus", type=Path, metavar="FILE", help="keep a node_exporter textfile up to date")
     watch.add_argument("--no-record", action="store_true", help="do not record the samples in the history database")
 
+    doctor = sub.add_parser(
+        "doctor",
+        help="what is wrong with the caches: failed, degraded, stuck flushes, SSD wear; exit 0, 1 or 2",
+        description="Look at every cache on this machine (or TARGET alone) and the SSDs under it, and say what is "
+        "wrong, each finding with its cause and its fix (a plan to make, or a command): a failed cache, metadata "
+        "read-only or marked needs_check, a mirror missing an SSD, I/O errors, dirty data that has stayed high "
+        "without going down, a dm-writecache taking too much kernel memory, an SSD wearing out (SMART's share of "
+        "its endurance used, and the days left at the write rate the watch measured). Without root it says what "
+        "it could not read. Each run records the caches' samples, which the next run judges a flush by. Exit "
+        "status, for scripts: 0 nothing found (or notes only), 1 a warning, 2 something critical, 3 doctor "
+        "could not look (the message says why). Changes nothing.",
+    )
+    _cache(
+        doctor.add_argument(
+            "target",
+            nargs="?",
+            metavar="TARGET",
+            help="one cache to look at (VG/LV, bcacheN or its backing device); default: every cache",
+        )
+    )
+    _common(
+        doctor,
+        json="schema cachewise.doctor/1: the findings with their facts, cause and fix, and each cache's and SSD's "
+        "numbers",
+        raw="look at a raw snapshot saved with `scan --save-raw` (what discovery saw: no live status or SMART)",
+    )
+    doctor.add_argument(
+        "--journal",
+        action="store_true",
+        help="one line per finding, prefixed with its syslog priority (<2> critical, <4> warning, <6> info) for "
+        "systemd's journal (the cachewise-doctor service)",
+    )
+    doctor.add_argument(
+        "--prometheus",
+        type=Path,
+        metavar="FILE",
+        help="also write a node_exporter textfile: the caches' samples and doctor's gauges (written beside FILE "
+        "and renamed over it)",
+    )
+    doctor.add_argument(
+        "--stuck-after",
+        default="1h",
+        metavar="TIME",
+        help="dirty data that has not gone down for this long is stuck (default 1h; 24 hours make it critical)",
+    )
+    doctor.add_argument(
+        "--dirty-above",
+        type=float,
+        default=20.0,
+        metavar="PERCENT",
+        help="stuck dirty data counts when it fills at least this share of the cache, in percent (default 20; at "
+        "least what bcache's writeback_percent or dm-writecache's high watermark keep dirty on purpose)",
+    )
+    doctor.add_argument("--no-record", action="store_true", help="do not record the samples in the history database")
+
     hist = sub.add_parser(
         "history",
         help="list recorded discovery snapshots; show one, or what changed between two",

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from advisor.history import History
 from advisor.prediction import Prediction as _Prediction
@@ -268,8 +269,11 @@ def test_prediction_from_a_recommendations_config() -> None:
 
 def test_prometheus_textfile_is_written_atomically(tmp_path: Path) -> None:
     text = prometheus_text([sample(1, 7, 3, 10, dirty=2)])
-    assert 'cachewise_cache_hits_total{target="vg/lv"} 7' in text
-    assert 'cachewise_cache_info{target="vg/lv",kind="dm-cache",mode="writethrough",state="ok",policy="smq"} 1' in text
+    # prometheus_client writes the text format: labels sorted, values as floats ("7.0")
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert [(s.labels, s.value) for s in families["cachewise_cache_hits"].samples] == [({"target": "vg/lv"}, 7)]
+    assert [(s.labels, s.value) for s in families["cachewise_cache_info"].samples] == [
+        ({"target": "vg/lv", "kind": "dm-cache", "mode": "writethrough", "state": "ok", "policy": "smq"}, 1)]
     assert "# TYPE cachewise_cache_dirty_bytes gauge" in text
     path = tmp_path / "cachewise.prom"
     write_textfile(path, text)
@@ -362,5 +366,5 @@ def test_cache_ref_aliases() -> None:
 def test_the_prometheus_textfile_has_a_sample_without_any_cache() -> None:
     """A machine without a cache still writes a sample: an alert can tell "no cache" from a file
     nobody writes any more (issue 30)."""
-    assert "\ncachewise_caches 0\n" in prometheus_text([])
-    assert "\ncachewise_caches 1\n" in prometheus_text([sample(1, 7, 3, 10, dirty=2)])
+    assert "\ncachewise_caches 0.0\n" in prometheus_text([])
+    assert "\ncachewise_caches 1.0\n" in prometheus_text([sample(1, 7, 3, 10, dirty=2)])

@@ -1,0 +1,405 @@
+"""cachewise doctor: each finding from what the lab captured (tests/fixtures/lab-caches,
+lab-readers, lab-watch, lab-recommend) or from the kernel's own status format where the lab has
+not captured a failure yet, the exit codes, the JSON schema, the Prometheus gauges, and no
+traceback when a source cannot be read."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from advisor.disks.collect import RawSystem
+from advisor.disks.discovery import build_inventory
+from advisor.health.doctor import Settings, days_left, examine, stuck_seconds
+from advisor.health.export import METRICS
+from advisor.health.findings import SENTENCES, exit_code
+from advisor.health.look import CacheLook, Look, SsdLook, dm_state, gather, write_rate
+from advisor.readers.smart import Endurance, parse_smartctl
+from advisor.runner import CommandError, CommandResult
+from advisor.watch.sampler import Io, Sample, Sampler
+from cachewise import cli
+from cachewise.cli import common
+from cachewise.cli.health import block, fix_command, journal_line
+from cachewise.core import Core
+from cachewise.core.doctor import DoctorRequest, doctor, fix_plan
+from recipes.registry import recipe
+from tests.unit.fakesys import CACHE_LINE, TABLE, WC_LINE, make_sys
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"
+LAYERS = FIXTURES / "lab-caches" / "raw-layers.json"
+GiB = 1 << 30
+
+# Lines in the kernel's own status format where the lab has not yet captured the failure
+# (drivers/md/dm-cache-target.c, cache_status: "Fail" alone once the target failed; the metadata
+# mode "ro" and "needs_check" as the last two fields; writecache.rst: the first field is the
+# error number). Each is the captured healthy line with only those fields changed.
+FAIL_LINE = "0 1048576 cache Fail"
+RO_LINE = CACHE_LINE.rsplit(" rw -", 1)[0] + " ro needs_check"
+NEEDS_CHECK_LINE = CACHE_LINE.rsplit(" rw -", 1)[0] + " rw needs_check"
+WC_ERROR_LINE = WC_LINE.replace("writecache 0 ", "writecache -5 ", 1)
+
+
+def sample(t: float, dirty: int, capacity: int = GiB, kind: str = "dm-cache", mode: str = "writeback",
+           writes: int = 0, cache_written: int = 0, **more: object) -> Sample:
+    return Sample(t, "labvg/data", kind, mode, "dirty" if dirty else "ok", "smq", capacity, capacity // 2, dirty,
+                  10, 5, device_io=Io(0, 0, writes, 0), cache_io=Io(0, 0, 0, cache_written), **more)  # type: ignore[arg-type]
+
+
+def look(*caches: CacheLook, ssds: tuple[SsdLook, ...] = (), memory: int | None = 8 * GiB, live: bool = True,
+         root: bool = True, unread: tuple[tuple[str, str], ...] = ()) -> Look:
+    return Look(10_000.0, live, root, None, caches, ssds, memory, unread)
+
+
+def codes(found: object) -> list[tuple[str, str, str]]:
+    return [(f.code, f.severity, f.subject) for f in found.findings]  # type: ignore[attr-defined]
+
+
+# -- the kernel's status lines --
+
+
+def test_captured_status_lines_are_healthy() -> None:
+    assert dm_state("dm-cache", CACHE_LINE) == dm_state("dm-cache", CACHE_LINE.replace("writeback", "writethrough"))
+    state = dm_state("dm-cache", CACHE_LINE)
+    assert state is not None and not (state.failed or state.read_only or state.needs_check)
+    wc = dm_state("dm-writecache", WC_LINE)
+    assert wc is not None and not wc.failed and wc.error == 0
+    assert dm_state("dm-cache", WC_LINE) is None and dm_state("bcache", CACHE_LINE) is None
+
+
+def test_failure_states_in_the_kernels_format() -> None:
+    fail = dm_state("dm-cache", FAIL_LINE)
+    assert fail is not None and fail.failed and fail.why == "Fail"
+    ro = dm_state("dm-cache", RO_LINE)
+    assert ro is not None and ro.read_only and ro.needs_check and not ro.failed
+    check = dm_state("dm-cache", NEEDS_CHECK_LINE)
+    assert check is not None and check.needs_check and not check.read_only
+    wc = dm_state("dm-writecache", WC_ERROR_LINE)
+    assert wc is not None and wc.failed and wc.error == -5
+
+
+# -- cache state --
+
+
+def test_a_failed_cache_is_critical_and_names_the_removal_plan() -> None:
+    report = examine(look(CacheLook("labvg/data", "dm-cache", status_line=FAIL_LINE)))
+    (found,) = [f for f in report.findings if f.code == "cache-failed"]
+    assert found.severity == "critical" and "Fail" in found.what and "writeback" in found.cause
+    assert found.fix is not None and found.fix.plan == "remove" and found.fix.options == {"device": "labvg/data"}
+    assert report.exit_code == 2 and report.caches[0].failed
+
+
+def test_a_failed_writethrough_cache_says_nothing_is_lost() -> None:
+    now = sample(9_000, 0, mode="writethrough")
+    report = examine(look(CacheLook("labvg/data", "dm-cache", status_line=FAIL_LINE, sample=now)))
+    assert "nothing is lost" in report.findings[0].cause
+
+
+def test_read_only_metadata_and_needs_check() -> None:
+    report = examine(look(CacheLook("labvg/data", "dm-cache", status_line=RO_LINE)))
+    assert codes(report) == [("cache-read-only", "critical", "labvg/data"),
+                             ("cache-needs-check", "warning", "labvg/data")]
+    assert report.findings[1].fix is not None and report.findings[1].fix.command == ("lvchange", "-an", "labvg/data")
+    only = examine(look(CacheLook("labvg/data", "dm-cache", status_line=NEEDS_CHECK_LINE)))
+    assert codes(only) == [("cache-needs-check", "warning", "labvg/data")] and only.exit_code == 1
+
+
+def test_a_writecache_error_is_a_failure() -> None:
+    report = examine(look(CacheLook("labvg/wc", "dm-writecache", status_line=WC_ERROR_LINE)))
+    assert codes(report) == [("cache-failed", "critical", "labvg/wc")]
+    assert "error -5" in report.findings[0].what and "blocks written only to the cache" in report.findings[0].cause
+
+
+def test_a_degraded_mirror_from_the_captured_snapshot(tmp_path: Path) -> None:
+    """The lab pulled one of the two SSDs of a writeback lvmcache's raid1 pool."""
+    core = Core.for_snapshot(RawSystem.load(DEGRADED), tmp_path)
+    checkup = doctor(core)
+    report = checkup.report
+    (found,) = [f for f in report.findings if f.code == "cache-degraded"]
+    assert found.severity == "critical" and found.subject == "labvg/data"  # writeback on one SSD now
+    assert found.facts["parts"] == ["labvg/data_cache_cpool_cdata", "labvg/data_cache_cpool_cmeta"]
+    assert found.fix is not None and found.fix.command == ("lvconvert", "--repair", "labvg/data_cache_cpool_cdata")
+    assert report.exit_code == 2 and not report.live and report.caches[0].degraded
+    # a snapshot has no live status, SMART or samples: said as a note, not a warning
+    assert [f.severity for f in report.findings if f.code == "doctor-unread"] == ["info"]
+
+
+def test_a_healthy_snapshot_exits_zero(tmp_path: Path) -> None:
+    report = doctor(Core.for_snapshot(RawSystem.load(LAYERS), tmp_path)).report
+    assert {c.name for c in report.caches} == {"labvg/data", "labvg/vault"}
+    assert report.exit_code == 0 and {f.severity for f in report.findings} == {"info"}
+
+
+def test_bcache_io_errors() -> None:
+    cache = CacheLook("bcache0", "bcache", io_errors={"backing": 0, "cache": 40})
+    report = examine(look(cache))
+    assert codes(report) == [("cache-io-errors", "critical", "bcache0")]
+    assert report.findings[0].facts == {"part": "cache", "errors": 40, "limit": 64}
+    assert codes(examine(look(replace(cache, io_errors={"backing": 0, "cache": 3})))) == [
+        ("cache-io-errors", "warning", "bcache0")]
+    assert examine(look(replace(cache, io_errors={"backing": 0, "cache": 0}))).findings == ()
+
+
+def test_an_inconsistent_bcache() -> None:
+    now = replace(sample(9_000, 0, kind="bcache"), state="inconsistent")
+    report = examine(look(CacheLook("bcache0", "bcache", sample=now)))
+    assert codes(report) == [("cache-inconsistent", "critical", "bcache0")]
+
+
+# -- dirty data that does not go down --
+
+
+def test_dirty_data_stuck_for_an_hour_is_a_warning_with_the_mode_switch() -> None:
+    past = tuple(sample(t, GiB // 2, writes=t) for t in range(0, 7200, 600))
+    now = sample(7200, GiB // 2, writes=7300)
+    report = examine(look(CacheLook("labvg/data", "dm-cache", sample=now, past=past)))
+    (found,) = report.findings
+    assert (found.code, found.severity) == ("dirty-stuck", "warning")
+    assert found.facts["stuck_seconds"] == 7200 and found.facts["share"] == 0.5
+    assert "a program keeps writing" in found.cause and "migration_threshold" in found.cause
+    assert found.fix is not None and found.fix.plan == "lvmcache-mode"
+    assert found.fix.options == {"lv": "labvg/data", "mode": "writethrough"}
+    assert report.caches[0].dirty_stuck_seconds == 7200
+
+
+def test_dirty_data_going_down_or_low_or_recent_is_not_stuck() -> None:
+    falling = tuple(sample(t, GiB - t * 1000, writes=0) for t in range(0, 7200, 600))
+    assert examine(look(CacheLook("labvg/data", "dm-cache", sample=falling[-1], past=falling[:-1]))).findings == ()
+    low = tuple(sample(t, GiB // 10) for t in range(0, 7200, 600))  # 10 %: under the 20 % threshold
+    assert examine(look(CacheLook("labvg/data", "dm-cache", sample=low[-1], past=low[:-1]))).findings == ()
+    recent = tuple(sample(t, GiB // 2) for t in range(0, 1800, 600))
+    assert examine(look(CacheLook("labvg/data", "dm-cache", sample=recent[-1], past=recent[:-1]))).findings == ()
+    assert examine(look(CacheLook("labvg/data", "dm-cache", sample=recent[-1], past=recent[:-1])),
+                   Settings(stuck_seconds=600)).findings
+
+
+def test_bcache_holding_its_writeback_percent_is_not_stuck_but_above_it_is() -> None:
+    held = tuple(sample(t, GiB // 10, kind="bcache", writeback_percent=10) for t in range(0, 7200, 600))
+    settings = Settings(dirty_share=0.05)
+    assert examine(look(CacheLook("bcache0", "bcache", sample=held[-1], past=held[:-1])), settings).findings == ()
+    high = tuple(sample(t, GiB // 2, kind="bcache", writeback_percent=10) for t in range(0, 7200, 600))
+    report = examine(look(CacheLook("bcache0", "bcache", sample=high[-1], past=high[:-1])), settings)
+    assert codes(report) == [("dirty-stuck", "warning", "bcache0")]
+    assert report.findings[0].fix is not None and report.findings[0].fix.plan == "remove"
+
+
+def test_stuck_for_a_day_is_critical_and_a_long_gap_ends_the_run() -> None:
+    day = tuple(sample(t, GiB // 2) for t in range(0, 90_000, 3600))
+    assert stuck_seconds(day, GiB * 0.2) == 86400
+    report = examine(look(CacheLook("labvg/data", "dm-cache", sample=day[-1], past=day[:-1])))
+    assert codes(report) == [("dirty-stuck", "critical", "labvg/data")]
+    gap = (sample(0, GiB // 2), sample(30_000, GiB // 2), sample(33_600, GiB // 2))
+    assert stuck_seconds(gap, GiB * 0.2) == 3600
+
+
+# -- dm-writecache's memory --
+
+
+def test_a_writecache_taking_more_than_a_quarter_of_memory() -> None:
+    # 16 GiB of 512-byte blocks: 33.5 million entries of 88 bytes, about 2.75 GiB
+    wc = replace(sample(9_000, 0, capacity=16 * GiB, kind="dm-writecache"), block_bytes=512)
+    report = examine(look(CacheLook("labvg/wc", "dm-writecache", sample=wc), memory=8 * GiB))
+    (found,) = report.findings
+    assert (found.code, found.severity) == ("writecache-memory", "warning")
+    assert found.facts["blocks"] == 16 * GiB // 512 and "88 bytes" in found.cause
+    assert found.fix is not None and found.fix.plan == "remove"
+    assert codes(examine(look(CacheLook("labvg/wc", "dm-writecache", sample=wc), memory=4 * GiB)))[0][1] == "critical"
+    assert examine(look(CacheLook("labvg/wc", "dm-writecache", sample=wc), memory=64 * GiB)).findings == ()
+    assert examine(look(CacheLook("labvg/wc", "dm-writecache", sample=wc))).caches[0].writecache_memory_bytes == (
+        16 * GiB // 512 * 88)
+
+
+# -- SSD wear --
+
+
+def test_the_captured_nvme_is_new_and_says_nothing() -> None:
+    wear = parse_smartctl((FIXTURES / "lab-recommend" / "smartctl-nvme.json").read_text())
+    assert wear is not None and wear.percentage_used == 0 and wear.power_on_hours == 0
+    ssd = SsdLook("nvme0n1", "/dev/nvme0n1", ("labvg/data",), wear, 1e6, "sampler")
+    report = examine(look(ssds=(ssd,)))
+    assert report.findings == () and report.ssds[0].percentage_used == 0 and report.ssds[0].days_left is None
+
+
+def test_a_worn_ssd_and_its_days_left() -> None:
+    # 85 % used after 850 TB: 10 TB a percent, 150 TB left; at 10 TB a day, 15 days.
+    wear = Endurance(percentage_used=85, data_written_bytes=850 * 10**12)
+    ssd = SsdLook("sdc", "/dev/sdc", ("labvg/data",), wear, 10 * 10**12 / 86400, "sampler")
+    assert days_left(ssd) == pytest.approx(15)
+    report = examine(look(ssds=(ssd,)))
+    assert codes(report) == [("ssd-worn", "warning", "/dev/sdc"), ("ssd-days-left", "critical", "/dev/sdc")] or \
+        codes(report) == [("ssd-days-left", "critical", "/dev/sdc"), ("ssd-worn", "warning", "/dev/sdc")]
+    assert report.exit_code == 2
+    fix = report.findings[0].fix
+    assert fix is not None and fix.plan == "remove" and fix.options == {"device": "labvg/data"}
+    slow = replace(ssd, write_rate_bytes=10**9 / 86400)  # 1 GB a day: 150,000 days
+    assert codes(examine(look(ssds=(slow,)))) == [("ssd-worn", "warning", "/dev/sdc")]
+
+
+def test_the_write_rate_from_the_samples_skips_a_reboot() -> None:
+    samples = [sample(0, 0, cache_written=1000), sample(100, 0, cache_written=3000),
+               sample(200, 0, cache_written=10), sample(300, 0, cache_written=2010)]
+    rate, span = write_rate(samples)  # type: ignore[misc]
+    assert span == 200 and rate == pytest.approx(4000 * 512 / 200)
+    assert write_rate(samples[:1]) is None
+
+
+# -- what could not be read, exit codes, the CLI --
+
+
+def test_unread_sources_are_warnings_live_and_say_how() -> None:
+    report = examine(look(root=False, unread=(("the wear of /dev/sdc", "SMART needs root"),)))
+    (found,) = report.findings
+    assert (found.code, found.severity) == ("doctor-unread", "warning") and "as root" in found.fix.how  # type: ignore[union-attr]
+    assert exit_code(report.findings) == 1
+
+
+class Runner:
+    """dmsetup as captured in the lab; smartctl missing or failing."""
+
+    def __init__(self, smartctl: str | None = None) -> None:
+        self.smartctl = smartctl
+
+    def which(self, tool: str) -> str | None:
+        return None if tool == "smartctl" and self.smartctl is None else f"/sbin/{tool}"
+
+    def run(self, argv: list[str], timeout: float | None = None, check: bool = True) -> CommandResult:
+        if argv[0] == "smartctl":
+            raise CommandError(argv, 1, "Permission denied")  # type: ignore[call-arg]
+        status = f"labvg-data: {CACHE_LINE}\nlabvg-wc: {WC_LINE}\n"
+        return CommandResult(tuple(argv), 0, {"table": TABLE, "status": status}[argv[1]], "", 0.01)
+
+
+def test_gather_reads_every_cache_and_bcaches_error_counts(tmp_path: Path) -> None:
+    sampler = Sampler(Runner(), make_sys(tmp_path), clock=lambda: 1000.0)  # type: ignore[arg-type]
+    seen = gather(Runner(), sampler, None, lambda name, since: [], 1000.0, root=True)  # type: ignore[arg-type]
+    caches = {c.name: c for c in seen.caches}
+    assert set(caches) == {"labvg/data", "labvg/wc", "bcache0"}
+    assert caches["labvg/data"].status_line == CACHE_LINE and caches["labvg/wc"].status_line == WC_LINE
+    assert caches["bcache0"].io_errors == {"backing": 0}  # the lab's backing device: io_errors 0
+    report = examine(seen)
+    assert report.findings == () and report.exit_code == 0
+
+
+def test_no_traceback_when_nothing_can_be_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    class Broken(Runner):
+        def run(self, argv: list[str], timeout: float | None = None, check: bool = True) -> CommandResult:
+            return CommandResult(tuple(argv), 1, "", "/dev/mapper/control: open failed: Permission denied\n", 0.01)
+
+    core = Core.for_machine(tmp_path / "state")
+    core.runner = Broken()  # type: ignore[assignment]
+    core._sampler = Sampler(Broken(), make_sys(tmp_path), clock=lambda: 1000.0)  # type: ignore[arg-type]
+    monkeypatch.setattr(common, "core_for", lambda args: core)
+    monkeypatch.setattr(core.discovery, "scan", lambda *a, **k: build_inventory(RawSystem.load(LAYERS)))
+    assert cli.main(["doctor", "--json"]) == 1
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert "Traceback" not in err
+    assert {f["code"] for f in data["findings"]} == {"doctor-unread"}
+    unread = {u["what"]: u["why"] for u in data["unread"]}
+    assert "Permission denied" in unread["device-mapper caches"] and [c["name"] for c in data["caches"]] == ["bcache0"]
+    assert unread.get("the wear of /dev/sde", "smartctl is not installed").startswith("smartctl is not installed")
+
+
+def test_json_schema_and_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--state-dir", str(tmp_path), "doctor", "--from-raw", str(DEGRADED), "--json"]) == 2
+    data = json.loads(capsys.readouterr().out)
+    assert set(data) == {"schema", "worst", "exit_code", "live", "findings", "caches", "ssds", "unread"}
+    assert (data["schema"], data["worst"], data["exit_code"], data["live"]) == ("cachewise.doctor/1", "critical", 2,
+                                                                               False)
+    for f in data["findings"]:
+        assert set(f) == {"code", "severity", "subject", "what", "facts", "cause", "fix"} and f["code"] in SENTENCES
+        assert f["cause"] and set(f["fix"]) == {"how", "plan", "options", "command"}
+    assert set(data["caches"][0]) >= {"name", "kind", "failed", "read_only", "needs_check", "degraded",
+                                      "dirty_stuck_seconds"}
+    assert cli.main(["doctor", "--from-raw", str(LAYERS), "--no-record"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("INFO doctor: could not read") and "Cause:" in out and "Fix:" in out
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["doctor", "--from-raw", str(LAYERS), "vg/none"], "vg/none is not a cache in this snapshot"),
+    (["doctor", "--from-raw", str(LAYERS), "--stuck-after", "forever"], "--stuck-after"),
+    (["doctor", "--from-raw", str(LAYERS), "--dirty-above", "150"], "--dirty-above"),
+    (["doctor", "--from-raw", "/nonexistent.json"], "cannot read the raw snapshot"),
+    (["doctor", "--from-raw", str(LAYERS), "--prometheus", "/nonexistent/dir/c.prom"], "missing or not writable"),
+])
+def test_doctor_could_not_look_exits_three(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(argv) == 3
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_text_blocks_and_journal_lines(tmp_path: Path) -> None:
+    report = doctor(Core.for_snapshot(RawSystem.load(DEGRADED), tmp_path)).report
+    text = block(report.findings[0])
+    assert text.startswith("CRITICAL labvg/data: labvg/data's cache is degraded")
+    assert "\n  Cause: " in text and "\n  Fix: " in text and "lvconvert --repair labvg/data_cache_cpool_cdata" in text
+    line = journal_line(report.findings[0])
+    assert line.startswith("<2>CRITICAL labvg/data: ") and "\n" not in line and " Cause: " in line
+    assert journal_line(report.findings[-1]).startswith("<6>INFO doctor: ")
+
+
+def test_every_fix_plan_is_a_recipe_with_those_options(tmp_path: Path) -> None:
+    """The plans doctor's fixes name exist in the registry and take the options they are given."""
+    now = sample(7200, GiB // 2)
+    past = tuple(sample(t, GiB // 2) for t in range(0, 7200, 600))
+    wc = replace(sample(9_000, 0, capacity=16 * GiB, kind="dm-writecache"), block_bytes=512)
+    worn = SsdLook("sdc", "/dev/sdc", ("labvg/data",), Endurance(percentage_used=90, data_written_bytes=10**15),
+                   10**13, "sampler")
+    report = examine(look(CacheLook("labvg/data", "dm-cache", sample=now, past=past),
+                          CacheLook("labvg/x", "dm-cache", status_line=FAIL_LINE),
+                          CacheLook("bcache0", "bcache", io_errors={"cache": 50}),
+                          CacheLook("labvg/wc", "dm-writecache", sample=wc), ssds=(worn,), memory=4 * GiB))
+    plans = [f.fix for f in report.findings if f.fix is not None and f.fix.plan]
+    assert {p.plan for p in plans} == {"remove", "lvmcache-mode"}
+    for fix in plans:
+        found = recipe(fix.plan)
+        assert found is not None, fix.plan
+        found.options(**fix.options)  # the option names are the recipe's
+        assert fix_command(fix).startswith(f"cachewise plan {fix.plan} --")
+    # and the plan is made as `plan remove` makes it, on the captured writecache
+    inv = build_inventory(RawSystem.load(FIXTURES / "lab-caches" / "raw-writecache.json"))
+    (memory,) = [f for f in report.findings if f.code == "writecache-memory"]
+    assert memory.fix is not None
+    made = fix_plan(Core.for_snapshot(RawSystem.load(FIXTURES / "lab-caches" / "raw-writecache.json"), tmp_path),
+                    inv, replace(memory.fix, options={"device": "labvg/data"}))
+    assert made.kind == "writecache-detach"
+
+
+def test_the_prometheus_textfile_has_the_samples_and_doctors_gauges(tmp_path: Path) -> None:
+    path = tmp_path / "cachewise.prom"
+    assert cli.main(["doctor", "--from-raw", str(DEGRADED), "--no-record", "--prometheus", str(path), "--json"]) == 2
+    families = {f.name: f for f in text_string_to_metric_families(path.read_text().split("\n", 1)[1])}
+    assert families["cachewise_caches"].samples[0].value == 0  # a snapshot: no sample is read
+    degraded = {s.labels["target"]: s.value for s in families["cachewise_cache_degraded"].samples}
+    assert degraded == {"labvg/data": 1.0}
+    found = {(s.labels["code"], s.labels["severity"]): s.value for s in families["cachewise_doctor_findings"].samples}
+    assert found == {("cache-degraded", "critical"): 1.0, ("doctor-unread", "info"): 1.0}
+    assert families["cachewise_doctor_worst"].samples[0].value == 2
+    doctors = {n for n in families if n.startswith(("cachewise_doctor", "cachewise_ssd", "cachewise_boot",
+                                                    "cachewise_tunables", "cachewise_memory"))}
+    assert doctors <= set(METRICS)
+    # written again over its own file
+    assert cli.main(["doctor", "--from-raw", str(LAYERS), "--no-record", "--prometheus", str(path)]) == 0
+
+
+def test_a_live_run_records_its_samples_for_the_next(tmp_path: Path) -> None:
+    sampler = Sampler(Runner(), make_sys(tmp_path), clock=lambda: 1000.0)  # type: ignore[arg-type]
+    core = Core.for_machine(tmp_path / "state")
+    core.runner = Runner()  # type: ignore[assignment]
+    core._sampler = sampler
+    core.discovery.scan = lambda *a, **k: build_inventory(RawSystem.load(LAYERS))  # type: ignore[method-assign]
+    first = doctor(core, DoctorRequest(target="labvg/data"))
+    assert [c.name for c in first.look.caches] == ["labvg/data"] and first.samples
+    again = doctor(core, DoctorRequest(target="labvg/data", record=False))
+    assert len(again.look.caches[0].past) == 0  # the clock stood still: nothing recorded is older than now
+    from advisor.history import History
+
+    with History.open_default(tmp_path / "state") as h:
+        assert len(h.samples("labvg/data")) == 1
