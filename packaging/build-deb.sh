@@ -38,6 +38,7 @@ mkdir -p "$tree" "$build/wheelhouse" "$build/buildtools" dist
 # The source tree debhelper works in: the project's files and the debian/ directory.
 tar -c --exclude=__pycache__ cachewise advisor screens recipes pyproject.toml README.md LICENSE | tar -x -C "$tree"
 cp -r packaging/debian "$tree/debian"
+cp -r packaging/prometheus "$tree/debian/prometheus"  # the alert rules and dashboard debian/rules installs
 (cd "$tree" && WHEELS="$(cd ../wheelhouse && pwd)" TOOLS="$(cd ../buildtools && pwd)" \
   dpkg-buildpackage -b -us -uc --no-sign >../build.log 2>&1) || {
   tail -40 "$build/build.log" >&2

@@ -140,8 +140,20 @@ def _mode(cache: CacheLook) -> str | None:
     dev = cache.device
     if dev is not None and dev.bcache is not None:
         return dev.bcache.cache_mode
+    said = getattr(dev.caching, "mode", None) if dev is not None else None  # discovery's, where it reads one
+    if isinstance(said, str) and said:
+        return said
     state = dev.caching.state if dev is not None and dev.caching is not None else ""
     return next((m for m in ("writeback", "writethrough", "passthrough") if state.startswith(m)), None)
+
+
+def _said(caching: object) -> str:
+    """What discovery said of a failed cache (a snapshot has no status line to quote)."""
+    for name in ("trouble", "state"):
+        said = getattr(caching, name, "")
+        if isinstance(said, str) and said:
+            return said
+    return "discovery says so"
 
 
 def _raid_parts(look: Look, cache: CacheLook) -> list[str]:
@@ -189,7 +201,7 @@ def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
                 "cache-failed",
                 "critical",
                 name,
-                {"why": dm.why if dm else "discovery says so", "kind": cache.kind, "mode": mode},
+                {"why": dm.why if dm else _said(caching), "kind": cache.kind, "mode": mode},
                 f"the cache device stopped answering (a dead or pulled SSD, or its I/O errors); {lost}",
                 _remove(
                     cache,
@@ -198,7 +210,7 @@ def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
                 ),
             )
         )
-    elif dm is not None and dm.read_only:
+    elif (dm is not None and dm.read_only) or getattr(caching, "read_only", False):
         out.append(
             Finding(
                 "cache-read-only",
@@ -551,7 +563,7 @@ def _health(look: Look, by_source: dict[str, tuple[Finding, ...]]) -> tuple[Cach
                 c.name,
                 c.kind,
                 failed=(dm is not None and dm.failed) or bool(getattr(caching, "failed", False)),
-                read_only=dm is not None and dm.read_only,
+                read_only=(dm is not None and dm.read_only) or bool(getattr(caching, "read_only", False)),
                 needs_check=(dm is not None and dm.needs_check) or bool(getattr(caching, "needs_check", False)),
                 degraded=bool(caching and caching.degraded),
                 io_errors=sum(c.io_errors.values()) if c.io_errors else None,

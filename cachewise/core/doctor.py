@@ -16,6 +16,7 @@ from advisor.errors import CachewiseError, codes, next_step
 from advisor.health.doctor import Report, Settings, examine
 from advisor.health.findings import Fix
 from advisor.health.look import Look, from_snapshot, gather
+from advisor.history import History
 from advisor.plan.model import Plan
 from advisor.watch.sampler import Sample
 from cachewise.core import plans
@@ -72,7 +73,12 @@ def doctor(core: Core, request: DoctorRequest | None = None) -> Checkup:
         look = gather(core.runner, core.sampler(), inventory, past, now, is_root(), request.target)
         samples = tuple(c.sample for c in look.caches if c.sample is not None)
         if request.record and samples:
-            warning = core.record(lambda h: h.record_samples(list(samples)))
+
+            def keep(h: History) -> None:  # and thin the old ones, as a watch does: a timer runs doctor forever
+                h.record_samples(list(samples))
+                h.thin_samples(now)
+
+            warning = core.record(keep)
             if warning is not None:
                 warnings.append(warning)
     return Checkup(examine(look, request.settings), look, samples, inventory, tuple(dict.fromkeys(warnings)))

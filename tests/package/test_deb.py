@@ -46,6 +46,15 @@ def test_installs_works_and_purges_clean_in_a_fresh_chroot(deb: Path, tmp_path: 
         assert (root / "usr/share/bash-completion/completions/cachewise").is_file()
         assert (root / "usr/share/zsh/vendor-completions/_cachewise").is_file()
         assert (root / "lib/systemd/system/cachewise-exporter.timer").is_file()
+        assert (root / "lib/systemd/system/cachewise-doctor.timer").is_file()
+        for name in ("cachewise-alerts.yml", "cachewise-alerts.test.yml", "cachewise-dashboard.json"):
+            assert (root / "usr/share/cachewise" / name).is_file(), name
+        # doctor with Debian's python3-prometheus-client: its JSON, its exit code, the textfile
+        doctor = in_chroot(root, "cachewise", "doctor", "--json", "--no-record", "--prometheus", "/tmp/c.prom",
+                           check=False)
+        assert doctor.returncode in (0, 1, 2), doctor.stdout + doctor.stderr
+        assert json.loads(doctor.stdout)["schema"] == "cachewise.doctor/1"
+        assert "cachewise_doctor_worst" in (root / "tmp/c.prom").read_text()
         # The bundled (and stripped) NumPy and Numba at work: a trace's miss-ratio curve, and
         # the stack-distance loop compiled by Numba (short traces run it interpreted).
         trace = REPO / "tests/fixtures/traces/fio-v3.iolog"
