@@ -20,7 +20,7 @@ SCENARIO = Scenario(
         LabDisk("crhdd", "CRHDD01", "1G", rotation_rate=7200),
         LabDisk("crssd", "CRSSD01", "512M", rotation_rate=1),
         LabDisk("crbh", "CRBH01", "256M", rotation_rate=7200),
-        LabDisk("crbs", "CRBS01", "128M", rotation_rate=1),
+        LabDisk("crbs", "CRBS01", "384M", rotation_rate=1),
     ),
     timeout=7200,
     expected_s=3000,
