@@ -520,6 +520,11 @@ def status_table(rows: list[tuple[CacheRef, Sample | None]]) -> Table:
         )
     if not rows:
         table.caption = f"No {listed()} device on this machine."
+    troubles = [f"{ref.name}: {s.trouble}." for ref, s in rows if s is not None and s.trouble]
+    if troubles:
+        table.caption = "\n".join(troubles)
+        table.caption_justify = "left"
+        table.caption_style = "bold red"
     return table
 
 
@@ -559,6 +564,8 @@ def watch_line(f: Figures) -> str:
         parts.append("warming up" + ("," + eta if eta else ""))
     elif f.warmup in ("steady", "full"):
         parts.append(f.warmup)
+    if f.trouble:
+        parts.append(f"{f.state.upper()}: {f.trouble}")
     return "  ".join(parts)
 
 

@@ -48,6 +48,11 @@ ACTIONS = {
     "remove": "press u on the Disks screen to remove it (dirty data is flushed first)",
     "free-bcache-cache": f"{REMOVE_FLOW} detaches it and gives it back blank",
     "free-ssd-instead": f"{REMOVE_FLOW} gives the SSD back blank",
+    "rescue": f"{REMOVE_FLOW} takes the failed cache off (its preview says what the origin lacks)",
+    "repair-mirror": "put a new SSD in, then repair the mirror onto it in a shell (cachewise plan cache-repair "
+    "--lv {target} --ssd NEW_SSD)",
+    "accept-data-loss": "answer y when the Remove flow asks whether losing the blocks only the dead SSD held is "
+    "acceptable",
     "resume": "cachewise offers to finish it when it starts next",
     "rollback": "cachewise offers to undo the steps that took effect when it starts next",
     "fix-and-resume": "once the cause is fixed, start cachewise again: it offers to resume the plan from here",

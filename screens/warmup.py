@@ -243,11 +243,13 @@ class WarmupScreen(CoreScreen):
         "A cache, live: how full it is and how fast it fills, the hit ratio this interval and since the "
         "start (against the prediction when cachewise made it), the I/O served by the cache and by the slow "
         "device, and dirty data with the time left to flush it, or a stalled flush and its likely causes. "
+        "A cache that failed or lost its SSD is said at the top, with what it means for the data. "
         "It only reads the kernel's counters."
     )
     DEFAULT_CSS = """
     WarmupScreen #glance, WarmupScreen #warmup-note { height: auto; padding: 0 1; }
     WarmupScreen #stall { height: auto; max-height: 8; border: round $warning; padding: 0 1; }
+    WarmupScreen #trouble { height: auto; border: heavy $error; padding: 0 1; }
     WarmupScreen #charts { grid-size: 2 2; height: 1fr; min-height: 6; }
     WarmupScreen Chart { border: round $primary; height: 1fr; }
     WarmupScreen #warmup-curve { height: auto; border: round $primary; padding: 0 1; }
@@ -279,6 +281,9 @@ class WarmupScreen(CoreScreen):
         note = Static("", id="warmup-note")
         note.display = False
         yield note
+        trouble = Static("", id="trouble")  # a failed cache, a dead SSD: shown at once, above all else
+        trouble.display = False
+        yield trouble
         with VerticalScroll(id="stall") as stall:
             stall.border_title = "Flush stalled"
             stall.display = False
@@ -338,6 +343,11 @@ class WarmupScreen(CoreScreen):
         del self.figures[: bisect.bisect_left(self.figures, self.figures[-1].t - HISTORY_SECONDS, key=lambda f: f.t)]
         latest = self.figures[-1]
         self.query_one("#glance", Static).update(glance(self.ref, latest))
+        trouble = self.query_one("#trouble", Static)
+        trouble.display = bool(latest.trouble)
+        if latest.trouble:
+            trouble.border_title = f"{self.ref.name}: {latest.state}"
+            trouble.update(Text(latest.trouble[0].upper() + latest.trouble[1:] + ".", style="bold"))
         stall = self.query_one("#stall")
         stall.display = latest.stall is not None
         if latest.stall is not None:

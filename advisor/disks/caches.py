@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any, Literal
 
 from advisor.backends import BCACHE, LVMCACHE, WRITECACHE
 from advisor.disks.devices import Caching, Device
-from advisor.errors import next_step
+from advisor.disks.failure import Failure
+from advisor.errors import Next, next_step
+from advisor.readers import dmstatus
 
 NEVER = (
     "cachewise never sets up, changes or removes {what}: it is an out-of-tree kernel module, unmaintained "
@@ -51,8 +54,111 @@ def _mirrored(row: Mapping[str, str], vg_rows: Mapping[str, Mapping[str, str]]) 
     return any(r.get("segtype") == "raid1" for r in parts)
 
 
+def _parts(row: Mapping[str, str], vg_rows: Mapping[str, Mapping[str, str]]) -> dict[str, Mapping[str, str]]:
+    """The rows of the LVs that make a cached LV's cache: its cache pool (or cache volume) and
+    everything under it (data, metadata, raid images), by name without brackets."""
+    pool = row.get("pool_lv", "").strip("[]")
+    return {n: r for n, r in vg_rows.items() if pool and (n == pool or n.startswith(f"{pool}_"))}
+
+
+def _lost(r: Mapping[str, str]) -> bool:
+    """lvm2 places the row's extents on a PV it cannot find ("[unknown]")."""
+    return "[unknown]" in r.get("devices", "")
+
+
+def _gone_under(dev: Device, devices: Mapping[str, Device]) -> tuple[str, ...]:
+    """The kernel names of the devices under a cached LV's cache that are gone: sysfs keeps a
+    slave's name in slaves/ after its disk was deleted, so a name there with no device of its
+    own was pulled. The origin's side (the _corig or _wcorig LV) is not the cache's."""
+
+    def origin(name: str) -> bool:
+        under = devices.get(name)
+        return under is not None and (under.dm_name or "").endswith(("_corig", "_wcorig"))
+
+    gone: list[str] = []
+    seen: set[str] = set()
+    todo = [s for s in dev.slaves if not origin(s)]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        under = devices.get(name)
+        if under is None:
+            gone.append(name)
+        else:
+            todo += list(under.slaves)
+    return tuple(sorted(gone))
+
+
+def lvm_failure(
+    dev: Device,
+    row: Mapping[str, str],
+    vg_rows: Mapping[str, Mapping[str, str]],
+    devices: Mapping[str, Device],
+    dm_status: Mapping[str, str],
+) -> Failure | None:
+    """What is wrong with the cache of a cached LV (None: nothing lvm2 and the kernel report):
+    its target's status (Fail, read-only metadata, needs_check, a writecache error), and the
+    devices under its cache that are gone, with whether a mirrored cache still has a leg."""
+    lvm = dev.lvm
+    if lvm is None or lvm.segtype not in ("cache", "writecache"):
+        return None
+    kind: Literal["dm-cache", "dm-writecache"] = "dm-cache" if lvm.segtype == "cache" else "dm-writecache"
+    parts = _parts(row, vg_rows)
+    line = dm_status.get(dev.dm_name or "")
+    health = dmstatus.health(line) if line else None
+    attr = row.get("lv_attr", "")
+    flag = attr[8] if len(attr) > 8 else "-"  # lvs(8): (F)ailed, (M)etadata read only, (E)rror
+    lost = [n for n, r in parts.items() if _lost(r)]
+    under = _gone_under(dev, devices)
+    missing = under or (("a PV lvm2 cannot find",) if lost else ())
+    raids = [n for n, r in parts.items() if r.get("segtype") == "raid1"]
+    # A mirror runs on while each of its raid1 LVs keeps one image on a device that is there.
+    degraded = (
+        bool(missing)
+        and bool(raids)
+        and all(any(not _lost(r) for n, r in parts.items() if n.startswith(f"{raid}_rimage_")) for raid in raids)
+    )
+    failed = (
+        (health is not None and health.failed) or flag in "FE" or row.get("lv_health_status") in ("failed", "error")
+    )
+    mode = row.get("cache_mode") or None if kind == "dm-cache" else "writeback"
+    failure = Failure(
+        kind,
+        f"{lvm.vg}/{lvm.lv}",
+        mode,
+        failed=failed,
+        read_only=(health is not None and health.read_only) or flag == "M",
+        needs_check=health is not None and health.needs_check,
+        degraded=degraded,
+        missing=missing,
+        said=health.said if health is not None else "",
+    )
+    return failure if failure.any else None
+
+
+def _trouble(failure: Failure | None) -> dict[str, Any]:
+    """The Caching fields of a failure."""
+    if failure is None:
+        return {}
+    return {
+        "failed": failure.broken,
+        "read_only": failure.read_only,
+        "needs_check": failure.needs_check,
+        "missing": failure.missing,
+        "mode": failure.mode,
+        "trouble": failure.sentence(),
+        "degraded": failure.degraded or failure.gone,
+    }
+
+
 def lvm_caching(
-    dev: Device, row: Mapping[str, str], vg_rows: Mapping[str, Mapping[str, str]] | None = None
+    dev: Device,
+    row: Mapping[str, str],
+    vg_rows: Mapping[str, Mapping[str, str]] | None = None,
+    devices: Mapping[str, Device] | None = None,
+    dm_status: Mapping[str, str] | None = None,
 ) -> Caching | None:
     lvm = dev.lvm
     if lvm is None or lvm.role != "lv":
@@ -60,6 +166,9 @@ def lvm_caching(
     vglv = f"{lvm.vg}/{lvm.lv}"
     health, degraded = _lv_state(row)
     mirrored = " (mirrored: LVM raid1 on two SSDs)" if _mirrored(row, vg_rows or {}) else ""
+    failure = lvm_failure(dev, row, vg_rows or {}, devices or {}, dm_status or {})
+    if failure is not None:
+        return _failed_lvm(dev, lvm.segtype or "", vglv, mirrored, failure)
     if lvm.segtype == "cache":
         mode, policy = row.get("cache_mode", ""), row.get("cache_policy", "")
         what = ", ".join(x for x in (mode, f"{policy} policy" if policy else "") if x) or "mode unknown (run as root)"
@@ -72,6 +181,7 @@ def lvm_caching(
             "repair the mirror with `lvconvert --repair` on its cache pool once a new SSD is in the VG"
             if degraded
             else "",
+            mode=mode or None,
             remove=LVMCACHE.remover,
             degraded=degraded,
             next=(
@@ -86,6 +196,7 @@ def lvm_caching(
             "LV with a writecache (caches writes only)" + mirrored,
             _join("writeback", health),
             "",
+            mode="writeback",
             remove=WRITECACHE.remover,
             degraded=degraded,
             next=(next_step("watch", target=vglv), next_step("remove", target=vglv)),
@@ -99,6 +210,40 @@ def lvm_caching(
             degraded=degraded,
         )
     return None
+
+
+def _failed_lvm(dev: Device, segtype: str, vglv: str, mirrored: str, failure: Failure) -> Caching:
+    """A cached LV whose cache failed, lost its SSD, or runs on one leg of its mirror: what that
+    means, and the way out (the repair of a mirror first; the rescue of a cache that is gone)."""
+    writecache = segtype == "writecache"
+    what = {
+        "failed": "failed",
+        "gone": "failed: its SSD is gone",
+        "degraded": "degraded: one SSD of its mirror is gone",
+    }
+    state = f"{failure.mode or 'mode unknown'}, {what.get(failure.state, failure.state)}"
+    steps: tuple[Next, ...]
+    if failure.degraded:
+        can = (
+            "repair the mirror before anything else: put a new SSD in the volume group and rebuild the missing "
+            "leg onto it (lvconvert --repair of the cache's data and metadata); remove the cache only after that"
+        )
+        steps = (next_step("repair-mirror", target=vglv), next_step("watch", target=vglv))
+    elif failure.broken:
+        can = f"take the cache off so the origin runs on its own: {failure.origin()}"
+        steps = (next_step("rescue", target=vglv),)
+    else:
+        can = ""
+        steps = (next_step("watch", target=vglv), next_step("remove", target=vglv))
+    return Caching(
+        "dm-writecache" if writecache else "lvmcache",
+        ("LV with a writecache (caches writes only)" if writecache else "cached LV") + mirrored,
+        state,
+        can,
+        remove=(WRITECACHE if writecache else LVMCACHE).remover,
+        next=steps,
+        **_trouble(failure),
+    )
 
 
 def bcache_caching(dev: Device) -> Caching | None:
@@ -220,6 +365,7 @@ def explain(
     enhanceio: list[dict[str, str]],
     magic: str | None,
     vg_rows: Mapping[str, Mapping[str, str]] | None = None,
+    dm_status: Mapping[str, str] | None = None,
 ) -> Caching | None:
     """The device's part in a cache or cache-like layer, or None."""
 
@@ -228,7 +374,7 @@ def explain(
             d.bcache is not None and d.bcache.role == "bcache"
         )
 
-    found = lvm_caching(dev, lv_row, vg_rows) or bcache_caching(dev)
+    found = lvm_caching(dev, lv_row, vg_rows, devices, dm_status) or bcache_caching(dev)
     if found is not None:
         return found
     if "flashcache" in dm_targets:
@@ -292,6 +438,7 @@ def with_caching(
     dm_targets: Mapping[str, list[str]],
     enhanceio: list[dict[str, str]],
     magic: Mapping[str, str],
+    dm_status: Mapping[str, str] | None = None,
 ) -> dict[str, Device]:
     by_vg: dict[str | None, dict[str, Mapping[str, str]]] = {}
     for (vg, lv), row in lv_rows.items():
@@ -307,6 +454,7 @@ def with_caching(
             enhanceio,
             magic.get(name),
             by_vg.get(dev.lvm.vg, {}) if dev.lvm is not None else {},
+            dm_status,
         )
         # LVM's own sub-LVs (a cache pool's data and metadata, raid images, a cache's origin) are
         # hidden unless every device is asked for: they are parts of the LV above them.

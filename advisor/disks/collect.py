@@ -106,6 +106,10 @@ class RawSystem:
     # Device-mapper target types of each dm device by dm name ("cache", "crypt", "flashcache";
     # `dmsetup table`, root only; never the targets' arguments, which may hold keys).
     dm_targets: dict[str, list[str]] = field(default_factory=dict)
+    # The kernel's status of each cache, writecache and raid target by dm name (`dmsetup status`,
+    # root only; the line after "NAME: "): a failed dm-cache says "Fail" there, which lvm2 hides
+    # behind "partial" once a device under it is missing.
+    dm_status: dict[str, str] = field(default_factory=dict)
     # EnhanceIO caches (/proc/enhanceio/NAME/config): {"name", "src_name", "ssd_name", "mode"}.
     enhanceio: list[dict[str, str]] = field(default_factory=list)
     # Signatures this blkid does not know, read by cachewise itself (bcachefs before util-linux 2.39).
@@ -436,7 +440,9 @@ def collect(
 
     checkpoint()
     magic = {b.name: found for b in blocks if _needs_magic(b, blkid) for found in [_read_magic(b)] if found}
-    dm_targets = _dm_targets(runner) if root and any(b.attrs.get("dm/name") for b in blocks) else {}
+    dm = root and any(b.attrs.get("dm/name") for b in blocks)
+    dm_targets = _dm_targets(runner) if dm else {}
+    dm_status = _dm_status(runner) if dm and any(set(t) & set(STATUS_TARGETS) for t in dm_targets.values()) else {}
 
     pvs = lvs = None
     has_lvm = any(
@@ -479,6 +485,7 @@ def collect(
         unread=unread,
         versions={"kernel": os.uname().release},
         dm_targets=dm_targets,
+        dm_status=dm_status,
         enhanceio=_enhanceio(),
         magic=magic,
     )
@@ -523,13 +530,38 @@ def parse_dm_targets(text: str) -> dict[str, list[str]]:
 
 
 def _dm_targets(runner: CommandRunner) -> dict[str, list[str]]:
+    return parse_dm_targets(_dmsetup(runner, "table"))
+
+
+# The targets whose status discovery keeps: their health is in it (advisor/readers/dmstatus.py).
+STATUS_TARGETS = ("cache", "writecache", "raid")
+
+
+def parse_dm_status(text: str) -> dict[str, str]:
+    """``dmsetup status`` output -> the first status line of each cache, writecache or raid
+    target, by dm name (``<start> <length> <target> ...``)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, rest = line.partition(": ")
+        fields = rest.split()
+        if sep and len(fields) >= 3 and fields[2] in STATUS_TARGETS:
+            out.setdefault(name, rest.strip())
+    return out
+
+
+def _dm_status(runner: CommandRunner) -> dict[str, str]:
+    return parse_dm_status(_dmsetup(runner, "status"))
+
+
+def _dmsetup(runner: CommandRunner, what: str) -> str:
+    """``dmsetup table`` or ``status`` of every device ('' when it cannot be read)."""
     if runner.which("dmsetup") is None:
-        return {}
+        return ""
     try:
-        res = runner.run(["dmsetup", "table"], check=False, timeout=15)
+        res = runner.run(["dmsetup", what], check=False, timeout=15)
     except CommandError:
-        return {}
-    return parse_dm_targets(res.stdout) if res.returncode == 0 else {}
+        return ""
+    return res.stdout if res.returncode == 0 else ""
 
 
 ENHANCEIO = Path("/proc/enhanceio")
@@ -603,6 +635,11 @@ def _assemble(blocks: list[RawBlock], state: str, reuse: RawSystem | None) -> Ra
         dm_targets={
             n: t
             for n, t in (reuse.dm_targets if reuse else {}).items()
+            if any(b.attrs.get("dm/name") == n and b.name in kept for b in blocks)
+        },
+        dm_status={
+            n: t
+            for n, t in (reuse.dm_status if reuse else {}).items()
             if any(b.attrs.get("dm/name") == n and b.name in kept for b in blocks)
         },
         enhanceio=_enhanceio(),

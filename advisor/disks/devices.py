@@ -82,8 +82,18 @@ class Caching:
     state: str  # "writeback, smq policy", "degraded: a mirror leg is missing", "dirty" ...
     can: str  # what can be done for it besides cachewise's own actions, as a sentence
     remove: str | None = None  # the kind of plan that removes this cache, when cachewise can
-    degraded: bool = False
+    degraded: bool = False  # a device under it is missing (a mirrored cache runs on its other leg)
     next: tuple[Next, ...] = ()  # what cachewise can do for it: each front end words these
+    # What went wrong with the cache itself (advisor/disks/failure.py): it cannot serve any more
+    # (the kernel stopped using it, or its only SSD is gone: the way out is to take it off the
+    # origin), its metadata went read-only or asks for a check, the devices under its cache that
+    # are gone (kernel names), its mode, and what it all means, in a sentence ('' when all is well).
+    failed: bool = False
+    read_only: bool = False
+    needs_check: bool = False
+    missing: tuple[str, ...] = ()
+    mode: str | None = None
+    trouble: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The scan JSON's object."""
@@ -94,6 +104,12 @@ class Caching:
             "can": self.can,
             "remove": self.remove,
             "degraded": self.degraded,
+            "failed": self.failed,
+            "read_only": self.read_only,
+            "needs_check": self.needs_check,
+            "missing": list(self.missing),
+            "mode": self.mode,
+            "trouble": self.trouble,
         }
 
 

@@ -397,7 +397,7 @@ def build_inventory(raw: RawSystem) -> Inventory:
         )
 
     devices = _settle_states(devices)
-    devices = with_caching(devices, lv_rows, raw.dm_targets, raw.enhanceio, raw.magic)
+    devices = with_caching(devices, lv_rows, raw.dm_targets, raw.enhanceio, raw.magic, raw.dm_status)
     devices = {name: _owned(dev) for name, dev in devices.items()}
     notes = _notes(raw)
     ordered = tuple(devices[b.name] for b in sorted(raw.blocks, key=lambda b: b.name))

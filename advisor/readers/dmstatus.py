@@ -29,6 +29,10 @@ def _fields(line: str, target: str) -> list[str]:
     return fields[3:]
 
 
+def _bad(target: str, exc: Exception, line: str) -> StatusError:
+    return StatusError(f"a {target} status line with missing or bad fields ({exc}): {line.strip()[:120]!r}")
+
+
 def _ratio(text: str) -> tuple[int, int]:
     used, _, total = text.partition("/")
     return int(used), int(total)
@@ -101,9 +105,7 @@ class CacheStatus:
                 f[at + 1] == "needs_check" if len(f) > at + 1 else False,
             )
         except (IndexError, ValueError) as exc:
-            raise StatusError(
-                f"a cache status line with missing or bad fields ({exc}): {line.strip()[:120]!r}"
-            ) from None
+            raise _bad("cache", exc, line) from None
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,85 @@ class WritecacheStatus:
         if len(numbers) < 4:
             raise StatusError(f"a writecache status line with missing fields: {line.strip()[:120]!r}")
         return cls(*numbers)
+
+
+@dataclass(frozen=True)
+class RaidStatus:
+    """A dm-raid target's status (dm-raid.rst): ``<raid_type> <#devices> <health_chars>
+    <sync_ratio> <sync_action> <mismatch_cnt> [<data_offset> <journal_char>]``. A health
+    character per leg: ``A`` alive and in sync, ``a`` alive and recovering, ``D`` dead."""
+
+    raid_type: str
+    legs: str  # the health characters, one per leg: "AA", "AD", "aA"
+    synced: int
+    total: int
+    sync_action: str
+
+    @property
+    def dead(self) -> int:
+        return self.legs.count("D")
+
+    @property
+    def in_sync(self) -> bool:
+        return self.synced == self.total and "a" not in self.legs and not self.dead
+
+    @classmethod
+    def parse(cls, line: str) -> RaidStatus:
+        f = _fields(line, "raid")
+        try:
+            synced, total = _ratio(f[3])
+            if len(f[2]) != int(f[1]) or set(f[2]) - set("AaD"):
+                raise ValueError(f"health {f[2]!r} for {f[1]} devices")
+            return cls(f[0], f[2], synced, total, f[4])
+        except (IndexError, ValueError) as exc:
+            raise _bad("raid", exc, line) from None
+
+
+@dataclass(frozen=True)
+class Health:
+    """What a dm-cache, dm-writecache or dm-raid status line says of the target's health: the
+    kernel's own words in ``said``. A dm-cache that failed prints only ``Fail`` (or ``Error``
+    when even its status could not be read; dm-cache-target.c's cache_status); dm-writecache
+    prints the error number it stopped on first (writecache.rst); dm-raid a ``D`` per dead leg."""
+
+    failed: bool = False
+    read_only: bool = False  # dm-cache's metadata switched to read-only after an error
+    needs_check: bool = False  # dm-cache asks for cache_check before its next activation
+    error: int = 0  # dm-writecache's error number (-5: EIO)
+    dead_legs: int = 0  # dm-raid
+    legs: int = 0
+    said: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not (self.failed or self.read_only or self.needs_check or self.dead_legs)
+
+
+def health(line: str) -> Health | None:
+    """The health in one ``dmsetup status`` line (``<start> <length> <target> ...``) of a cache,
+    writecache or raid target; None for other targets and for lines that say nothing readable."""
+    fields = line.split()
+    if len(fields) < 4:
+        return None
+    target = fields[2]
+    try:
+        if target == "cache":
+            if fields[3] in ("Fail", "Error"):
+                return Health(failed=True, said=fields[3])
+            s = CacheStatus.parse(line)
+            said = " ".join(
+                w for w in (s.metadata_mode if s.metadata_mode == "ro" else "", "needs_check" * s.needs_check) if w
+            )
+            return Health(read_only=s.metadata_mode == "ro", needs_check=s.needs_check, said=said)
+        if target == "writecache":
+            error = int(fields[3])
+            return Health(failed=error != 0, error=error, said=f"error {error}" if error else "")
+        if target == "raid":
+            r = RaidStatus.parse(line)
+            return Health(dead_legs=r.dead, legs=len(r.legs), said=r.legs if r.dead or not r.in_sync else "")
+    except (StatusError, ValueError):
+        return None
+    return None
 
 
 def dm_name(vg: str, lv: str) -> str:

@@ -62,6 +62,7 @@ class Figures:
     warmup_eta_seconds: float | None  # to the predicted (or observed) steady state
     predicted_hit_ratio: float | None
     predicted_eta_seconds: float | None  # the model's own time left, before correction
+    trouble: str = ""  # what is wrong with the cache (a failed cache, a dead SSD), as the sample says
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -188,6 +189,7 @@ class Tracker:
             warmup_eta_seconds=eta,
             predicted_hit_ratio=self.prediction.hit_ratio if self.prediction else None,
             predicted_eta_seconds=model_eta,
+            trouble=s.trouble,
         )
 
     def _warmup(
@@ -221,7 +223,7 @@ def stall_causes(s: Sample, before: Sample) -> tuple[str, ...]:
     writes = None
     if s.device_io is not None and before.device_io is not None and s.t > before.t:
         writes = (_delta(s.device_io.writes, before.device_io.writes) or 0) / (s.t - before.t)
-    if s.state in ("error", "needs_check") or (s.errors or 0) > 0:
+    if s.state in ("failed", "gone", "read-only", "needs_check") or (s.errors or 0) > 0:
         causes.append(
             "the cache device reports errors: its data may be failing. Do not detach it with dirty "
             "data; copy what you can from the cached device first, then see lvmcache(7) or bcache's "

@@ -25,8 +25,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from advisor.disks.failure import Failure
 from advisor.errors import Described, codes, next_step
 from advisor.readers import bcache as bcache_reader
+from advisor.readers import dmstatus
 from advisor.readers.dmstatus import CacheStatus, StatusError, WritecacheStatus
 from advisor.runner import CommandError, CommandRunner
 
@@ -73,6 +75,8 @@ class CacheRef:
     block_bytes: int | None = None  # writecache's block size (dm-cache's comes with each status)
     bcache_dir: str | None = None  # bcache: the backing device's sysfs bcache/ directory
     set_dir: str | None = None  # bcache: the cache set's directory under /sys/fs/bcache
+    mode: str | None = None  # dm targets: the mode their table was loaded with
+    parts: tuple[str, ...] = ()  # dm targets: kernel names of the cache's own devices (dm-cache's metadata too)
 
     def aliases(self) -> set[str]:
         names = {self.name, self.device, f"/dev/{self.device}"}
@@ -94,7 +98,9 @@ class Sample:
     target: str
     kind: CacheKind
     mode: str | None
-    state: str  # "ok", "dirty", "needs_check", "error", or bcache's state ("clean", "no cache" ...)
+    # "ok", "dirty", or what went wrong (advisor/disks/failure.py: "failed", "gone", "degraded",
+    # "read-only", "needs_check"), or bcache's state ("clean", "no cache" ...)
+    state: str
     policy: str | None
     capacity_bytes: int | None
     used_bytes: int | None
@@ -118,6 +124,10 @@ class Sample:
     origin_io: Io | None = None
     cache_io: Io | None = None
     raw: dict[str, str] = field(default_factory=dict)
+    # What is wrong with the cache, in a sentence (advisor/disks/failure.py; '' when all is well),
+    # and the devices under its cache that are gone (kernel names).
+    trouble: str = ""
+    missing: tuple[str, ...] = ()
 
     @property
     def hit_ratio(self) -> float | None:
@@ -138,6 +148,8 @@ class Sample:
         for key in ("device_io", "origin_io", "cache_io"):
             if isinstance(values.get(key), dict):
                 values[key] = Io(**values[key])
+        if isinstance(values.get("missing"), list):
+            values["missing"] = tuple(values["missing"])
         return cls(**{k: v for k, v in values.items() if k in cls.__dataclass_fields__})
 
 
@@ -224,14 +236,27 @@ class Sampler:
                 continue
             devices = self._dm_devices() if devices is None else devices
             device = devices.get(name)
-            if f[2] == "cache":  # <metadata dev> <cache dev> <origin dev> <block size> ...
+            if f[2] == "cache":  # <metadata dev> <cache dev> <origin dev> <block size> <#features> <features>...
                 cache, origin, block = _devname(self.sys, f[4]), _devname(self.sys, f[5]), None
                 kind: CacheKind = "dm-cache"
+                meta = _devname(self.sys, f[3])
+                parts = tuple(p for p in (meta, cache) if p)
+                mode = next((m for m in f[8:] if m in ("writethrough", "writeback", "passthrough")), None)
             else:  # <p|s> <origin dev> <cache dev> <block size> ...
                 origin, cache, block = _devname(self.sys, f[4]), _devname(self.sys, f[5]), int(f[6])
-                kind = "dm-writecache"
+                kind, parts, mode = "dm-writecache", tuple(p for p in (cache,) if p), "writeback"
             found.append(
-                CacheRef(kind, _lvm_name(name), device or name, origin, cache, dm_name=name, block_bytes=block)
+                CacheRef(
+                    kind,
+                    _lvm_name(name),
+                    device or name,
+                    origin,
+                    cache,
+                    dm_name=name,
+                    block_bytes=block,
+                    mode=mode,
+                    parts=parts,
+                )
             )
         return found
 
@@ -301,9 +326,70 @@ class Sampler:
             else:
                 line = status.get(ref.dm_name or "")
                 sample = self._dm(ref, line, now) if line else None
+                if line:
+                    sample = self._troubled(ref, sample, line, status, now)
             if sample is not None:
                 out.append(self._with_io(ref, sample))
         return out
+
+    # -- what went wrong --
+
+    def _gone_under(self, name: str) -> list[str]:
+        """The devices under ``name`` that are gone: sysfs keeps a slave's name in slaves/ after
+        its disk was deleted (measured on kernel 6.1), so a slave with no device was pulled."""
+        gone, todo, seen = [], [name], set()
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            if not (self.sys / "class" / "block" / current).exists():
+                gone.append(current)
+                continue
+            try:
+                todo += os.listdir(self.sys / "class" / "block" / current / "slaves")
+            except OSError:
+                continue
+        return gone
+
+    def _dm_name_of(self, kname: str) -> str | None:
+        return self._read(self.sys / "class" / "block" / kname / "dm" / "name")
+
+    def _troubled(self, ref: CacheRef, sample: Sample | None, line: str, status: dict[str, str], now: float) -> Sample:
+        """The sample with what went wrong: the target's health (``Fail`` has no counters, so the
+        failed cache gets a sample of its own), the devices under its cache that are gone, and
+        the legs its mirror lost."""
+        health = dmstatus.health(line)
+        missing = tuple(sorted({g for part in ref.parts for g in self._gone_under(part)}))
+        legs = [
+            h
+            for h in (dmstatus.health(status.get(self._dm_name_of(p) or "", "")) for p in ref.parts)
+            if h is not None and h.legs
+        ]
+        failure = Failure(
+            ref.kind,
+            ref.name,
+            ref.mode,
+            failed=health is not None and health.failed,
+            read_only=health is not None and health.read_only,
+            needs_check=health is not None and health.needs_check,
+            degraded=bool(legs)
+            and (bool(missing) or any(h.dead_legs for h in legs))
+            and all(h.legs > h.dead_legs for h in legs),
+            missing=missing,
+            said=health.said if health is not None else "",
+        )
+        if sample is None:
+            sample = Sample(now, ref.name, ref.kind, ref.mode, "failed", None, None, None, None, None, None)
+        if not failure.any:
+            return sample
+        return replace(
+            sample,
+            state=failure.state,
+            trouble=failure.sentence(),
+            missing=missing,
+            raw={**sample.raw, "status": line.strip()},
+        )
 
     def _io(self, name: str | None) -> Io | None:
         if name is None:
@@ -328,9 +414,7 @@ class Sampler:
 
     def _dm_cache(self, ref: CacheRef, s: CacheStatus, line: str, now: float) -> Sample:
         block = s.block_sectors * SECTOR
-        state = (
-            "needs_check" if s.needs_check else ("error" if s.metadata_mode == "ro" else "dirty" if s.dirty else "ok")
-        )
+        state = "dirty" if s.dirty else "ok"  # what went wrong is _troubled's to say
         return Sample(
             now,
             ref.name,
@@ -355,7 +439,7 @@ class Sampler:
 
     def _writecache(self, ref: CacheRef, s: WritecacheStatus, line: str, now: float) -> Sample:
         block = ref.block_bytes or 4096
-        state = "error" if s.error else ("dirty" if s.used_blocks else "ok")
+        state = "dirty" if s.used_blocks else "ok"  # an error is _troubled's to say
         hits = (
             None
             if s.read_hits is None

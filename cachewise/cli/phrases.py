@@ -45,6 +45,12 @@ ACTIONS = {
     "remove": "remove it with `cachewise plan remove --device {target}` (flushes first)",
     "free-bcache-cache": "detach it from its bcache devices with `cachewise plan remove --device BCACHE --free-ssd`",
     "free-ssd-instead": "pass --free-ssd: a bcache cache device is wiped, not released",
+    "rescue": "rescue it with `cachewise plan remove --device {target}` (it takes the cache off without its SSD and "
+    "says first what the origin lacks)",
+    "repair-mirror": "put a new SSD in, then repair the mirror onto it with `cachewise plan cache-repair --lv "
+    "{target} --ssd NEW_SSD`",
+    "accept-data-loss": "pass --accept-data-loss if losing the blocks only the dead SSD held is acceptable (a backup "
+    "restores them)",
     "resume": "`cachewise apply --resume` finishes it",
     "rollback": "`cachewise apply --rollback` undoes the steps that took effect",
     "fix-and-resume": "run `cachewise apply --resume` to retry from here once the cause is fixed",
