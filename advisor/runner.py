@@ -52,6 +52,11 @@ TOOL_PACKAGES: dict[str, str] = {
     "smartctl": "smartmontools",
     "blktrace": "blktrace",
     "udevadm": "udev",
+    "lvmconfig": "lvm2",
+    "update-initramfs": "initramfs-tools",
+    "lsinitramfs": "initramfs-tools-core",
+    "dracut": "dracut",
+    "lsinitrd": "dracut-core",
 }
 
 

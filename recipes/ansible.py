@@ -19,6 +19,7 @@ from typing import Any
 
 from advisor.errors import Described, codes, next_step, shown
 from advisor.plan.checks import Check, kname_var
+from advisor.plan.language import repeats
 from advisor.plan.model import Plan
 
 Task = dict[str, Any]
@@ -134,7 +135,9 @@ def playbook(plan: Plan) -> list[dict[str, Any]]:
         step = plan.steps[i]
         later_done = f"cw_done_{i + 1}" if i + 1 < len(plan.steps) else None
         parts = []
-        for j, check in enumerate(step.post):
+        # A step that runs whenever the play reaches it (the initramfs made again) is never
+        # done beforehand: its checks only verify it, below.
+        for j, check in enumerate(() if repeats(step) else step.post):
             form = check.ansible(f"cw_post_{i}_{j}")
             tasks.append(
                 _probe(

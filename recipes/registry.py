@@ -95,6 +95,13 @@ class Recipe(Generic[OptionsT]):
     adopts: str = ""  # what it takes from a recommendation, for the help
     reads_fs_block_size: bool = False  # the builder needs the slow device's file system block size
 
+    def __post_init__(self) -> None:
+        # A plan that makes or removes a cache may end by making the initramfs again, for a
+        # device the boot needs (recipes/boot.py): every such recipe's plans may take the shape.
+        if self.uses and self.backend is not None and self.effect in ("makes", "removes"):
+            more = tuple(Use(s) for s in language.INITRAMFS_SHAPES if s not in {u.shape for u in self.uses})
+            object.__setattr__(self, "uses", self.uses + more)
+
     @property
     def plan_kind(self) -> language.Kind | None:
         if not self.uses:
@@ -107,6 +114,8 @@ class Recipe(Generic[OptionsT]):
             progress=self.backend.progress if self.backend and self.effect != "makes" else "",
             segtype=(self.backend.lvm_segtype or "") if self.backend and self.effect != "makes" else "",
             makes=self.backend.id if makes and self.backend else "",
+            backend=self.backend.id if self.backend else "",
+            effect=self.effect,
         )
 
     def for_devices(self, slow: str, fast: Sequence[str]) -> OptionsT:

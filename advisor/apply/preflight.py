@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from advisor.apply.state import LiveState, RoleMissing, existing_names, last_in_effect
+from advisor.apply.state import LiveState, RoleMissing, existing_names, last_in_effect, wholly_in_effect
+from advisor.disks.discovery import find_device
+from advisor.health import boot
+from advisor.plan import language
 from advisor.plan.canon import cache_sets, context
 from advisor.plan.feasible import barriers
 from advisor.plan.language import created_names
@@ -35,6 +38,7 @@ Code = Literal[
     "cache-set-unbound",
     "gate",
     "precondition",
+    "boot",
 ]
 DEVICE_CHANGED: tuple[Code, ...] = ("device-missing", "device-replaced", "device-resized", "device-holds-data")
 
@@ -72,7 +76,7 @@ class Problem:
             return f"{self.subject} is not a path root can trust: {self.detail}"
         if self.code == "name-taken":
             return f"{self.subject} exists already, and the plan would create it"
-        if self.code == "gate":
+        if self.code in ("gate", "boot"):
             return self.subject
         if self.code == "cache-set-unbound":
             now = "is not attached to any" if self.detail == "none" else f"is attached to the cache set {self.detail}"
@@ -167,6 +171,7 @@ def preflight(plan: Plan, runner: CommandRunner, state: LiveState, *, resuming: 
     problems += verify_devices(plan, state, resuming)
     if not resuming:
         problems += verify_names(plan, state) + verify_cache_set(plan, state) + verify_gate(plan, state)
+        problems += verify_boot(plan, state)
     if not problems and not resuming:
         first = plan.steps[last_in_effect(plan, state) + 1 :][:1]  # the step the run starts with
         problems += [
@@ -180,7 +185,7 @@ def verify_names(plan: Plan, state: LiveState) -> list[Problem]:
     skipped when it is found in effect, and a later step (its undo, a conversion) would then act
     on what someone else made. A plan found wholly in effect runs nothing and is let be; one that
     ran in part before goes on from its journal (a resumed run)."""
-    if last_in_effect(plan, state) == len(plan.steps) - 1:
+    if wholly_in_effect(plan, state):
         return []
     there = existing_names(state)
     return [Problem("name-taken", name) for name in created_names(plan.steps) if name in there]
@@ -190,9 +195,31 @@ def verify_gate(plan: Plan, state: LiveState) -> list[Problem]:
     """The safety gate on the machine as it is now: a plan made before the gate existed, on
     another machine or by hand is held to it as a plan made here today is. A plan found wholly
     in effect runs nothing and is let be."""
-    if last_in_effect(plan, state) == len(plan.steps) - 1:
+    if wholly_in_effect(plan, state):
         return []
     return [Problem("gate", b.what) for b in barriers(plan, state.inventory)]
+
+
+def verify_boot(plan: Plan, state: LiveState) -> list[Problem]:
+    """Boot readiness of the plan's cache on this machine (advisor/health/boot.py): refused when
+    lvm2 could not check the cache's metadata at the next activation, bcache's udev rule or a
+    kernel's module is missing, or the device is needed at boot and the plan does not make the
+    initramfs again (or the initramfs would lack dm-writecache). A plan found wholly in effect
+    runs nothing and is let be."""
+    kind = language.kind_of(plan.kind)
+    if kind is None or not kind.backend or wholly_in_effect(plan, state):
+        return []
+    found = boot.plan_findings(
+        state.boot(),
+        state.inventory,
+        subject=plan.target,
+        target=find_device(state.inventory, plan.target),
+        backend=kind.backend,
+        effect=kind.effect,
+        updates_initramfs=any(language.repeats(s) for s in plan.steps),
+        mirrored=context(plan).initramfs.endswith("+raid1"),
+    )
+    return [Problem("boot", boot.sentence(f)) for f in found if f.severity == "critical"]
 
 
 def verify_cache_set(plan: Plan, state: LiveState) -> list[Problem]:
@@ -200,7 +227,7 @@ def verify_cache_set(plan: Plan, state: LiveState) -> list[Problem]:
     attached to now (a plan file could name any set, or one that is already gone). A plan found
     wholly in effect runs nothing and is let be."""
     sets = cache_sets(plan)
-    if not sets or context(plan).cache_set is not None or last_in_effect(plan, state) == len(plan.steps) - 1:
+    if not sets or context(plan).cache_set is not None or wholly_in_effect(plan, state):
         return []
     (wanted,) = sets
     try:

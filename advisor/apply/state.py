@@ -12,6 +12,8 @@ from advisor.disks.collect import collect
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import build_inventory, find_device
 from advisor.errors import CachewiseError, codes
+from advisor.health.boot import BootFacts, image_lacks, read_facts
+from advisor.plan.language import repeats
 from advisor.plan.model import Plan, Step
 from advisor.readers import lvm
 from advisor.readers.lvm import Lv
@@ -37,6 +39,7 @@ class LiveState:
     lvs: dict[str, Lv] = field(default_factory=dict)  # "vg/lv" -> row, hidden LVs included
     _inv: Inventory | None = None
     plan: Plan | None = None  # whose {role} paths are resolved
+    _boot: dict[bool, BootFacts] = field(default_factory=dict)  # read on first use, without and with the images
 
     @classmethod
     def read(cls, runner: CommandRunner, plan: Plan | None = None) -> LiveState:
@@ -59,6 +62,17 @@ class LiveState:
 
     def partitions(self, dev: Device) -> list[Device]:
         return [p for p in (self.inventory.by_name(name) for name in dev.partitions) if p is not None]
+
+    def boot(self, images: bool = False) -> BootFacts:
+        """What decides whether caches come back after a reboot (advisor/health/boot.py), read
+        on first use; ``images``: with every initramfs listed. Without a runner (a state made by
+        hand) nothing is read, and nothing is judged."""
+        if images not in self._boot:
+            self._boot[images] = read_facts(self.runner, images=images) if self.runner else BootFacts()
+        return self._boot[images]
+
+    def initramfs_lacks(self, needs: str) -> list[str]:
+        return [lack.words() for lack in image_lacks(needs, self.boot(images=True))]
 
     def pv_vg(self, device: str) -> str | None:
         return self.pvs.get(os.path.realpath(device))
@@ -91,8 +105,9 @@ class LiveState:
 
 
 def in_effect(step: Step, state: LiveState) -> bool:
-    """Whether a step's postconditions hold (a step without any is never in effect)."""
-    return bool(step.post) and all(c.holds(state) for c in step.post)
+    """Whether a step's postconditions hold (a step without any is never in effect, nor is one
+    that runs whenever a run reaches it: its checks only verify it after it ran)."""
+    return bool(step.post) and not repeats(step) and all(c.holds(state) for c in step.post)
 
 
 def last_in_effect(plan: Plan, state: LiveState) -> int:
@@ -100,6 +115,14 @@ def last_in_effect(plan: Plan, state: LiveState) -> int:
     it has run, even when its own postcondition no longer shows (lvconvert absorbs the metadata
     LV into the pool): the run starts after it, and preflight checks that step's preconditions."""
     return max((i for i, s in enumerate(plan.steps) if in_effect(s, state)), default=-1)
+
+
+def wholly_in_effect(plan: Plan, state: LiveState) -> bool:
+    """Whether the plan has taken effect as a whole: its last step is in effect, or every step
+    after the last one in effect only runs again (the initramfs made again), so that a run would
+    change no device."""
+    last = last_in_effect(plan, state)
+    return last >= 0 and all(repeats(s) for s in plan.steps[last + 1 :])
 
 
 def existing_names(state: LiveState) -> set[str]:

@@ -22,6 +22,7 @@ from advisor.plan.checks import (
     BcacheSuperblock,
     CacheMode,
     Check,
+    InitramfsCarries,
     LvExists,
     NoLv,
     NoSignature,
@@ -81,18 +82,37 @@ class Context:
     cache_set: str | None  # the cache set UUID the plan's make-bcache makes
     pool_modes: dict[str, str]  # VG/LV of each cache pool the plan makes -> its cache mode
     segtype: str  # what the plan's kind changes or removes ("cache", "writecache"; "" for none)
+    initramfs: str = ""  # what the initramfs must carry for the device the plan leaves (InitramfsCarries)
+
+
+def initramfs_needs(backend: str, effect: str, mirrored: bool = False) -> str:
+    """What the initramfs must carry to assemble the device a plan leaves (InitramfsCarries's
+    ``needs``): the cache it makes (+raid1 on a mirrored pair), the plain LV an LVM cache's
+    removal leaves, or bcache's backing device, which stays a bcache device without its cache;
+    '' for a plan that makes or removes no cache."""
+    if effect not in ("makes", "removes") or not backend:
+        return ""
+    if backend == "bcache":
+        return "bcache"
+    if effect == "removes":
+        return "lvm"
+    base = "lvmcache" if backend == "lvmcache" else "writecache"
+    return f"{base}+raid1" if mirrored else base
 
 
 def context(plan: _Plan) -> Context:
-    cache_set, modes = None, {}
+    cache_set, modes, mirrored = None, {}, False
     for step in plan.steps:
         m = language.match_argv(step.argv) if step.argv else None
         if m is not None and m.shape == "make-bcache":
             cache_set = m.args["UUID"]
         elif m is not None and m.shape == "cache-pool":
             modes[m.args["VGLV2"]] = m.args["MODE"]
+        mirrored = mirrored or (m is not None and m.shape == "lvcreate-raid1")
     kind = language.kind_of(plan.kind)
-    return Context({d.path: d.role for d in plan.devices}, cache_set, modes, kind.segtype if kind else "")
+    roles = {d.path: d.role for d in plan.devices}
+    needs = initramfs_needs(kind.backend, kind.effect, mirrored) if kind else ""
+    return Context(roles, cache_set, modes, kind.segtype if kind else "", needs)
 
 
 def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[frozenset[Check]]] | str:
@@ -139,6 +159,12 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
         return pre, [frozenset({BcacheSuperblock(device=dev), BcacheSuperblock(device=d2)})]
     if shape == "wipefs":
         return (), [frozenset({NoSignature(device=dev)})]
+    if shape in language.INITRAMFS_SHAPES:
+        if not ctx.initramfs:
+            return "a plan of this kind makes or removes no cache the initramfs could assemble"
+        # Checked after it ran: the images carry what the device needs (when the initramfs
+        # assembles it), or nothing is checked (a device mounted later in the boot).
+        return (), [frozenset(), frozenset({InitramfsCarries(needs=ctx.initramfs)})]
     if shape == "bcache-register":
         if ctx.roles.get(dev) == "backing":
             return (), [frozenset({SysfsExists(path=B)})]

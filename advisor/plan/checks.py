@@ -56,6 +56,11 @@ class SystemView(Protocol):
 
     def partitions(self, dev: Device) -> list[Device]: ...
 
+    def initramfs_lacks(self, needs: str) -> list[str]:
+        """What the installed kernels' initramfs images lack of what assembling a device of
+        ``needs`` takes (advisor/health/boot.py), each in a few words; empty: nothing."""
+        ...
+
     def read_sysfs(self, path: str) -> str | None:
         """A sysfs file's contents (``{role}`` resolved), None when it cannot be read."""
         ...
@@ -349,6 +354,57 @@ class BcacheSuperblock(_OnDevice):
             ("blkid", "-p", "-o", "value", "-s", "TYPE", self.device),
             f"({r}.rc == 0 and ({r}.stdout | trim) == 'bcache')",
         )
+
+
+# --- the initramfs (advisor/health/boot.py) ---
+
+# What each ``needs`` of InitramfsCarries stands for (the image's contents are read on the host
+# when the check is evaluated: the module files, and cache_check where lvm2 is told to run it).
+INITRAMFS_NEEDS = {
+    "": "an initramfs",
+    "lvm": "dm-mod and lvm",
+    "lvmcache": "dm-mod, lvm, dm-cache, dm-cache-smq and the cache_check lvm2 runs",
+    "writecache": "dm-mod, lvm and dm-writecache",
+    "bcache": "bcache, udev's 69-bcache.rules and the programs it runs",
+}
+# The same, as extended regular expressions on an image's listing, for the playbook.
+_INITRAMFS_PATTERNS = {
+    "lvm": (r"/dm-mod\.ko", r"sbin/lvm$"),
+    "lvmcache": (r"/dm-mod\.ko", r"sbin/lvm$", r"/dm-cache\.ko", r"/dm-cache-smq\.ko", r"sbin/cache_check$"),
+    "writecache": (r"/dm-mod\.ko", r"sbin/lvm$", r"/dm-writecache\.ko"),
+    "bcache": (r"/bcache\.ko", r"udev/rules\.d/69-bcache\.rules$"),
+    "raid1": (r"/dm-raid\.ko", r"/raid1\.ko"),
+}
+
+
+@dataclass(frozen=True)
+class InitramfsCarries(Check):
+    """Every installed kernel has an initramfs that carries what assembling the plan's device at
+    boot takes (``needs``: lvm, lvmcache, writecache or bcache, +raid1 for a mirrored pool; ''
+    only that the image is there). It verifies the initramfs step after it ran: that step runs
+    whenever a run reaches it (advisor.plan.language, ``repeats``)."""
+
+    kind: ClassVar[str] = "initramfs_carries"
+    needs: str
+
+    def describe(self) -> str:
+        base, *more = self.needs.split("+")
+        words = INITRAMFS_NEEDS.get(base, base) + (", dm-raid and raid1" if "raid1" in more else "")
+        return f"every installed kernel's initramfs carries {words}"
+
+    def holds(self, system: SystemView) -> bool:
+        return not system.initramfs_lacks(self.needs)
+
+    def ansible(self, r: str = "r") -> Ansible:
+        base, *more = self.needs.split("+")
+        patterns = [p for part in (base, *more) for p in _INITRAMFS_PATTERNS.get(part, ())]
+        tests = "".join(f" && printf '%s\\n' \"$l\" | grep -Eq -- '{p}'" for p in patterns)
+        script = (
+            'n=0; for i in /boot/initrd.img-* /boot/initramfs-*.img; do [ -f "$i" ] || continue; n=$((n+1)); '
+            f'l=$(lsinitramfs "$i" 2>/dev/null || lsinitrd "$i") || exit 1; true{tests} || exit 1; done; '
+            '[ "$n" -gt 0 ]'
+        )
+        return Ansible(("sh", "-c", script), f"{r}.rc == 0")
 
 
 # --- sysfs (bcache) ---

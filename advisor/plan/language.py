@@ -64,7 +64,9 @@ class Shape:
     an argument with a value named in ``notes`` adds its note).
     ``destroys``: the arguments whose contents a step of this shape destroys. The description,
     the destructive mark and what a plan destroys are computed from these, never read from a
-    plan file. ``modules``: kernel modules a step of this shape needs besides its backend's."""
+    plan file. ``modules``: kernel modules a step of this shape needs besides its backend's.
+    ``repeats``: a step of this shape runs whenever a run reaches it, and never counts as done
+    beforehand (its checks verify it after it ran): making the initramfs again."""
 
     argv: str = ""
     write: tuple[str, str] = ("", "")
@@ -74,6 +76,7 @@ class Shape:
     flags: tuple[tuple[str, str], ...] = ()
     notes: tuple[tuple[str, str, str], ...] = ()
     modules: tuple[str, ...] = ()
+    repeats: bool = False
 
     @property
     def program(self) -> str:
@@ -145,6 +148,18 @@ SHAPES: dict[str, Shape] = {
         flags=(("--writeback", ", in writeback mode"),),
     ),
     "wipefs": Shape("wipefs --all DEV", says="erase every signature on {DEV}", destroys=("DEV",)),
+    # The last step of a plan whose device the boot needs (recipes/boot.py), Debian's way or
+    # dracut's; it changes no device, and a roll back leaves the image as it is.
+    "update-initramfs": Shape(
+        "update-initramfs -u -k all",
+        says="make the initramfs of every installed kernel again, for the devices as they now are",
+        repeats=True,
+    ),
+    "dracut-regenerate": Shape(
+        "dracut --regenerate-all --force",
+        says="make the initramfs of every installed kernel again (dracut), for the devices as they now are",
+        repeats=True,
+    ),
     "bcache-register": Shape(
         write=("/sys/fs/bcache/register_quiet", "DEV"), says="register {VALUE} with the kernel's bcache"
     ),
@@ -343,6 +358,19 @@ class Kind:
     progress: str = ""
     segtype: str = ""  # lvm2's segment type of the cache a plan of this kind changes or removes
     makes: str = ""  # the backend (id) of the cache a plan of this kind makes
+    backend: str = ""  # the backend (id) of the cache a plan of this kind makes, changes or removes
+    effect: str = ""  # "makes", "changes" or "removes"
+
+
+# The shapes every kind that makes or removes a cache may end with (recipes/registry.py adds
+# them): the initramfs made again for a device the boot needs.
+INITRAMFS_SHAPES = ("update-initramfs", "dracut-regenerate")
+
+
+def repeats(step: _Runs) -> bool:
+    """Whether a step runs whenever a run reaches it, never counting as done beforehand."""
+    m = match_argv(step.argv) if step.argv else None
+    return m is not None and SHAPES[m.shape].repeats
 
 
 _KINDS: dict[str, Kind] = {}

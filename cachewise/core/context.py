@@ -15,6 +15,7 @@ from pathlib import Path
 
 from advisor.disks.collect import RawSystem
 from advisor.errors import CachewiseError, codes, next_step
+from advisor.health.boot import BootFacts, read_facts
 from advisor.history import History, HistoryError, default_state_dir
 from advisor.runner import CommandRunner
 from advisor.statedir import StateDirError
@@ -56,6 +57,9 @@ class Core:
     state_dir: Path | None = None
     live: bool = True
     _sampler: SampleSource | None = field(default=None, repr=False)
+    # This machine's boot facts (advisor/health/boot.py), for the plans made here; None: none
+    # are read (a snapshot, a test's fake machine).
+    boot: Callable[[], BootFacts] | None = field(default=None, repr=False)
     # No prober (a snapshot's core, a test's fake): nothing is probed; a probe is refused.
 
     @classmethod
@@ -63,7 +67,15 @@ class Core:
         """This machine: live discovery, fio probes, plans applied for real."""
         runner = CommandRunner()
         state = state_dir or default_state_dir()
-        return cls(LiveDiscovery(runner), runner, LiveProber(runner), LiveExecutor(runner, state), state, live=True)
+        return cls(
+            LiveDiscovery(runner),
+            runner,
+            LiveProber(runner),
+            LiveExecutor(runner, state),
+            state,
+            live=True,
+            boot=lambda: read_facts(runner),
+        )
 
     @classmethod
     def for_snapshot(cls, raw: RawSystem, state_dir: Path | None = None) -> Core:

@@ -21,6 +21,7 @@ from advisor.prediction import Prediction
 from cachewise.core.context import Core, Refused
 from cachewise.core.files import write_new
 from recipes.ansible import render
+from recipes.boot import with_boot
 from recipes.registry import Recipe, maker, recipe, recipes
 
 if TYPE_CHECKING:  # the recommendation's model loads numpy, which planning from the command line does not need
@@ -61,6 +62,8 @@ def make(core: Core, inv: Inventory, kind: str, options: Any) -> Plan:
     # A plan says where it was made: the machine's own name, or the snapshot's (which apply
     # refuses unless the user accepts it in so many words).
     plan = replace(r.build(inv, options), host=inv.hostname, from_snapshot=core.replay)
+    if core.boot is not None:  # this machine: the initramfs step for a device the boot needs, and boot's notes
+        plan = with_boot(plan, inv, core.boot())
     plan.check()  # what apply will hold it to, now rather than when it is applied
     refused = barriers(plan, inv)  # and the safety gate, which apply asks again on the live machine
     if refused:

@@ -21,6 +21,8 @@ INV = build_inventory(RawSystem.load(FIXTURES / "lab-scan" / "raw-udev.json"))
 SAMPLE_ARGS = {"device": "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001", "vg": "labvg", "lv": "labvg/data",
                "segtype": "cache", "mode": "writethrough", "path": "{backing}/bcache/state", "value": "clean|no cache"}
 
+SAMPLE_ARGS["needs"] = "lvmcache"  # InitramfsCarries
+
 
 class View:
     """A SystemView over the lab inventory, an LVM model and a dictionary for sysfs."""
@@ -48,6 +50,9 @@ class View:
 
     def sysfs_exists(self, path: str) -> bool:
         return path in self.files
+
+    def initramfs_lacks(self, needs: str) -> list[str]:
+        return [] if needs == "lvmcache" else [f"an image lacks what {needs} needs"]
 
 
 def every_kind() -> list[Check]:
