@@ -24,8 +24,23 @@ TAGS = ("UUID", "LABEL", "PARTUUID", "PARTLABEL", "ID")
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
 
+class _Options:
+    """What an entry of either table says with its options."""
+
+    options: tuple[str, ...]
+
+    def has(self, option: str) -> bool:
+        return option in self.options
+
+    @property
+    def optional(self) -> bool:
+        """Not set up at boot (``noauto``), or the boot goes on without it (``nofail``): fstab(5),
+        crypttab(5), systemd.mount(5)."""
+        return self.has("nofail") or self.has("noauto")
+
+
 @dataclass(frozen=True)
-class FstabEntry:
+class FstabEntry(_Options):
     line: int  # 1-based
     spec: str  # as written (escapes undone)
     file: str  # the mount point ("none" or "swap" for swap)
@@ -36,30 +51,14 @@ class FstabEntry:
     def swap(self) -> bool:
         return self.vfstype == "swap"
 
-    def has(self, option: str) -> bool:
-        return option in self.options
-
-    @property
-    def optional(self) -> bool:
-        """The boot goes on without it: ``nofail`` or ``noauto`` (fstab(5), systemd.mount(5))."""
-        return self.has("nofail") or self.has("noauto")
-
 
 @dataclass(frozen=True)
-class CrypttabEntry:
+class CrypttabEntry(_Options):
     line: int
     name: str  # the mapped device: /dev/mapper/NAME
     source: str
     keyfile: str
     options: tuple[str, ...]
-
-    def has(self, option: str) -> bool:
-        return option in self.options
-
-    @property
-    def optional(self) -> bool:
-        """Not opened at boot (``noauto``), or the boot goes on without it (``nofail``)."""
-        return self.has("nofail") or self.has("noauto")
 
 
 @dataclass(frozen=True)
