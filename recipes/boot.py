@@ -7,8 +7,9 @@ initramfs is what assembles the device (/, /usr, resume, crypttab's ``initramfs`
 checked afterwards: every image must carry what assembling the device takes (dm-cache and
 cache_check, dm-writecache, bcache and its udev rule). The step has no undo: the image made for
 the cached device boots it without the cache as well, and a removal makes it again anyway.
-The warnings boot readiness has for the plan's cache (lvm2 told to skip the metadata check, an
-fstab line naming /dev/bcacheN) become the plan's notes; its refusals are preflight's.
+What boot readiness finds of the plan's cache becomes the plan's notes: its warnings (lvm2 told
+to skip the metadata check, an fstab line naming /dev/bcacheN), and what apply's preflight will
+refuse until it is fixed (lvm2's cache_check missing, bcache's udev rule missing).
 """
 
 from __future__ import annotations
@@ -79,5 +80,8 @@ def with_boot(plan: Plan, inv: Inventory, facts: BootFacts) -> Plan:
         updates_initramfs=True,
         mirrored=mirrored(plan),
     )
-    notes += [f"Boot: {sentence(f)}." for f in findings if f.severity != "critical"]
+    notes += [
+        f"Boot{' (apply refuses the plan until this is fixed)' if f.severity == 'critical' else ''}: {sentence(f)}."
+        for f in findings
+    ]
     return replace(plan, steps=tuple(steps), notes=tuple(dict.fromkeys(notes)))

@@ -655,6 +655,11 @@ def test_preflight_refuses_bcache_without_its_rule_and_a_kernel_without_the_modu
 def test_plan_notes_carry_the_warnings_and_preflight_lets_them_be(as_root: None) -> None:
     plan = with_boot(attach_plan(), LAB, facts(checkers=checkers("disabled")))
     assert any(n.startswith("Boot: lvm2 activates /dev/labvg/data without checking its metadata") for n in plan.notes)
+    assert refusals(plan, facts(checkers=checkers("disabled"))) == []
+    early = with_boot(attach_plan(), LAB, facts(programs={}))
+    assert any(
+        n.startswith("Boot (apply refuses the plan until this is fixed): lvm2 cannot check") for n in early.notes
+    )
     ext4 = dataclasses.replace(dev(LAB, "bcache0"), fs_uuid="0b6a1e22-4c0e-4a43-9d3e-6f8f8bb7f8a1")
     inv = dataclasses.replace(LAB, devices=tuple(ext4 if d.name == "bcache0" else d for d in LAB.devices))
     detach = with_boot(bcache_detach(inv, "bcache0"), inv, with_table("/dev/bcache0 /srv ext4 defaults 0 2\n"))
