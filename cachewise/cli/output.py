@@ -109,8 +109,11 @@ WIDE = 1 << 16
 
 
 def console(wide: bool = False) -> Console:
-    """The console a command prints its tables on: the terminal's width, or none with --wide."""
-    return Console(width=WIDE) if wide else Console()
+    """The console a command prints its tables on: the terminal's width; none with --wide, or
+    when the output goes into a file or a pipe without COLUMNS saying how wide (a script reading
+    `status` must get whole words, not rich's 80 columns of "c…")."""
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    return Console(width=WIDE) if wide or piped else Console()
 
 
 def show(renderable: Any, wide: bool = False) -> None:

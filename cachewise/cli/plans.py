@@ -7,7 +7,6 @@ of each field, and :func:`recipe_options` reads them back into the dataclass, si
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -117,7 +116,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         sys.stdout.write(plan.dumps())
         return 0
     # Into a file or a pipe, each command on one line (a terminal gets its width, paths whole).
-    show(plan_preview(plan), wide=not sys.stdout.isatty() and "COLUMNS" not in os.environ)
+    show(plan_preview(plan))  # wide into a file or a pipe (output.console)
     if args.output is not None:
         print(f"\nSaved to {args.output}. Run it with: sudo cachewise apply {args.output}")
     return 0
