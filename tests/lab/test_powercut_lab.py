@@ -18,7 +18,7 @@ SCENARIO = Scenario(
     "powercut",
     "powercut.sh",
     (
-        LabDisk("pchdd", "PCHDD01", "1G", rotation_rate=7200),
+        LabDisk("pchdd", "PCHDD01", "1G", rotation_rate=7200, iops_limit=150),
         LabDisk("pcssd1", "PCSSD01", "512M", rotation_rate=1),
         LabDisk("pcssd2", "PCSSD02", "256M", rotation_rate=1),
         LabDisk("bwth", "PCBWTH", "256M", rotation_rate=7200),
@@ -96,6 +96,8 @@ def test_status_and_scan_describe_every_cache_after_the_reboot(guest: GuestRun) 
     for name in LVS:
         assert f"pc/{name}" in status
     data = json.loads(guest.read("after-status.json"))
+    names = [c["name"] for c in data["caches"]]
+    assert len(names) == len(set(names)) == len(LVS) + len(BCACHES), f"each cache once: {names}"
     text = json.dumps(data)
     for name in LVS:
         assert f'"pc/{name}"' in text or f'"lv": "{name}"' in text

@@ -10,6 +10,12 @@ stamp boot2
 udevadm trigger --action=add; udevadm settle --timeout=60
 ls -l /dev/bcache/by-uuid/ > "$LAB_OUT/after-bcache-links.txt" 2>&1 || true
 vgchange -ay pc > "$LAB_OUT/after-vgchange.txt" 2>&1; echo "rc $?" >> "$LAB_OUT/after-vgchange.txt"
+# dm-cache after an unclean stop: the superblock's clean-shutdown flag is off, so every block it
+# maps is loaded as dirty (lvm2#141) and smq writes them back while idle; sampled at once
+for _ in 1 2 3 4 5 6; do
+  for lv in wt wb mir; do echo "$(date +%s.%N) $lv $(dmsetup status pc-$lv | awk '{print $7, $14}')"; done
+  sleep 0.3
+done > "$LAB_OUT/dirty-after-activation.txt"
 udevadm settle --timeout=60
 lvs -a --reportformat json -o vg_name,lv_name,segtype,cache_mode,lv_attr,cache_dirty_blocks,lv_health_status > "$LAB_OUT/after-lvs.json"
 dmsetup status > "$LAB_OUT/dmstatus-after.txt"
@@ -34,10 +40,13 @@ for kind in wt wb; do
   done > "$LAB_OUT/b$kind-tunables-after.txt"
   cat /sys/block/$bname/bcache/state > "$LAB_OUT/b$kind-state-after.txt" 2>&1 || true
 done
+for b in /sys/class/block/*/bcache; do echo "$b -> $(readlink -f "$b")"; done > "$LAB_OUT/after-bcache-sysfs.txt" 2>&1
 cw status --json > "$LAB_OUT/after-status.json" 2> "$LAB_OUT/after-status.err" || echo "rc $?" >> "$LAB_OUT/after-status.err"
 cw status > "$LAB_OUT/after-status.txt" 2>&1 || true
 cw scan --json > "$LAB_OUT/after-scan.json" 2> "$LAB_OUT/after-scan.err" || echo "rc $?" >> "$LAB_OUT/after-scan.err"
 if cw doctor --help > /dev/null 2>&1; then
-  cw doctor --json > "$LAB_OUT/after-doctor.json" 2> "$LAB_OUT/after-doctor.err"; echo "$?" > "$LAB_OUT/after-doctor.rc"
+  rc=0; cw doctor --json > "$LAB_OUT/after-doctor.json" 2> "$LAB_OUT/after-doctor.err" || rc=$?
+  echo "$rc" > "$LAB_OUT/after-doctor.rc"
+  cw doctor > "$LAB_OUT/after-doctor.txt" 2>&1 || true
 fi
 stamp done
