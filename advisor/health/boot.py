@@ -166,10 +166,9 @@ class BootFacts:
 
 def _text(path: Path, limit: int = TEXT_LIMIT) -> str | None:
     """A file's text (bytes that are not UTF-8 replaced); None when it is not there."""
-    try:
-        return read_bytes(path, limit).decode("utf-8", "replace")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
+    return read_bytes(path, limit).decode("utf-8", "replace")
 
 
 def _table(root: Path, path: str, crypt: bool) -> Table:

@@ -340,6 +340,8 @@ def test_hostile_tables_never_break_the_check(text: str) -> None:
 
 def test_a_table_that_cannot_be_read_is_a_finding(tmp_path: Path) -> None:
     runner = Answers({}, tools=())
+    nothing = boot.read_facts(runner, root=tmp_path)  # type: ignore[arg-type]
+    assert nothing.fstab == Table("/etc/fstab") and nothing.crypttab == Table("/etc/crypttab"), "none is empty"
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc/fstab").write_bytes(b"/dev/sdb1 / ext4 defaults 0 1\n" * 50000)  # over 1 MiB
     (tmp_path / "etc/crypttab").mkdir()  # not a file
