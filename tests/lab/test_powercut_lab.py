@@ -108,3 +108,38 @@ def test_status_and_scan_describe_every_cache_after_the_reboot(guest: GuestRun) 
     kinds = sorted(d["caching"]["kind"] for d in scan["devices"] if d.get("caching") and d["caching"].get("role") in ("cached", "origin", "backing"))
     print(kinds)
     assert kinds, "scan describes no cache after the reboot"
+
+
+def findings(run: GuestRun, name: str) -> list[dict[str, Any]]:
+    data = json.loads(run.read(name))
+    assert data["schema"] == "cachewise.doctor/1"
+    return list(data["findings"])
+
+
+def test_doctor_names_a_flush_that_does_not_progress(guest: GuestRun) -> None:
+    found = findings(guest, "stuck-doctor.json")
+    print(guest.read("stuck-doctor.txt"))
+    stuck = {f["subject"] for f in found if f["code"] == "dirty-stuck"}
+    assert stuck & {"pc/wb", "pc/mir", "pc/wc"} and any(s.startswith("bcache") for s in stuck), stuck
+    for f in found:
+        if f["code"] == "dirty-stuck":
+            assert f["cause"] and f["fix"] and f["fix"]["how"], f
+    assert int(guest.read("stuck-doctor.rc")) in (1, 2)
+
+
+def test_doctor_finds_nothing_wrong_with_the_caches_after_the_reboot(guest: GuestRun) -> None:
+    found = findings(guest, "after-doctor.json")
+    print(guest.read("after-doctor.txt"))
+    serious = [f for f in found if f["severity"] in ("warning", "critical")]
+    assert not serious, serious
+    assert guest.read("after-doctor.rc").strip() == "0"
+
+
+def test_doctor_names_a_cache_lvm2_could_not_activate_at_the_next_boot(guest: GuestRun) -> None:
+    assert "cache_check_gone" in guest.read("bad-lvmconf.txt"), guest.read("bad-lvmconf.txt")
+    found = findings(guest, "bad-doctor.json")
+    print(guest.read("bad-doctor.txt"))
+    boot = [f for f in found if f["code"] == "boot-check-missing"]
+    assert boot, [f["code"] for f in found]
+    assert "/usr/sbin/cache_check_gone" in boot[0]["what"] and boot[0]["fix"]["how"]
+    assert boot[0]["severity"] == "critical" and guest.read("bad-doctor.rc").strip() == "2"

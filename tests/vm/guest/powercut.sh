@@ -99,6 +99,15 @@ for _ in $(seq 40); do
   if awk '{v=$2; sub(/[kKMG]$/,"",v); if (v+0 <= 0) bad=1} END {exit bad}' "$LAB_OUT/dirty-before-cut.txt"; then break; fi
   sleep 0.5
 done
+# A flush that does not progress: writers keep every writeback cache dirty. doctor records the
+# caches' samples at each run; the second run, 15 s later, judges dirty data that has not gone down.
+stamp doctor-stuck
+cw doctor --json > "$LAB_OUT/stuck-doctor-1.json" 2> "$LAB_OUT/stuck-doctor-1.err" || true
+sleep 15
+rc=0; cw doctor --stuck-after 10s --dirty-above 1 --json > "$LAB_OUT/stuck-doctor.json" 2> "$LAB_OUT/stuck-doctor.err" || rc=$?
+echo $rc > "$LAB_OUT/stuck-doctor.rc"
+cw doctor --stuck-after 10s --dirty-above 1 > "$LAB_OUT/stuck-doctor.txt" 2>&1 || true
+dirty_now > "$LAB_OUT/dirty-before-cut.txt"
 dmsetup status > "$LAB_OUT/dmstatus-before-cut.txt"
 stamp cut
 sync -f "$LAB_OUT/timeline.txt"

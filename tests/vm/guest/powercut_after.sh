@@ -49,4 +49,14 @@ if cw doctor --help > /dev/null 2>&1; then
   echo "$rc" > "$LAB_OUT/after-doctor.rc"
   cw doctor > "$LAB_OUT/after-doctor.txt" 2>&1 || true
 fi
+# A machine where activation would fail at the next boot: lvm2 told to check cache metadata with
+# a program that is not there (lvm.conf bound over the read-only root's, in this guest only).
+sed 's|^\(\s*\)# cache_check_executable = .*|\1cache_check_executable = "/usr/sbin/cache_check_gone"|' /etc/lvm/lvm.conf > /run/lvm-bad.conf
+grep -n 'cache_check_executable = "/usr/sbin/cache_check_gone"' /run/lvm-bad.conf > "$LAB_OUT/bad-lvmconf.txt" || true
+mount --bind /run/lvm-bad.conf /etc/lvm/lvm.conf
+lvmconfig --typeconfig full global/cache_check_executable >> "$LAB_OUT/bad-lvmconf.txt" 2>&1 || true
+rc=0; cw doctor --json > "$LAB_OUT/bad-doctor.json" 2> "$LAB_OUT/bad-doctor.err" || rc=$?
+echo $rc > "$LAB_OUT/bad-doctor.rc"
+cw doctor > "$LAB_OUT/bad-doctor.txt" 2>&1 || true
+umount /etc/lvm/lvm.conf
 stamp done
