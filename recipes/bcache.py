@@ -28,7 +28,7 @@ from advisor.plan.checks import (
 from advisor.plan.language import Use
 from advisor.plan.model import Plan, Step
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
-from recipes.common import RecipeError, bind, check_backend
+from recipes.common import ACCEPT_LOSS, RecipeError, bind, check_backend
 from recipes.registry import Recipe, option, register
 
 CREATE, DETACH = "bcache-create", BCACHE.remover
@@ -354,6 +354,7 @@ def _adopt(o: CreateOptions, cfg: CacheConfig) -> CreateOptions:
 class DetachOptions:
     device: str = option("the bcache device or its backing device", "device", metavar="DEV")
     wipe_cache: bool = option("then erase the cache device's bcache superblock", "flag")
+    accept_data_loss: bool = option(ACCEPT_LOSS, "flag")
 
 
 register(

@@ -46,3 +46,7 @@ def check_backend(cfg: CacheConfig | None, wanted: Backend) -> None:
     """Refused when the recommendation is for another backend (or for no cache)."""
     if cfg is None or cfg.backend != wanted.id:
         raise RecipeError("other-backend", wanted=wanted.noun, backend=cfg.label if cfg else "no cache")
+
+
+# The removals' option for a cache whose SSD died holding writes the origin never got.
+ACCEPT_LOSS = "the cache's SSD is dead and it held writes the origin lacks (writeback): take it off anyway"

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from advisor.advice.lvmrules import LVM_EXTENT, LVM_PV_METADATA
 from advisor.backends import Backend, by_segtype
-from advisor.disks.devices import Device, Inventory
+from advisor.disks.devices import Caching, Device, Inventory
 from advisor.disks.discovery import find_device
+from advisor.disks.failure import Failure
 from advisor.errors import codes, next_step
 from advisor.plan.checks import (
     LvExists,
@@ -64,6 +65,9 @@ codes(
         "keep-and-release": "keeping the {keeps} leaves the cache on the SSD, so the SSD cannot be released too",
         "not-a-pv-of-vg": "{path} is not a physical volume of VG {vg}",
         "named-twice": "{path} is named twice",
+        "rescue-loses-data": "{trouble}; taking the cache off leaves out what only the dead SSD held",
+        "mirror-degraded": "{trouble}; removing the cache now would flush it from its last copy",
+        "keep-dead-cache": "the cache of {lv} has failed ({state}), so its {keeps} cannot be kept; it is taken off",
     }
 )
 
@@ -343,9 +347,12 @@ def remove_cache(
     *,
     keep: bool = False,
     release: str | Sequence[str] | None = None,
+    accept_loss: bool = False,
 ) -> Plan:
     """The plan of kind ``kind`` that flushes and removes the LVM cache of ``backend`` from an
-    LV, then releases the SSD(s) named."""
+    LV, then releases the SSD(s) named. A cache that failed (its SSD dead or gone) is rescued
+    instead (:func:`rescue_steps`); one that loses data so only with ``accept_loss``. A mirrored
+    cache that lost one SSD is refused: its mirror is to be repaired first (recipes/lvmcache.py)."""
     segtype = backend.lvm_segtype or ""
     what = backend.keeps
     origin = find_lv(inv, lv_name)
@@ -362,17 +369,29 @@ def remove_cache(
             segtype=origin.lvm.segtype or "unknown",
             instead=f" (it is {other.family}: use {instead.kind})" if other and instead else "",
         )
-    flag = "--splitcache" if keep else "--uncache"
-    steps = [
-        Step(
-            "uncache",
-            ("lvconvert", "--yes", flag, vglv),
-            pre=(Segtype(lv=vglv, segtype=segtype),),
-            post=(NotSegtype(lv=vglv, segtype=segtype),),
-            seconds=5.0,
-            progress=backend.progress,
+    caching = origin.caching
+    if caching is not None and caching.degraded and not caching.failed:
+        raise RecipeError("mirror-degraded", trouble=caching.trouble, next=[next_step("repair-mirror", target=vglv)])
+    if caching is not None and caching.failed:
+        if keep:
+            raise RecipeError("keep-dead-cache", lv=vglv, state=caching.state, keeps=what)
+        steps = rescue_steps(origin, caching, segtype, accept_loss)
+        notes: tuple[str, ...] = (f"{caching.trouble[0].upper()}{caching.trouble[1:]}.",)
+    else:
+        flag = "--splitcache" if keep else "--uncache"
+        steps = [
+            Step(
+                "uncache",
+                ("lvconvert", "--yes", flag, vglv),
+                pre=(Segtype(lv=vglv, segtype=segtype),),
+                post=(NotSegtype(lv=vglv, segtype=segtype),),
+                seconds=5.0,
+                progress=backend.progress,
+            )
+        ]
+        notes = (
+            "Dirty blocks are written back before the cache goes; this can take a while with a big writeback cache.",
         )
-    ]
     devices = [bind(origin, "origin")]
     names = [] if release is None else ([release] if isinstance(release, str) else list(release))
     if len(names) > 2:
@@ -407,14 +426,67 @@ def remove_cache(
             )
         )
     label = "cache" if segtype == "cache" else "writecache"
+    title, before, after = f"Remove the {label} from {vglv}", f"{vglv}: {label} LV", f"{vglv}: plain LV, same data"
+    if caching is not None and caching.failed:  # a rescue: what the origin has and lacks, said before it runs
+        title = f"Rescue {vglv}: take off its failed {label}"
+        before = f"{vglv}: {label} LV whose cache failed ({caching.state})"
+        after = f"{vglv}: plain LV on its origin; {failure_of(origin, caching).origin()}"
     return Plan(
         kind=kind,
-        title=f"Remove the {label} from {vglv}",
+        title=title,
         devices=tuple(devices),
         steps=tuple(steps),
-        layout_before=(f"{vglv}: {label} LV",),
-        layout_after=(f"{vglv}: plain LV, same data",) + tuple(f"{d.display_path}: free" for d in released),
-        notes=(
-            "Dirty blocks are written back before the cache goes; this can take a while with a big writeback cache.",
-        ),
+        layout_before=(before,),
+        layout_after=(after,) + tuple(f"{d.display_path}: free" for d in released),
+        notes=notes,
     )
+
+
+def failure_of(origin: Device, caching: Caching) -> Failure:
+    """What discovery found wrong with the cache of ``origin``, as a Failure again."""
+    assert origin.lvm is not None
+    return Failure(
+        "dm-writecache" if origin.lvm.segtype == "writecache" else "dm-cache",
+        f"{origin.lvm.vg}/{origin.lvm.lv}",
+        caching.mode,
+        failed=caching.failed,
+        missing=caching.missing,
+    )
+
+
+def rescue_steps(origin: Device, caching: Caching, segtype: str, accept_loss: bool) -> list[Step]:
+    """The steps that take a failed cache (its SSD dead or gone) off ``origin``, measured on lvm2
+    2.03.16 (docs/dead-ssd.md). dm-cache: ``lvconvert --uncache`` skips the flush of a failed
+    cache while the LV stays active and mounted; in writeback lvm2 asks for ``--force``, which
+    leaves out the blocks that were dirty on the SSD (so the user must have accepted that).
+    dm-writecache: its flush at suspend fails and left the LV suspended when it was taken off
+    active, so it is taken off inactive (the file system unmounted), with ``--force`` (whatever it
+    had not written back is lost), and activated again. Then the PVs lvm2 cannot find leave the VG."""
+    assert origin.lvm is not None
+    vg, vglv = origin.lvm.vg or "", f"{origin.lvm.vg}/{origin.lvm.lv}"
+    failure = failure_of(origin, caching)
+    if failure.writeback and not accept_loss:
+        raise RecipeError(
+            "rescue-loses-data",
+            trouble=caching.trouble,
+            next=[next_step("accept-data-loss", target=vglv)],
+        )
+    uncache = ("lvconvert", "--yes", "--force", "--uncache", vglv) if failure.writeback else None
+    steps: list[Step] = []
+    if segtype == "writecache":
+        path = origin.display_path
+        steps.append(Step("deactivate", ("lvchange", "--yes", "-an", vglv), pre=(NotMounted(device=path),)))
+    steps.append(
+        Step(
+            "uncache",
+            uncache or ("lvconvert", "--yes", "--uncache", vglv),
+            pre=(Segtype(lv=vglv, segtype=segtype),),
+            post=(NotSegtype(lv=vglv, segtype=segtype),),
+            seconds=5.0,
+        )
+    )
+    if caching.missing:
+        steps.append(Step("vgreduce-missing", ("vgreduce", "--removemissing", vg), seconds=2.0))
+    if segtype == "writecache":
+        steps.append(Step("activate", ("lvchange", "--yes", "-ay", vglv)))
+    return steps

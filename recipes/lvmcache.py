@@ -13,14 +13,25 @@ from dataclasses import dataclass, replace
 from advisor.advice.config import CacheConfig
 from advisor.advice.lvmrules import CHUNK_UNIT, LVM_EXTENT, lvm_chunk_size, lvm_metadata_size
 from advisor.backends import LVMCACHE, Mode
+from advisor.disks.caches import mirror_legs
 from advisor.disks.devices import Inventory, LvmInfo
 from advisor.disks.discovery import find_device
 from advisor.errors import codes, next_step
-from advisor.plan.checks import CacheMode, LvExists, NoSignature, NotMounted, NotSegtype, Pv, PvInVg, Segtype
+from advisor.plan.checks import (
+    CacheMode,
+    LvComplete,
+    LvExists,
+    NoSignature,
+    NotMounted,
+    NotSegtype,
+    Pv,
+    PvInVg,
+    Segtype,
+)
 from advisor.plan.language import Use
 from advisor.plan.model import Plan, Step
 from advisor.units import human_size
-from recipes.common import RecipeError, bind, check_backend
+from recipes.common import ACCEPT_LOSS, RecipeError, bind, check_backend
 from recipes.lvm import (
     FAST_ROLES,
     RAID_META,
@@ -34,7 +45,13 @@ from recipes.lvm import (
 )
 from recipes.registry import Recipe, option, register
 
-ATTACH, UNCACHE, NEW, MODE = "lvmcache-attach", LVMCACHE.remover, "lvmcache-new", "lvmcache-mode"
+ATTACH, UNCACHE, NEW, MODE, REPAIR = (
+    "lvmcache-attach",
+    LVMCACHE.remover,
+    "lvmcache-new",
+    "lvmcache-mode",
+    "cache-repair",
+)
 UNDO = "Undo it by removing the cache; dirty blocks are written back first."
 MODES = LVMCACHE.modes
 
@@ -49,6 +66,7 @@ codes(
         "no-size": "the cache has no size",
         "mirror-needs-two": "the recommendation is writeback on a cache mirrored across two SSDs (LVM raid1), and "
         "{count} SSD was named",
+        "not-degraded": "the cache of {lv} is not a mirror missing one SSD ({state}), so there is nothing to repair",
     }
 )
 
@@ -167,12 +185,76 @@ def lvmcache_attach(
 
 
 def lvmcache_uncache(
-    inv: Inventory, lv_name: str, *, keep_pool: bool = False, release: str | Sequence[str] | None = None
+    inv: Inventory,
+    lv_name: str,
+    *,
+    keep_pool: bool = False,
+    release: str | Sequence[str] | None = None,
+    accept_loss: bool = False,
 ) -> Plan:
     """Remove the cache from an LV: lvconvert flushes dirty blocks (cleaner policy), then drops
     the cache pool (--uncache) or keeps it as an LV (--splitcache); ``release`` names the SSD(s)
-    to take out of the VG afterwards (both, for a mirrored pool)."""
-    return remove_cache(inv, lv_name, LVMCACHE, UNCACHE, keep=keep_pool, release=release)
+    to take out of the VG afterwards (both, for a mirrored pool). A cache whose SSD is gone is
+    rescued (recipes/lvm.py), a writeback one only with ``accept_loss``."""
+    return remove_cache(inv, lv_name, LVMCACHE, UNCACHE, keep=keep_pool, release=release, accept_loss=accept_loss)
+
+
+def cache_repair(
+    inv: Inventory, lv_name: str, ssd_path: str, *, wipe: bool = False, allow_partition: bool = False
+) -> Plan:
+    """Rebuild the lost leg of a mirrored cache (lvmcache pool or writecache volume, LVM raid1 on
+    two SSDs) onto a new SSD: it joins the VG, ``lvconvert --repair`` replaces the missing image of
+    each raid1 LV with one on it (lvm2 then copies the surviving leg over, in the background),
+    and the PV that is gone leaves the VG. The cache keeps serving meanwhile."""
+    origin = find_lv(inv, lv_name)
+    assert origin.lvm is not None
+    vg, vglv = origin.lvm.vg or "", f"{origin.lvm.vg}/{origin.lvm.lv}"
+    caching = origin.caching
+    if caching is None or not caching.degraded or caching.failed:
+        raise RecipeError(
+            "not-degraded",
+            lv=vglv,
+            state=caching.state if caching is not None else "not cached",
+            next=[next_step("remove", target=vglv)] if caching is not None and caching.failed else [],
+        )
+    legs = mirror_legs(inv, origin)
+    if not legs:
+        raise RecipeError("not-degraded", lv=vglv, state=caching.state)
+    fast = fast_side(inv, ssd_path, origin, vg, wipe=wipe, allow_partition=allow_partition)
+    need = sum(d.size_bytes + RAID_META for d in legs) + fast.header_bytes()
+    if need > fast.size_bytes:
+        raise too_small(fast, f"a new leg of the mirror of {vglv}", need)
+    ssd = fast.paths[0]
+    steps = fast.join_steps(vg)
+    for leg in legs:
+        assert leg.lvm is not None and leg.lvm.lv
+        sub = f"{vg}/{leg.lvm.lv.strip('[]')}"
+        steps.append(
+            Step(
+                f"repair-{sub.rsplit('_', 1)[-1]}",
+                ("lvconvert", "--yes", "--repair", sub, ssd),
+                pre=(PvInVg(device=ssd, vg=vg),),
+                post=(LvComplete(lv=sub),),
+                seconds=10.0,
+            )
+        )
+    steps.append(Step("vgreduce-missing", ("vgreduce", "--removemissing", vg), seconds=2.0))
+    return Plan(
+        kind=REPAIR,
+        title=f"Repair the mirrored cache of {vglv} onto {ssd}",
+        devices=(bind(origin, "origin"), *fast.bound()),
+        steps=tuple(steps),
+        layout_before=(f"{vglv}: {caching.state}", fast.describe(vg)),
+        layout_after=(
+            f"{vglv}: its cache mirrored again, on the SSD that was left and {ssd} (lvm2 copies the surviving leg "
+            "onto it in the background)",
+        ),
+        space={"ssd_bytes_used": need, "ssd_bytes": fast.size_bytes},
+        notes=(
+            f"{caching.trouble[0].upper()}{caching.trouble[1:]}.",
+            "The cache keeps serving while lvm2 copies the surviving leg; nothing is flushed or lost.",
+        ),
+    )
 
 
 def lvmcache_mode(inv: Inventory, lv_name: str, mode: str) -> Plan:
@@ -379,6 +461,7 @@ class UncacheOptions:
         repeat=True,
         default=(),
     )
+    accept_data_loss: bool = option(ACCEPT_LOSS, "flag")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -436,10 +519,12 @@ register(
         "Flush and remove the cache of an LV (lvconvert --uncache), or keep the cache pool as an LV "
         "(lvconvert --splitcache).",
         UncacheOptions,
-        lambda inv, o: lvmcache_uncache(inv, o.lv, keep_pool=o.keep_pool, release=o.release_ssd or None),
+        lambda inv, o: lvmcache_uncache(
+            inv, o.lv, keep_pool=o.keep_pool, release=o.release_ssd or None, accept_loss=o.accept_data_loss
+        ),
         "removes",
         LVMCACHE,
-        uses=(Use("uncache"), Use("splitcache"), *_JOIN),
+        uses=(Use("uncache"), Use("splitcache"), Use("uncache-force"), Use("vgreduce-missing"), *_JOIN),
     )
 )
 register(
@@ -461,6 +546,30 @@ register(
             Use("lvcreate-whole", "origin"),
             *_POOL,
         ),
+    )
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepairOptions:
+    lv: str = option("the cached LV whose mirrored cache lost one SSD, as VG/LV", "lv")
+    ssd: str = option("the new SSD to rebuild the lost leg on (a whole disk, or a PV of the same VG)", "device")
+    allow_partition: bool = option("use a partition of the SSD, not the whole disk", "flag")
+    wipe: bool = option("the SSD holds data that may be destroyed", "flag")
+
+
+register(
+    Recipe(
+        REPAIR,
+        "repair a mirrored cache that lost one SSD, onto a new SSD",
+        "Put the new SSD in the VG (pvcreate, vgextend), rebuild the missing leg of each raid1 LV of the cache onto "
+        "it (lvconvert --repair; lvm2 copies the surviving leg in the background), and drop the PV that is gone "
+        "(vgreduce --removemissing). The cache keeps serving; nothing is flushed.",
+        RepairOptions,
+        lambda inv, o: cache_repair(inv, o.lv, o.ssd, wipe=o.wipe, allow_partition=o.allow_partition),
+        "changes",
+        LVMCACHE,
+        uses=(*_JOIN, Use("repair-leg", "ssd"), Use("vgreduce-missing")),
     )
 )
 register(

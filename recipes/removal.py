@@ -14,7 +14,7 @@ from advisor.disks.devices import Inventory
 from advisor.disks.discovery import find_device
 from advisor.errors import codes, next_step
 from advisor.plan.model import Plan
-from recipes.common import RecipeError
+from recipes.common import ACCEPT_LOSS, RecipeError
 from recipes.lvm import cache_pvs
 from recipes.registry import Recipe, option, register
 from recipes.registry import recipe as registry_recipe
@@ -37,6 +37,7 @@ class RemoveOptions:
     free_ssd: bool = option(
         "then give the SSD back blank: an LVM cache's own PVs are released, a bcache cache device is wiped", "flag"
     )
+    accept_data_loss: bool = option(ACCEPT_LOSS, "flag")
 
 
 def remove(inv: Inventory, o: RemoveOptions) -> Plan:
@@ -63,13 +64,15 @@ def remove(inv: Inventory, o: RemoveOptions) -> Plan:
     if recipe.backend is not None and recipe.backend.lvm_segtype is None:  # bcache: its cache device is wiped
         if o.release_ssd:
             raise RecipeError("bcache-release", next=[next_step("free-ssd-instead")])
-        return recipe.build(inv, recipe.options(device=dev.devnode, wipe_cache=o.free_ssd))
+        return recipe.build(
+            inv, recipe.options(device=dev.devnode, wipe_cache=o.free_ssd, accept_data_loss=o.accept_data_loss)
+        )
     assert dev.lvm is not None
     vglv = f"{dev.lvm.vg}/{dev.lvm.lv}"
     release = o.release_ssd
     if o.free_ssd and not release:
         release = tuple(d.display_path for d in cache_pvs(inv, vglv))
-    return recipe.build(inv, recipe.options(lv=vglv, release_ssd=release))
+    return recipe.build(inv, recipe.options(lv=vglv, release_ssd=release, accept_data_loss=o.accept_data_loss))
 
 
 register(

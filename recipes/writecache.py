@@ -26,7 +26,7 @@ from advisor.plan.checks import NotSegtype, Segtype
 from advisor.plan.language import Use
 from advisor.plan.model import Plan, Step
 from advisor.units import human_size
-from recipes.common import RecipeError, check_backend
+from recipes.common import ACCEPT_LOSS, RecipeError, check_backend
 from recipes.lvm import RAID_META, fast_side, remove_cache, too_small, uncached_lv
 from recipes.lvmcache import UNDO
 from recipes.registry import Recipe, option, register
@@ -181,11 +181,17 @@ def writecache_attach(
 
 
 def writecache_detach(
-    inv: Inventory, lv_name: str, *, keep_cachevol: bool = False, release: str | Sequence[str] | None = None
+    inv: Inventory,
+    lv_name: str,
+    *,
+    keep_cachevol: bool = False,
+    release: str | Sequence[str] | None = None,
+    accept_loss: bool = False,
 ) -> Plan:
     """Flush and remove the writecache of an LV (lvconvert --uncache; --splitcache keeps the
-    cache volume), then release the SSD(s) named."""
-    return remove_cache(inv, lv_name, WRITECACHE, DETACH, keep=keep_cachevol, release=release)
+    cache volume), then release the SSD(s) named. A writecache whose SSD is gone is taken off
+    without what it held (recipes/lvm.py), only with ``accept_loss``."""
+    return remove_cache(inv, lv_name, WRITECACHE, DETACH, keep=keep_cachevol, release=release, accept_loss=accept_loss)
 
 
 # --- the recipes, as the registry knows them ------------------------------------------------
@@ -235,6 +241,7 @@ class DetachOptions:
         repeat=True,
         default=(),
     )
+    accept_data_loss: bool = option(ACCEPT_LOSS, "flag")
 
 
 _JOIN = (
@@ -277,9 +284,19 @@ register(
         "Flush and remove the writecache of an LV (lvconvert --uncache), or keep the cache volume as an LV "
         "(lvconvert --splitcache).",
         DetachOptions,
-        lambda inv, o: writecache_detach(inv, o.lv, keep_cachevol=o.keep_cachevol, release=o.release_ssd or None),
+        lambda inv, o: writecache_detach(
+            inv, o.lv, keep_cachevol=o.keep_cachevol, release=o.release_ssd or None, accept_loss=o.accept_data_loss
+        ),
         "removes",
         WRITECACHE,
-        uses=(Use("uncache"), Use("splitcache"), *_JOIN),
+        uses=(
+            Use("uncache"),
+            Use("splitcache"),
+            Use("uncache-force"),
+            Use("vgreduce-missing"),
+            Use("deactivate"),
+            Use("activate"),
+            *_JOIN,
+        ),
     )
 )

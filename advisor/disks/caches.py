@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from advisor.backends import BCACHE, LVMCACHE, WRITECACHE
-from advisor.disks.devices import Caching, Device
+from advisor.disks.devices import Caching, Device, Inventory
 from advisor.disks.failure import Failure
 from advisor.errors import Next, next_step
 from advisor.readers import dmstatus
@@ -89,6 +89,23 @@ def _gone_under(dev: Device, devices: Mapping[str, Device]) -> tuple[str, ...]:
         else:
             todo += list(under.slaves)
     return tuple(sorted(gone))
+
+
+def mirror_legs(inv: Inventory, dev: Device) -> list[Device]:
+    """The raid1 LVs under a cached LV (its cache pool's data and metadata, or its cache volume,
+    mirrored on two SSDs), each once, by name: what a repair rebuilds a lost leg of."""
+    found: dict[str, Device] = {}
+    todo, seen = list(dev.slaves), set()
+    while todo:
+        sub = inv.by_name(todo.pop())
+        if sub is None or sub.name in seen:
+            continue
+        seen.add(sub.name)
+        if sub.lvm is not None and sub.lvm.segtype == "raid1" and sub.lvm.lv:
+            found[sub.lvm.lv.strip("[]")] = sub
+        else:
+            todo += list(sub.slaves)
+    return [found[name] for name in sorted(found)]
 
 
 def lvm_failure(
@@ -246,10 +263,38 @@ def _failed_lvm(dev: Device, segtype: str, vglv: str, mirrored: str, failure: Fa
     )
 
 
+def bcache_failure(dev: Device) -> Failure | None:
+    """A registered bcache whose cache set is gone: its state still reads clean or dirty (a
+    detached one reads "no cache") but the link to its cache set went with the set, as the lab
+    saw after pulling the SSD; or it was started without a set that held dirty data
+    ("inconsistent")."""
+    b = dev.bcache
+    if b is None or b.role not in ("bcache", "backing"):
+        return None
+    name = b.bcache_device if b.role == "backing" and b.bcache_device else dev.name
+    if b.state == "inconsistent":
+        return Failure("bcache", name, b.cache_mode, failed=True, said="inconsistent")
+    if not b.cache_set_uuid and b.state in ("clean", "dirty"):
+        said = "stopped" if b.running is False else b.state
+        return Failure("bcache", name, b.cache_mode, failed=True, said=said)
+    return None
+
+
 def bcache_caching(dev: Device) -> Caching | None:
     b = dev.bcache
     if b is None:
         return None
+    failure = bcache_failure(dev)
+    if failure is not None:
+        return Caching(
+            "bcache",
+            "bcache device whose cache set is gone" if b.role == "bcache" else "bcache backing device, its set gone",
+            f"{b.cache_mode or 'mode unknown'}, failed: {b.state}",
+            f"take the cache off for good so that it comes back after a restart: {failure.origin()}",
+            remove=BCACHE.remover,
+            next=(next_step("rescue", target=dev.devnode),),
+            **_trouble(failure),
+        )
     if b.role == "bcache":
         dirty = b.dirty_data if b.dirty_data and b.dirty_data.rstrip("kKMGTiB").strip() not in ("0", "0.0") else ""
         state = _join(

@@ -48,6 +48,7 @@ class BcacheInfo:
     dirty_data: str | None = None
     bcache_device: str | None = None
     backing_device: str | None = None
+    running: bool | None = None  # a backing device's bcacheN is started (0: it waits for its cache set)
 
     @property
     def dirty_bytes(self) -> int | None:

@@ -85,6 +85,8 @@ class Failure:
                 "before anything else"
             )
         gone = f"the SSD of {self.name} is gone ({_names(self.missing)})" if self.missing else ""
+        if self.kind == "bcache" and not self.missing:
+            gone = f"the cache set of {self.name} is gone (its SSD died or was pulled)"
         if self.broken:
             return "; ".join(b for b in (gone, self._kernel(), self.origin()) if b)
         if self.read_only:
@@ -119,10 +121,29 @@ class Failure:
                 if self.failed
                 else "dm-writecache has not noticed yet"
             )
-        return "bcache stopped using its cache set"
+        if self.said == "stopped":
+            return (
+                f"bcache stopped the device of {self.name} because its cache set held dirty data (writeback): the data "
+                "is out of reach until the device is started without the set"
+            )
+        if self.said == "inconsistent":
+            return (
+                f"bcache was started without its cache set while the set held dirty data (state inconsistent): "
+                f"{self.name} runs on its backing device alone"
+            )
+        return (
+            f"bcache dropped the cache set and {self.name} runs on its backing device alone: reads and writes reach "
+            "the disk; the backing device still names the set, so once it is stopped or the machine restarts, "
+            "bcache waits for the set and the device does not come back by itself"
+        )
 
     def origin(self) -> str:
         """What is and is not on the origin once the cache is taken off."""
+        if self.kind == "bcache" and self.said in ("inconsistent", "stopped"):
+            return (
+                "the backing device lacks the data that was dirty in the cache: the file system on it may be "
+                "damaged beyond repair (in the lab a fresh XFS was)"
+            )
         if self.kind == "dm-writecache":
             return (
                 "the origin lacks every block written since the writecache last wrote back: those blocks were on "

@@ -23,6 +23,7 @@ from advisor.plan.checks import (
     CacheMode,
     Check,
     InitramfsCarries,
+    LvComplete,
     LvExists,
     NoLv,
     NoSignature,
@@ -147,7 +148,14 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
         return (Segtype(lv=vglv, segtype="cache-pool"), NotSegtype(lv=vglv2, segtype="cache")), [post]
     if shape == "writecache-attach":
         return (NotSegtype(lv=vglv2, segtype="writecache"),), [frozenset({Segtype(lv=vglv2, segtype="writecache")})]
-    if shape in ("uncache", "splitcache"):
+    if shape == "vgreduce-missing":
+        return (), nothing
+    if shape == "activate":
+        return (), nothing
+    if shape == "repair-leg":
+        sub = a["SUBLV"]
+        return (PvInVg(device=dev, vg=sub.split("/")[0]),), [frozenset({LvComplete(lv=sub)})]
+    if shape in ("uncache", "splitcache", "uncache-force"):
         if not ctx.segtype:
             return "a plan of this kind removes no cache"
         return (Segtype(lv=vglv, segtype=ctx.segtype),), [frozenset({NotSegtype(lv=vglv, segtype=ctx.segtype)})]

@@ -249,6 +249,26 @@ NoLv = _negation(LvExists, "no_lv")
 
 
 @dataclass(frozen=True)
+class LvComplete(Check):
+    """The LV has no extents on a physical volume lvm2 cannot find (the ninth letter of its
+    lv_attr is not ``p``, partial): a mirror's repaired leg is on a device that is there."""
+
+    kind: ClassVar[str] = "lv_complete"
+    lv: str
+
+    def describe(self) -> str:
+        return f"LV {self.lv} has no part on a missing device"
+
+    def holds(self, system: SystemView) -> bool:
+        row = system.lv(self.lv)
+        return row is not None and not row.partial
+
+    def ansible(self, r: str = "r") -> Ansible:
+        partial = f"({r}.stdout | trim)[8:9] == 'p'"
+        return Ansible(("lvs", "--noheadings", "-o", "lv_attr", self.lv), f"({r}.rc == 0 and not {partial})")
+
+
+@dataclass(frozen=True)
 class _LvColumn(Check):
     """The LV exists and an lvs column of it has (or, negated, has not) a value."""
 

@@ -31,6 +31,7 @@ PLACEHOLDERS = {
     "VG": re.compile(NAME),
     "NAME": re.compile(NAME),
     "VGLV": re.compile(f"{NAME}/{NAME}"),
+    "SUBLV": re.compile(f"{NAME}/{NAME}"),  # a hidden LV under the origin (its cache pool's data, metadata)
     "SIZEK": re.compile(r"[1-9][0-9]{0,15}k"),
     "MODE": re.compile("writethrough|writeback"),
     "POLICY": re.compile("smq|mq|cleaner"),
@@ -135,6 +136,23 @@ SHAPES: dict[str, Shape] = {
         "lvconvert --yes --splitcache VGLV",
         says="write the dirty blocks of {VGLV} back to the slow device, then split its cache off (kept as an LV)",
     ),
+    # A cache whose SSD is gone (docs/dead-ssd.md): lvm2 cannot flush it, and takes a writeback
+    # cache (or any writecache) off only when forced, leaving out what only the SSD held.
+    "uncache-force": Shape(
+        "lvconvert --yes --force --uncache VGLV",
+        says="take the cache off {VGLV} without writing anything back, as its SSD is gone: the blocks only the "
+        "SSD held are lost",
+    ),
+    "vgreduce-missing": Shape(
+        "vgreduce --removemissing VG",
+        says="drop the physical volumes lvm2 cannot find from the VG {VG} (it refuses while an LV still uses one)",
+    ),
+    "repair-leg": Shape(
+        "lvconvert --yes --repair SUBLV DEV",
+        says="rebuild the missing leg of the mirrored {SUBLV} onto {DEV}",
+        modules=("dm_raid",),
+    ),
+    "activate": Shape("lvchange --yes -ay VGLV", says="activate {VGLV}"),
     "cachemode": Shape(
         "lvchange --yes --cachemode MODE VGLV",
         says="switch the cache of {VGLV} to {MODE}",
@@ -536,6 +554,10 @@ class _Binding:
         """Why the VG and LV names of a matched command are not ones the plan may name (so far)."""
         destroyed = set(destroyed_by(m))
         for arg, value in m.args.items():
+            if arg == "SUBLV":
+                if not any(value.startswith(f"{lv}_") for lv in self.origin_lvs):
+                    return f"`{command}` names {value}, which is not an LV under the plan's origin"
+                continue
             if arg.startswith("VGLV"):
                 new, what = self.new_lvs, "the LV"
                 known = new | self.origin_lvs

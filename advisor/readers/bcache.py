@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # What discovery keeps of each bcache directory (RawSystem), and the links it follows.
-DISCOVERY_FILES = ("state", "cache_mode", "dirty_data", "backing_dev_uuid", "backing_dev_name", "label")
+DISCOVERY_FILES = ("state", "cache_mode", "dirty_data", "backing_dev_uuid", "backing_dev_name", "label", "running")
 LINKS = ("set", "cache", "dev")
 STATS_PERIODS = ("stats_total", "stats_day", "stats_hour", "stats_five_minute")
 STATS_FILES = ("cache_hits", "cache_misses", "cache_bypass_hits", "cache_bypass_misses", "cache_miss_collisions")

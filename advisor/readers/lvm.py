@@ -39,7 +39,7 @@ LVS_FIELDS = (
     "cache_policy",
     "lv_health_status",
 )
-CACHE_FIELDS = ("lv_name", "vg_name", "segtype", "cache_mode", "cache_policy", "cache_dirty_blocks")
+CACHE_FIELDS = ("lv_name", "vg_name", "segtype", "cache_mode", "cache_policy", "cache_dirty_blocks", "lv_attr")
 # Formats tried in order; the first one lvm2 accepts is remembered for the rest of the process,
 # per lvm2 binary (pvs and lvs are links to the one lvm program).
 FORMATS = ("json_std", "json")
@@ -126,10 +126,17 @@ class Lv:
     cache_dirty_blocks: int | None = None
     size_bytes: int | None = None
     uuid: str = ""
+    attr: str = ""  # lv_attr
 
     @property
     def full_name(self) -> str:
         return f"{self.vg}/{self.name}"
+
+    @property
+    def partial(self) -> bool:
+        """Some of its extents are on a physical volume lvm2 cannot find (lvs(8): lv_attr's ninth
+        letter, (p)artial)."""
+        return len(self.attr) > 8 and self.attr[8] == "p"
 
     @classmethod
     def from_row(cls, row: dict[str, str]) -> Lv:
@@ -144,6 +151,7 @@ class Lv:
             cache_dirty_blocks=_int(row.get("cache_dirty_blocks")),
             size_bytes=_int(row.get("lv_size")),
             uuid=row.get("lv_uuid", ""),
+            attr=row.get("lv_attr", ""),
         )
 
 

@@ -64,7 +64,8 @@ def _ref_for(sample: Sample) -> CacheRef:
     return CacheRef(sample.kind, name, device, origin or None, None)
 
 
-TEXTS = ("mode", "state", "policy")  # a sample's words; every other field but t, target, kind, raw and the Io counts
+TEXTS = ("mode", "state", "policy", "trouble")  # a sample's words; every other field but t, target, kind, raw,
+# missing (a list of words) and the Io counts is a count
 IOS = ("device_io", "origin_io", "cache_io")
 LATEST = 4e9  # seconds since the epoch: a time past 2096 is no recording's
 
@@ -86,7 +87,11 @@ def _sample(data: object, where: str) -> Sample:
     for name in TEXTS:
         if not (data.get(name) is None or isinstance(data.get(name), str)):
             raise ValueError(f"{where} has a {name} that is not a word ({data.get(name)!r})")
-    counts = [f for f in Sample.__dataclass_fields__ if f not in (*TEXTS, *IOS, "t", "target", "kind", "raw")]
+    missing = data.get("missing", [])
+    if not (isinstance(missing, list) and all(isinstance(m, str) and 0 < len(m) <= 64 for m in missing)):
+        raise ValueError(f"{where} has missing devices that are not names ({missing!r})")
+    skip = (*TEXTS, *IOS, "t", "target", "kind", "raw", "missing")
+    counts = [f for f in Sample.__dataclass_fields__ if f not in skip]
     for name in counts:
         if not _count(data.get(name)):
             raise ValueError(f"{where} has a {name} that is not a count ({data.get(name)!r})")

@@ -274,8 +274,13 @@ class Sampler:
         """Backing devices, registered or not running, by their bcache/ directories (a bcacheN's
         own bcache/ is its backing device's)."""
         found = []
+        seen: set[Path] = set()
         for state in sorted((self.sys / "class" / "block").glob("*/bcache/state")):
-            bdir = state.parent
+            # bcacheN's bcache/ is its backing device's own directory: each backing device once
+            bdir = state.parent.resolve()
+            if bdir in seen:
+                continue
+            seen.add(bdir)
             origin = bdir.parent.name
             dev_link = bdir / "dev"
             device = os.path.basename(os.readlink(dev_link)) if dev_link.is_symlink() else origin
@@ -494,12 +499,17 @@ class Sampler:
             if available is not None:
                 files["cache_available_percent"] = available
         state = st.state or "unknown"
+        failure = None
+        if st.state == "inconsistent" or (ref.set_dir is None and st.state in ("clean", "dirty")):
+            # the set went away (its link with it) while the device kept its state: the SSD is gone
+            said = "stopped" if st.running is False and st.state != "inconsistent" else st.state or ""
+            failure = Failure("bcache", ref.name, st.cache_mode, failed=True, said=said)
         return Sample(
             now,
             ref.name,
             "bcache",
             st.cache_mode,
-            state,
+            failure.state if failure else state,
             None,
             capacity,
             used,
@@ -511,6 +521,7 @@ class Sampler:
             writeback_rate_bytes=st.writeback_rate_bytes,
             writeback_percent=st.writeback_percent,
             raw=files,
+            trouble=failure.sentence() if failure else "",
         )
 
     def _bcache_used(self, ref: CacheRef, capacity: int | None, now: float, files: dict[str, str]) -> int | None:

@@ -1,0 +1,260 @@
+"""A dead cache SSD (issue 29), from what the lab captured after pulling the SSD of each kind of
+cache under load (tests/fixtures/lab-deadssd/, README.md there): the kernel's status lines read
+for their health, discovery and the watch saying what went wrong and what it means, and the
+plans that get the origin back (a rescue) or rebuild a mirror's lost leg (a repair)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from advisor.disks.collect import RawSystem, parse_dm_status
+from advisor.disks.devices import Device, Inventory
+from advisor.disks.discovery import build_inventory
+from advisor.plan.model import Plan, PlanError
+from advisor.readers import dmstatus
+from advisor.runner import CommandResult
+from advisor.watch.sampler import Sampler
+from cachewise.core import Core, Refused, plans
+from recipes.lvmcache import RepairOptions
+from recipes.removal import RemoveOptions
+from tests.conftest import FIXTURES
+
+DEAD = FIXTURES / "lab-deadssd"
+
+
+def raw(name: str) -> RawSystem:
+    return RawSystem.load(DEAD / name)
+
+
+def inventory(name: str) -> Inventory:
+    return build_inventory(raw(name))
+
+
+def lv(inv: Inventory, vglv: str) -> Device:
+    vg, name = vglv.split("/")
+    return next(d for d in inv.devices if d.lvm is not None and (d.lvm.vg, d.lvm.lv) == (vg, name))
+
+
+def line(name: str, dm: str) -> str:
+    return parse_dm_status((DEAD / name).read_text())[dm]
+
+
+def make(snapshot: str, recipe: str, options: object) -> Plan:
+    core = Core.for_snapshot(raw(snapshot))
+    plan = plans.make(core, inventory(snapshot), recipe, options)
+    plan.check()  # every step in the plan language, with the checks its shape implies
+    return plan
+
+
+# -- the kernel's words --
+
+
+def test_a_failed_dm_cache_says_fail_and_nothing_else() -> None:
+    health = dmstatus.health(line("a-pulled-dmstatus.txt", "vga-data"))
+    assert health is not None and health.failed and health.said == "Fail"
+    before = dmstatus.health((DEAD / "a-before-dmstatus.txt").read_text())
+    assert before is not None and before.ok
+
+
+def test_a_writecache_that_lost_its_ssd_reports_error_1_and_its_counters() -> None:
+    text = line("c-pulled-dmstatus.txt", "vgc-data")
+    health = dmstatus.health(text)
+    assert health is not None and health.failed and health.error == 1 and health.said == "error 1"
+    assert dmstatus.WritecacheStatus.parse(text).total_blocks == 127100
+
+
+def test_a_mirror_that_lost_a_leg_reports_a_dead_leg_per_raid1_lv() -> None:
+    for dm in ("vgf-data_cache_cpool_cdata", "vgf-data_cache_cpool_cmeta"):
+        raid = dmstatus.RaidStatus.parse(line("f-pulled-dmstatus.txt", dm))
+        assert raid.legs == "AD" and raid.dead == 1 and not raid.in_sync
+    cache = dmstatus.health(line("f-pulled-dmstatus.txt", "vgf-data"))
+    assert cache is not None and cache.ok, "the cache itself runs on the leg that is left"
+
+
+@pytest.mark.parametrize("text", ["0 8 raid raid1 2 AX 8/8 idle 0 0 -", "0 8 raid raid1 3 AD 8/8 idle", "0 8 raid"])
+def test_bad_raid_lines_are_refused(text: str) -> None:
+    with pytest.raises(dmstatus.StatusError):
+        dmstatus.RaidStatus.parse(text)
+    assert dmstatus.health(text) is None
+
+
+# -- discovery --
+
+
+def test_discovery_says_the_writethrough_cache_failed_its_ssd_is_gone_and_nothing_is_lost() -> None:
+    data = lv(inventory("a-pulled-raw.json"), "vga/data")
+    c = data.caching
+    assert c is not None and c.failed and c.missing == ("sdb",) and c.mode == "writethrough"
+    assert "fail mode (the kernel says Fail)" in c.trouble and "nothing is lost" in c.trouble
+    assert [n.action for n in c.next] == ["rescue"] and c.remove == "lvmcache-uncache"
+    assert json.loads(json.dumps(c.to_json()))["missing"] == ["sdb"]
+
+
+def test_discovery_names_the_loss_of_a_writeback_cache() -> None:
+    # captured before discovery read dmsetup status: lvm2's [unknown] extents and the slave sysfs keeps
+    c = lv(inventory("b-pulled-raw.json"), "vgb/data").caching
+    assert c is not None and c.failed and c.mode == "writeback" and c.missing == ("sdc",)
+    assert "lacks the blocks that were dirty on the SSD" in c.trouble and "not noticed yet" in c.trouble
+
+
+def test_discovery_of_a_writecache_whose_ssd_is_gone() -> None:
+    c = lv(inventory("c-pulled-raw.json"), "vgc/data").caching
+    assert c is not None and c.kind == "dm-writecache" and c.failed and "error 1" in c.trouble
+    assert "lacks every block written since the writecache last wrote back" in c.trouble
+
+
+def test_discovery_of_a_mirror_on_one_leg_offers_the_repair_first() -> None:
+    c = lv(inventory("f-pulled-raw.json"), "vgf/data").caching
+    assert c is not None and c.degraded and not c.failed and c.missing == ("sdh",)
+    assert [n.action for n in c.next][:1] == ["repair-mirror"] and "lvconvert --repair" in c.can
+
+
+def test_discovery_of_a_writethrough_bcache_whose_set_is_gone() -> None:
+    inv = inventory("d-pulled-raw.json")
+    bcache0 = next(d for d in inv.devices if d.name == "bcache0")
+    c = bcache0.caching
+    assert c is not None and c.failed and c.mode == "writethrough" and "does not come back by itself" in c.trouble
+    assert "has every write" in c.trouble
+
+
+def test_discovery_of_a_writeback_bcache_started_without_its_dirty_set() -> None:
+    inv = inventory("e-running-raw.json")
+    bcache1 = next(d for d in inv.devices if d.name == "bcache1")
+    c = bcache1.caching
+    assert c is not None and c.failed and "inconsistent" in c.trouble and "damaged" in c.trouble
+
+
+# -- the watch --
+
+
+def fake_sys(root: Path, snapshot: RawSystem) -> Path:
+    """sysfs as the snapshot saw it: each block device with its dm name, I/O counters and slaves
+    (a deleted disk's name stays in slaves/, pointing nowhere, as on kernel 6.1)."""
+    sysfs = root / "sys"
+    for folder in ("block", "class/block", "dev/block"):
+        (sysfs / folder).mkdir(parents=True)
+    for b in snapshot.blocks:
+        dev = sysfs / "devices" / b.name
+        (dev / "slaves").mkdir(parents=True)
+        if b.attrs.get("dm/name"):
+            (dev / "dm").mkdir()
+            (dev / "dm" / "name").write_text(b.attrs["dm/name"] + "\n")
+        (dev / "stat").write_text("100 0 800 0 10 0 160 0 0 0 0\n")
+        for slave in b.slaves:
+            os.symlink(sysfs / "class" / "block" / slave, dev / "slaves" / slave)
+        for folder in ("block", "class/block"):
+            os.symlink(dev, sysfs / folder / b.name)
+        os.symlink(dev, sysfs / "dev" / "block" / b.devnum)
+    return sysfs
+
+
+class DmRunner:
+    def __init__(self, table: str, status: str) -> None:
+        self.table, self.status = table, status
+
+    def which(self, tool: str) -> str | None:
+        return f"/sbin/{tool}"
+
+    def run(self, argv: list[str], timeout: float | None = None, check: bool = True) -> CommandResult:
+        return CommandResult(tuple(argv), 0, {"table": self.table, "status": self.status}[argv[1]], "", 0.01)
+
+
+@pytest.mark.parametrize(
+    ("case", "name", "state", "words"),
+    [
+        ("a", "vga/data", "failed", "dm-cache is in fail mode"),
+        ("c", "vgc/data", "failed", "dm-writecache stopped on an I/O error (error 1)"),
+        ("f", "vgf/data", "degraded", "runs on the other alone"),
+    ],
+)
+def test_the_watch_reports_the_failure_at_once(tmp_path: Path, case: str, name: str, state: str, words: str) -> None:
+    sysfs = fake_sys(tmp_path, raw(f"{case}-pulled-raw.json"))
+    runner = DmRunner(
+        (DEAD / f"{case}-pulled-dmtable.txt").read_text(), (DEAD / f"{case}-pulled-dmstatus.txt").read_text()
+    )
+    sampler = Sampler(runner, sysfs, clock=lambda: 1000.0)  # type: ignore[arg-type]
+    refs = [r for r in sampler.caches() if r.name == name]
+    (sample,) = sampler.sample(refs)
+    assert sample.state == state and words in sample.trouble and sample.missing
+    assert sample.missing == lv(inventory(f"{case}-pulled-raw.json"), name).caching.missing  # type: ignore[union-attr]
+
+
+def test_status_in_the_lab_had_no_sample_of_the_failed_cache() -> None:
+    """What `status --json` said before this change (captured in the lab): the cache listed, its
+    sample missing, so nothing said it had failed. The sampler now reads one (above)."""
+    (cache,) = json.loads((DEAD / "a-pulled-status.json").read_text())["caches"]
+    assert cache["name"] == "vga/data" and cache["sample"] is None
+
+
+# -- the way out --
+
+
+def test_a_writethrough_rescue_takes_the_cache_off_and_drops_the_missing_pv() -> None:
+    plan = make("a-pulled-raw.json", "remove", RemoveOptions(device="/dev/vga/data", free_ssd=True))
+    assert [s.argv for s in plan.steps] == [
+        ("lvconvert", "--yes", "--uncache", "vga/data"),
+        ("vgreduce", "--removemissing", "vga"),
+    ]
+    assert plan.title.startswith("Rescue vga/data") and "nothing is lost" in plan.layout_after[0]
+    assert [d.role for d in plan.devices] == ["origin"]  # the dead SSD is no device of the plan
+
+
+def test_a_writeback_rescue_names_the_loss_and_needs_it_accepted() -> None:
+    with pytest.raises(Refused) as refused:
+        make("b-pulled-raw.json", "remove", RemoveOptions(device="/dev/vgb/data"))
+    assert refused.value.code == "rescue-loses-data" and [n.action for n in refused.value.next] == ["accept-data-loss"]
+    assert "lacks the blocks that were dirty" in str(refused.value)
+    plan = make("b-pulled-raw.json", "remove", RemoveOptions(device="/dev/vgb/data", accept_data_loss=True))
+    step = plan.steps[0]
+    assert step.argv == ("lvconvert", "--yes", "--force", "--uncache", "vgb/data")
+    assert "the blocks only the SSD held are lost" in step.description  # said again as the rescue runs
+    assert "lacks the blocks that were dirty" in plan.layout_after[0]
+
+
+def test_a_writecache_rescue_runs_on_the_inactive_lv() -> None:
+    with pytest.raises(Refused, match="lacks every block"):
+        make("c-pulled-raw.json", "remove", RemoveOptions(device="/dev/vgc/data"))
+    plan = make("c-pulled-raw.json", "remove", RemoveOptions(device="/dev/vgc/data", accept_data_loss=True))
+    assert [s.id for s in plan.steps] == ["deactivate", "uncache", "vgreduce-missing", "activate"]
+    assert plan.steps[1].argv == ("lvconvert", "--yes", "--force", "--uncache", "vgc/data")
+    assert any(c.kind == "not_mounted" for c in plan.steps[0].pre), "the file system is unmounted first"
+
+
+def test_removing_a_mirror_on_one_leg_is_refused_with_the_repair_first() -> None:
+    with pytest.raises(Refused) as refused:
+        make("f-pulled-raw.json", "remove", RemoveOptions(device="/dev/vgf/data"))
+    assert refused.value.code == "mirror-degraded" and refused.value.next[0].action == "repair-mirror"
+
+
+def test_the_repair_rebuilds_each_lost_leg_on_the_new_ssd() -> None:
+    inv = inventory("f-pulled-raw.json")
+    new = next(d for d in inv.devices if d.serial == "SSDF003")
+    plan = make("f-pulled-raw.json", "cache-repair", RepairOptions(lv="vgf/data", ssd=new.devnode))
+    ssd = plan.roles()["ssd"]
+    assert [s.argv for s in plan.steps] == [
+        ("pvcreate", "--yes", ssd),
+        ("vgextend", "vgf", ssd),
+        ("lvconvert", "--yes", "--repair", "vgf/data_cache_cpool_cdata", ssd),
+        ("lvconvert", "--yes", "--repair", "vgf/data_cache_cpool_cmeta", ssd),
+        ("vgreduce", "--removemissing", "vgf"),
+    ]
+    assert [c.kind for c in plan.steps[2].post] == ["lv_complete"]
+    assert plan.kernel_modules and "dm_raid" in plan.kernel_modules
+
+
+def test_a_repair_plan_cannot_name_an_lv_outside_its_origin() -> None:
+    inv = inventory("f-pulled-raw.json")
+    new = next(d for d in inv.devices if d.serial == "SSDF003")
+    plan = json.loads(make("f-pulled-raw.json", "cache-repair", RepairOptions(lv="vgf/data", ssd=new.devnode)).dumps())
+    plan["steps"][2]["argv"][3] = "vgf/other_cdata"
+    with pytest.raises(PlanError, match="not an LV under the plan's origin"):
+        Plan.from_json(plan)
+
+
+def test_nothing_to_repair_on_a_cache_that_is_not_a_degraded_mirror() -> None:
+    with pytest.raises(Refused, match="nothing to repair"):
+        make("a-pulled-raw.json", "cache-repair", RepairOptions(lv="vga/data", ssd="/dev/sdc"))
