@@ -9,7 +9,7 @@ more:
 
 - :func:`readiness`: every cache of an inventory (``doctor``'s boot source);
 - :func:`plan_findings`: one plan's cache (apply's preflight refuses on a critical one, and a
-  plan made here carries the warnings as notes);
+  plan made here carries them all as notes);
 - :func:`needs_at_boot`: why a device must be there at boot (mounted at /, /usr, /var, /boot;
   an fstab line without ``nofail``/``noauto``; a crypttab entry; the resume device), and
   whether the initramfs assembles it (/, /usr, resume, crypttab's ``initramfs``);
@@ -25,7 +25,6 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from advisor import backends
 from advisor.disks.devices import Device, Inventory
@@ -60,9 +59,6 @@ THIN_TOOLS = "thin-provisioning-tools"
 TEXT_LIMIT = 1 << 20
 DEP_LIMIT = 64 << 20
 BCACHE_NAME = re.compile(r"/dev/bcache[0-9]+")
-
-Backend = Literal["lvmcache", "lvmcache-writecache", "bcache"]
-Effect = Literal["makes", "changes", "removes"]
 
 sentences(
     {
@@ -403,12 +399,13 @@ def needs_at_boot(inv: Inventory, dev: Device, facts: BootFacts) -> list[Need]:
             continue
         where = "as swap" if e.swap else f"at {shown(e.file)}"
         initrd = e.file in BY_INITRAMFS or e.has("x-initrd.mount")
-        out.append(Need(f"{facts.fstab.path} line {e.line} mounts it {where} without nofail", initrd))
+        out.append(Need(f"{facts.fstab.path} line {e.line} mounts {shown(e.spec)} {where} without nofail", initrd))
     for c in facts.crypttab.crypttab:
         hit = resolve(c.source)
         if hit is None or hit.name not in names or c.optional:
             continue
-        out.append(Need(f"{facts.crypttab.path} line {c.line} opens it as {shown(c.name)}", c.has("initramfs")))
+        why = f"{facts.crypttab.path} line {c.line} opens {shown(c.source)} as {shown(c.name)}"
+        out.append(Need(why, c.has("initramfs")))
     return list(dict.fromkeys(out))
 
 

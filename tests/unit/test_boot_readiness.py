@@ -382,7 +382,7 @@ def test_a_device_is_needed_at_boot_by_mount_fstab_crypttab_or_resume() -> None:
     ]
     by_uuid = with_table("UUID=4648CDD9-9cd6-434d-ab70-6bd459df254d /srv xfs defaults 0 2\n")
     assert boot.needs_at_boot(LAYERS, data, by_uuid) == [
-        boot.Need("/etc/fstab line 1 mounts it at /srv without nofail", False)
+        boot.Need("/etc/fstab line 1 mounts UUID=4648CDD9-9cd6-434d-ab70-6bd459df254d at /srv without nofail", False)
     ]
     assert boot.needs_at_boot(LAYERS, data, with_table("/dev/mapper/labvg-data /srv xfs nofail 0 2\n")) == []
     assert boot.needs_at_boot(LAYERS, data, with_table("/dev/labvg/data /srv xfs noauto 0 2\n")) == []
@@ -397,7 +397,9 @@ def test_a_device_is_needed_at_boot_by_mount_fstab_crypttab_or_resume() -> None:
 def test_a_crypttab_entry_or_a_mount_above_the_cache_makes_it_needed() -> None:
     vault = dev(LAYERS, "dm-4")  # labvg/vault: LUKS on a cached LV, open as /dev/mapper/vault
     crypt = with_table("vault UUID=c695d83b-2e6a-4695-817b-5846a4b89bc9 none luks\n", crypt=True)
-    assert boot.needs_at_boot(LAYERS, vault, crypt) == [boot.Need("/etc/crypttab line 1 opens it as vault", False)]
+    assert boot.needs_at_boot(LAYERS, vault, crypt) == [
+        boot.Need("/etc/crypttab line 1 opens UUID=c695d83b-2e6a-4695-817b-5846a4b89bc9 as vault", False)
+    ]
     early = with_table("vault /dev/labvg/vault none luks,initramfs\n", crypt=True)
     assert [n.initramfs for n in boot.needs_at_boot(LAYERS, vault, early)] == [True]
     assert boot.needs_at_boot(LAYERS, vault, with_table("vault /dev/labvg/vault none luks,nofail\n", crypt=True)) == []
@@ -407,7 +409,7 @@ def test_a_crypttab_entry_or_a_mount_above_the_cache_makes_it_needed() -> None:
     ]
     bcache = with_table("/dev/bcache0 /srv ext4 defaults 0 2\n")
     assert [n.why for n in boot.needs_at_boot(LAB, dev(LAB, "sdd"), bcache)] == [
-        "/etc/fstab line 1 mounts it at /srv without nofail"
+        "/etc/fstab line 1 mounts /dev/bcache0 at /srv without nofail"
     ], "the backing device's bcache0 is in fstab"
 
 
@@ -471,7 +473,9 @@ def test_a_device_in_fstab_gains_the_initramfs_step_unchecked() -> None:
     assert last.argv == ("update-initramfs", "-u", "-k", "all") and last.post == () and last.undo == ()
     assert last.description == "make the initramfs of every installed kernel again, for the devices as they now are"
     assert not last.destructive
-    assert any("is needed at boot (/etc/fstab line 1 mounts it at /srv without nofail)" in n for n in plan.notes)
+    assert any(
+        "is needed at boot (/etc/fstab line 1 mounts /dev/labvg/data at /srv without nofail)" in n for n in plan.notes
+    )
     Plan.loads(plan.dumps())  # the plan language and its checks take it
 
 
