@@ -99,13 +99,16 @@ def open_folder(folder: Path) -> int:
     return walk(folder)
 
 
-def _temporary(dfd: int, name: str, data: bytes) -> str:
-    """``data`` in a new temporary file beside ``name``, flushed to disk; its name."""
+def _temporary(dfd: int, name: str, data: bytes, mode: int | None = None) -> str:
+    """``data`` in a new temporary file beside ``name``, flushed to disk; its name. ``mode``:
+    exactly these permissions, whatever the umask."""
     tmp = f".{name}.{secrets.token_hex(6)}.tmp"
     # 0644 at most: with a umask of 000 a plan would otherwise be anyone's to edit (and root
     # would then refuse to apply it).
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -143,10 +146,10 @@ def write_new(path: Path, data: bytes) -> None:
         os.close(dfd)
 
 
-def replace_file(path: Path, data: bytes, ours: Callable[[bytes], bool]) -> None:
+def replace_file(path: Path, data: bytes, ours: Callable[[bytes], bool], mode: int | None = None) -> None:
     """``data`` as ``path``, replacing the file there atomically, but only a regular file whose
     first bytes ``ours`` recognises as one cachewise wrote (Unsafe otherwise: a link, or
-    someone else's file)."""
+    someone else's file). ``mode``: the file's permissions, whatever the umask."""
     folder = path.parent if str(path.parent) else Path(".")
     dfd = open_folder(folder)
     try:
@@ -166,7 +169,7 @@ def replace_file(path: Path, data: bytes, ours: Callable[[bytes], bool]) -> None
                 os.close(fd)
             if not stat.S_ISREG(st.st_mode) or not ours(head):
                 raise Unsafe(f"{path} exists and was not written by cachewise")
-        tmp = _temporary(dfd, path.name, data)
+        tmp = _temporary(dfd, path.name, data, mode)
         try:
             os.rename(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
             os.fsync(dfd)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -407,8 +406,8 @@ def plan_preview(plan: Plan) -> Group:
         if step.destructive:
             what.append_text(mark)
         command = Text(plain(step.command))
-        for argv in step.undo:  # what a roll back would run, shown as well
-            command.append(f"\nundo: {plain(shlex.join(argv))}", style="dim")
+        for undo in step.undo_commands:  # what a roll back would run, shown as well
+            command.append(f"\nundo: {plain(undo)}", style="dim")
         t.add_row(str(i), what, command)
     parts += [t, Text("")]
     # The plan's own words (from the file, for a plan read from one): shown as text, never as

@@ -8,9 +8,11 @@ backing device's sysfs directory, resolved when the step runs (kernel names chan
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, replace
 
+from advisor import tunables
 from advisor.advice.config import CacheConfig
 from advisor.backends import BCACHE, Mode
 from advisor.disks.devices import Device, Inventory
@@ -22,10 +24,12 @@ from advisor.plan.checks import (
     NoSignature,
     NoSysfs,
     NotMounted,
+    NoTunablesFile,
     Sysfs,
     SysfsExists,
+    TunablesFile,
 )
-from advisor.plan.language import Use
+from advisor.plan.language import TUNABLES_FILE, UUID, Use
 from advisor.plan.model import Plan, Step
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
 from recipes.common import ACCEPT_LOSS, RecipeError, bind, check_backend
@@ -193,6 +197,17 @@ def bcache_create(
             write=(f"{B}/writeback_percent", str(writeback_percent)),
         )
     )
+    # The kernel keeps cache_mode in the superblock but forgets these two at every boot: the
+    # file keeps them, and cachewise's udev rule sets them again (advisor/tunables.py).
+    kept = tunables.settings_text({"sequential_cutoff": sequential_cutoff, "writeback_percent": writeback_percent})
+    steps.append(
+        Step(
+            "tunables-file",
+            (),
+            write=(TUNABLES_FILE, kept),
+            post=(TunablesFile(file=TUNABLES_FILE, value=kept),),
+        )
+    )
     return Plan(
         kind=CREATE,
         title=f"Make a {mode} bcache of {bp} with {cp}",
@@ -205,11 +220,14 @@ def bcache_create(
         layout_after=(
             f"{bp}: bcache backing device; use /dev/bcache/by-uuid/<its UUID> (bcacheN numbers change between boots)",
             f"{cp}: bcache cache, cache set {cset}",
+            f"{TUNABLES_FILE}: {kept}, set again whenever the device appears (at every boot)",
         ),
         space={"backing_bytes": backing.size_bytes, "cache_bytes": cache.size_bytes},
         notes=(
             f"{{backing}} is the backing device's sysfs directory, found when the step runs "
             f"(/sys/class/block/{backing.name} now).",
+            "{backing-uuid} is the backing device's bcache UUID (dev.uuid), which make-bcache chooses and the "
+            "step reads from sysfs.",
             "Make the file system on the bcache device, not on the backing disk.",
             "Undo it by detaching the cache; dirty data is written back first.",
         )
@@ -246,6 +264,14 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
         None,
     )
     steps = [
+        # First: cachewise's udev rule must not set writeback_percent again while the flush
+        # below has it at 0 (a change event on the device runs it).
+        Step(
+            "forget-tunables",
+            (),
+            write=(TUNABLES_FILE, ""),
+            post=(NoTunablesFile(file=TUNABLES_FILE),),
+        ),
         Step(
             "writethrough",
             (),
@@ -297,16 +323,23 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
                 post=(NoSignature(device=cache.display_path),),
             )
         )
+    uuid = backing.bcache.dev_uuid if backing.bcache.dev_uuid and re.fullmatch(UUID, backing.bcache.dev_uuid) else None
+    kept = str(tunables.path_of(uuid)) if uuid else TUNABLES_FILE
     return Plan(
         kind=DETACH,
         title=f"Detach the cache from {backing.display_path} safely",
         devices=tuple(devices),
         steps=tuple(steps),
-        layout_before=(f"{backing.display_path}: bcache backing, cache set {cset} ({backing.bcache.cache_mode})",),
+        layout_before=(
+            f"{backing.display_path}: bcache backing, cache set {cset} ({backing.bcache.cache_mode})",
+            f"{kept}: the tunables set again at every boot, if cachewise made the cache",
+        ),
         layout_after=(
             f"{backing.display_path}: bcache backing without a cache (the bcache device keeps working, at disk speed)",
+            f"{kept}: removed",
         ),
-        notes=("Dirty data is written back before the detach; with a large writeback cache this takes minutes.",),
+        notes=("Dirty data is written back before the detach; with a large writeback cache this takes minutes.",)
+        + ((f"{{backing-uuid}} is the backing device's bcache UUID, {uuid}.",) if uuid else ()),
     )
 
 
@@ -362,8 +395,9 @@ register(
         CREATE,
         "make a bcache device on empty disks",
         "Format an empty HDD as bcache backing and an empty SSD as its cache (make-bcache), register and attach "
-        "them, set cache_mode, sequential_cutoff and writeback_percent. Refuses a backing device that holds data "
-        "(use lvmcache).",
+        "them, set cache_mode, sequential_cutoff and writeback_percent, and keep the last two in "
+        "/etc/cachewise/bcache/UUID.conf, which the package's udev rule sets again at every boot (the kernel forgets "
+        "them). Refuses a backing device that holds data (use lvmcache).",
         CreateOptions,
         _create,
         "makes",
@@ -376,6 +410,7 @@ register(
             Use("bcache-cache-mode"),
             Use("bcache-sequential-cutoff"),
             Use("bcache-writeback-percent"),
+            Use("bcache-tunables-file"),
         ),
         slow="backing",
         fast="cache",
@@ -387,13 +422,14 @@ register(
     Recipe(
         DETACH,
         "detach a bcache cache safely (flush first)",
-        "Switch to writethrough, write back every dirty block, wait for state clean, detach, wait for 'no cache', "
-        "stop the cache set.",
+        "Remove the device's tunables file under /etc/cachewise/bcache, switch to writethrough, write back every "
+        "dirty block, wait for state clean, detach, wait for 'no cache', stop the cache set.",
         DetachOptions,
         lambda inv, o: bcache_detach(inv, o.device, wipe_cache=o.wipe_cache),
         "removes",
         BCACHE,
         uses=(
+            Use("bcache-tunables-forget"),
             Use("bcache-cache-mode"),
             Use("bcache-writeback-percent"),
             Use("bcache-state"),

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from advisor import tunables
 from advisor.apply.journal import Journal, JournalError, audit
 from advisor.apply.state import LiveState, RoleMissing, in_effect, last_in_effect
 from advisor.backends import BCACHE, by_progress
 from advisor.errors import CachewiseError, codes, next_step
+from advisor.plan.language import TUNABLES_FILE
 from advisor.plan.model import Plan, Step
 from advisor.readers import bcache
 from advisor.runner import CommandRunner
@@ -77,9 +79,16 @@ Reporter = Callable[[Event], None]
 StateReader = Callable[[], LiveState]
 
 
-def _run_step(step: Step, runner: CommandRunner, state_dir: Path, report: Reporter, plan: Plan) -> tuple[int, str]:
+def _run_step(
+    step: Step, runner: CommandRunner, state_dir: Path, report: Reporter, plan: Plan, read: StateReader | None = None
+) -> tuple[int, str]:
     start = time.monotonic()
-    if step.write is not None or step.wait is not None:
+    shown = step.command
+    if step.write is not None and step.write[0] == TUNABLES_FILE:
+        code, message = _tunables_step(step, read() if read is not None else LiveState(runner, plan=plan))
+        if code == 0:
+            shown = shown.replace(TUNABLES_FILE, message)  # the file by its real name
+    elif step.write is not None or step.wait is not None:
         code, message = _sysfs_step(step, runner, report, plan)
     elif (backend := by_progress(step.progress)) is not None and backend.dirty is not None:
         # lvconvert or lvchange flushing an LV's cache: its dirty blocks, read from the kernel meanwhile
@@ -96,8 +105,37 @@ def _run_step(step: Step, runner: CommandRunner, state_dir: Path, report: Report
     else:
         result = runner.run(list(step.argv), timeout=3600, check=False)
         code, message = result.returncode, (result.stderr or result.stdout).strip()
-    audit(state_dir, step.id, step.command, code, time.monotonic() - start)
+    audit(state_dir, step.id, shown, code, time.monotonic() - start)
     return code, message
+
+
+def _tunables_step(step: Step, state: LiveState) -> tuple[int, str]:
+    """Write (or, with no value, remove) cachewise's tunables file of the plan's backing device:
+    (0, its path) or (1, why not)."""
+    assert step.write is not None
+    try:
+        uuid = state.backing_uuid()
+    except RoleMissing:
+        return 1, "the backing device's bcache UUID cannot be read (it is not present, or not registered with bcache)"
+    try:
+        if step.write[1]:
+            path = tunables.write(uuid, tunables.parse_settings(step.write[1]))
+        else:
+            path = tunables.path_of(uuid)
+            tunables.remove(uuid)
+    except tunables.TunablesError as exc:
+        return 1, exc.what
+    except ValueError as exc:  # the plan's value (the plan language admits only what parses)
+        return 1, str(exc)
+    return 0, str(path)
+
+
+def _said(step: Step, code: int, output: str) -> dict[str, str]:
+    """What the journal keeps of a step's outcome besides its exit code: the tunables file it
+    wrote or removed, by its real name."""
+    if code == 0 and step.write is not None and step.write[0] == TUNABLES_FILE:
+        return {"file": output}
+    return {}
 
 
 class _FlushReporter:
@@ -247,8 +285,8 @@ def _run_steps(
                 raise _stopped(plan, step, done, f"its precondition does not hold: {'; '.join(unmet)}")
             journal.write("step-begin", step=step.id, argv=list(step.argv))
             report(Event("run", step, step.command))
-            code, output = _run_step(step, runner, state_dir, report, plan)
-            journal.write("step-end", step=step.id, returncode=code)
+            code, output = _run_step(step, runner, state_dir, report, plan, read)
+            journal.write("step-end", step=step.id, returncode=code, **_said(step, code, output))
             # The kernel applies bcache's sysfs writes asynchronously, and a failed command may have
             # lost a race to udev doing the same thing (registering a new bcache device): look again.
             patience = WRITE_PATIENCE if code == 0 and step.write is not None else (FAILURE_PATIENCE if code else 0.0)
@@ -341,11 +379,13 @@ def _undo_steps(
         try:
             if not in_effect(step, read()):
                 continue
-            for argv in step.undo:
-                undo = Step(f"undo-{step.id}", argv)
+            undos = [Step(f"undo-{step.id}", argv) for argv in step.undo]
+            undos += [Step(f"undo-{step.id}", (), write=target) for target in step.undo_writes]
+            for undo in undos:
                 report(Event("undo", undo, undo.command))
-                code, output = _run_step(undo, runner, state_dir, report, plan)
-                journal.write("undo-end", step=step.id, argv=list(argv), returncode=code)
+                code, output = _run_step(undo, runner, state_dir, report, plan, read)
+                done = {"argv": list(undo.argv)} if undo.argv else {"write": list(undo.write or ())}
+                journal.write("undo-end", step=step.id, **done, returncode=code, **_said(undo, code, output))
                 if code != 0:
                     raise ApplyError(
                         "rollback-failed",

@@ -5,15 +5,17 @@ sysfs files, with ``{role}`` paths resolved to the plan's device."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor import tunables
 from advisor.disks.collect import collect
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import build_inventory, find_device
 from advisor.errors import CachewiseError, codes
 from advisor.health.boot import BootFacts, image_lacks, read_facts
-from advisor.plan.language import repeats
+from advisor.plan.language import TUNABLES_FILE, UUID, repeats
 from advisor.plan.model import Plan, Step
 from advisor.readers import lvm
 from advisor.readers.lvm import Lv
@@ -102,6 +104,25 @@ class LiveState:
             return os.path.exists(self.resolve(path))
         except RoleMissing:
             return False
+
+    def backing_uuid(self) -> str:
+        """The bcache UUID of the plan's backing device, as its sysfs directory shows it once the
+        device is registered (RoleMissing: it cannot be read)."""
+        uuid = self.read_sysfs("{backing}/bcache/backing_dev_uuid")
+        if uuid is None or not re.fullmatch(UUID, uuid):
+            raise RoleMissing("backing")
+        return uuid
+
+    def read_config(self, path: str) -> str | None:
+        if path != TUNABLES_FILE:
+            return None
+        try:
+            conf = tunables.read(self.backing_uuid())
+        except RoleMissing:
+            return None
+        except tunables.TunablesError:
+            return ""  # a file is there, but not one cachewise uses
+        return None if conf is None else conf.settings
 
 
 def in_effect(step: Step, state: LiveState) -> bool:

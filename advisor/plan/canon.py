@@ -32,11 +32,13 @@ from advisor.plan.checks import (
     NotPv,
     NotPvInVg,
     NotSegtype,
+    NoTunablesFile,
     Pv,
     PvInVg,
     Segtype,
     Sysfs,
     SysfsExists,
+    TunablesFile,
 )
 from advisor.plan.language import PlanError
 
@@ -190,6 +192,10 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
         return (), [frozenset({Sysfs(path=f"{B}/state", value="no cache")})]
     if shape == "bcache-stop-set":
         return (), [frozenset({NoSysfs(path=f"/sys/fs/bcache/{a['SET']}")})]
+    if shape == "bcache-tunables-file":
+        return (), [frozenset({TunablesFile(file=a["FILE"], value=a["VALUE"])})]
+    if shape == "bcache-tunables-forget":
+        return (), [frozenset({NoTunablesFile(file=a["FILE"])})]
     if shape == "bcache-state":
         if a["VALUE"] not in WAITS:
             return f"it waits for {a['VALUE']!r}, which is not a state a removal waits for ({', '.join(WAITS)})"

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from advisor.disks.devices import Device
 from advisor.errors import Described, codes
+from advisor.plan.language import TUNABLES_FILE
 from advisor.readers.lvm import Lv
 
 # Paths a plan may write or read in sysfs. ``{ROLE}`` stands for the sysfs directory of the
@@ -66,6 +67,12 @@ class SystemView(Protocol):
         ...
 
     def sysfs_exists(self, path: str) -> bool: ...
+
+    def read_config(self, path: str) -> str | None:
+        """What cachewise's tunables file at this path (a plan's {backing-uuid} resolved) sets, in
+        a plan's one-line form; '' when there is a file cachewise does not use; None when there is
+        none (or the device's UUID cannot be read)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,8 @@ def from_json(data: Any) -> Check:
         )
     if "path" in names and not SYSFS_PATH.fullmatch(args["path"]) or ".." in args.get("path", ""):
         raise CheckError(f"the check {cls.kind!r} reads {args['path']!r}; plans only look at bcache's sysfs files")
+    if "file" in names and args["file"] != TUNABLES_FILE:
+        raise CheckError(f"the check {cls.kind!r} reads {args['file']!r}; plans only look at {TUNABLES_FILE}")
     return cls(**args)
 
 
@@ -466,3 +475,53 @@ class SysfsExists(_Exists):
 
 
 NoSysfs = _negation(SysfsExists, "no_sysfs")
+
+
+# --- cachewise's tunables file (advisor/tunables.py) ---
+
+
+def _playbook_file(path: str) -> str:
+    """The tunables file for the playbook: the backing device's UUID as the playbook looked it up."""
+    return path.replace("{backing-uuid}", "{{ cw_uuid_backing.stdout | trim }}")
+
+
+def _file_words(path: str) -> str:
+    return path.replace("{backing-uuid}", "<the backing device's bcache UUID>")
+
+
+@dataclass(frozen=True)
+class TunablesFile(Check):
+    """cachewise's tunables file of the plan's backing device sets exactly these values."""
+
+    kind: ClassVar[str] = "tunables_file"
+    file: str
+    value: str
+
+    def describe(self) -> str:
+        return f"{_file_words(self.file)} sets {self.value}"
+
+    def holds(self, system: SystemView) -> bool:
+        return system.read_config(self.file) == self.value
+
+    def ansible(self, r: str = "r") -> Ansible:
+        settings = f"({r}.stdout_lines | map('trim') | reject('match', '#') | reject('equalto', '') | join(' '))"
+        return Ansible(
+            ("cat", _playbook_file(self.file)), f"({r}.rc == 0 and {settings} == {_quoted(self.value)})", True
+        )
+
+
+@dataclass(frozen=True)
+class NoTunablesFile(Check):
+    """The plan's backing device has no tunables file (any more)."""
+
+    kind: ClassVar[str] = "no_tunables_file"
+    file: str
+
+    def describe(self) -> str:
+        return f"{_file_words(self.file)} does not exist"
+
+    def holds(self, system: SystemView) -> bool:
+        return system.read_config(self.file) is None
+
+    def ansible(self, r: str = "r") -> Ansible:
+        return Ansible(("test", "-e", _playbook_file(self.file)), f"{r}.rc != 0", True)

@@ -3,7 +3,8 @@
 A plan file is data a user can edit, copy between hosts or be handed. Before anything runs,
 every step must be one that the plan's own recipe could have written: a step shape from the
 allow-list below (a program by name, never a path from the file, with arguments of that shape;
-a write to one of bcache's own sysfs files with a value of its kind; a wait on bcache's state),
+a write to one of bcache's own sysfs files with a value of its kind, or to cachewise's own tunables
+file under /etc; a wait on bcache's state),
 one the recipe declares it uses, naming only devices the plan is bound to in the roles the
 recipe declares for that shape; undo commands under the same rules. Devices need an identity,
 a size and a stable path, so that applying later can tell them from others.
@@ -17,6 +18,7 @@ shapes, which roles, which kernel modules) come from the recipes' registry
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -43,6 +45,13 @@ PLACEHOLDERS = {
     ),
 }
 STEP_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+# cachewise's file of the bcache tunables the kernel forgets at every boot (advisor/tunables.py),
+# as plans name it: {backing-uuid} is the backing device's bcache UUID, read when the step runs
+# (make-bcache chooses it, so a plan that makes the device cannot know it).
+TUNABLES_FILE = "/etc/cachewise/bcache/{backing-uuid}.conf"
+# What the file records, in the order the recipes write it (the same values as the sysfs writes).
+TUNABLES = r"sequential_cutoff=(0|[1-9][0-9]{0,9}) writeback_percent=([0-9]|[1-3][0-9]|40)"
 
 
 codes({"plan-unusable": "{why}"})
@@ -203,6 +212,17 @@ SHAPES: dict[str, Shape] = {
         says="set bcache's writeback_percent to {VALUE}",
     ),
     "bcache-state": Shape(wait=r"\{backing\}/bcache/state", says="wait until the backing device's state is {VALUE}"),
+    # Written whole and atomically by cachewise itself, never through a shell; a rollback removes
+    # it again (undo_writes). The empty value is the removal.
+    "bcache-tunables-file": Shape(
+        write=(re.escape(TUNABLES_FILE), TUNABLES),
+        says="record {VALUE} in {FILE}, which cachewise's udev rule sets again whenever the device "
+        "appears (the kernel forgets both at every boot)",
+    ),
+    "bcache-tunables-forget": Shape(
+        write=(re.escape(TUNABLES_FILE), ""),
+        says="remove {FILE}, so that nothing sets bcache's tunables again at boot",
+    ),
 }
 
 
@@ -301,6 +321,24 @@ def match(step: _Runs) -> Match | None:
     if step.wait is not None:
         return match_wait(step.wait)
     return None
+
+
+def write_command(target: tuple[str, str]) -> str:
+    """A write as a shell command, for people: the tunables file's content or its removal, or
+    the value echoed into a sysfs file."""
+    path, value = target
+    if path == TUNABLES_FILE:
+        return f"printf '%s\\n' {value} > {path}" if value else f"rm -f {path}"
+    return f"echo {shlex.quote(value)} > {path}"
+
+
+def undo_writes(step: _Runs) -> tuple[tuple[str, str], ...]:
+    """The writes that undo a step, computed from its shape (a plan file cannot choose them): the
+    tunables file a step wrote is removed again."""
+    m = match(step)
+    if m is not None and m.shape == "bcache-tunables-file":
+        return ((m.args["FILE"], ""),)
+    return ()
 
 
 def _size(sizek: str) -> str:

@@ -68,10 +68,21 @@ class Step:
     @property
     def command(self) -> str:
         if self.write is not None:
-            return f"echo {shlex.quote(self.write[1])} > {self.write[0]}"
+            return language.write_command(self.write)
         if self.wait is not None:
             return f"wait until {self.wait[0]} reads {self.wait[1]}"
         return shlex.join(self.argv)
+
+    @property
+    def undo_writes(self) -> tuple[tuple[str, str], ...]:
+        """Writes a rollback makes besides the undo commands, computed from the step's shape (the
+        tunables file a step wrote is removed), never read from a plan file."""
+        return language.undo_writes(self)
+
+    @property
+    def undo_commands(self) -> tuple[str, ...]:
+        """Everything a rollback of this step runs, as the preview shows it."""
+        return tuple(shlex.join(argv) for argv in self.undo) + tuple(map(language.write_command, self.undo_writes))
 
 
 @dataclass(frozen=True)

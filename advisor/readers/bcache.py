@@ -47,6 +47,20 @@ def hprint_bytes(text: str | None) -> int | None:
     return int(float(match[1]) * scale)
 
 
+def hprint(value: int) -> str:
+    """A number as the kernel's bch_hprint prints it (drivers/md/bcache/util.c): divided by 1024
+    at least once and while it has more than three digits, with one digit of the remainder after
+    the point: 4194304 -> '4.0M', 0 -> '0.0k', 512 -> '0.5k'. The inverse of :func:`hprint_bytes`
+    only to that one digit, so a value set in bytes is compared with sysfs in this form."""
+    q, unit, rest = abs(value), 0, 0
+    while True:
+        unit += 1
+        rest, q = q & 1023, q >> 10
+        if q < 1000:
+            break
+    return f"{'-' if value < 0 else ''}{q}.{rest * 10 // 1024}{'?kMGTPEZY'[unit]}"
+
+
 def selected(choices: str | None) -> str | None:
     """'[writethrough] writeback writearound none' -> 'writethrough'."""
     if not choices:

@@ -34,6 +34,7 @@ COMMANDS = {
     "apply": "plans:cmd_apply",
     "status": "caches:cmd_status",
     "watch": "caches:cmd_watch",
+    "tunables": "tunables:cmd_tunables",
     "doctor": "health:cmd_doctor",
     "completion": "completion:cmd_completion",
     "tui": "tui:cmd_tui",

@@ -13,7 +13,8 @@ from advisor.watch.export import prometheus_text
 from advisor.watch.sampler import Sample
 from cachewise.cli import common
 from cachewise.cli.output import error, print_json, print_tick, show, warn
-from cachewise.core import watch
+from cachewise.cli.tunables import drift_lines
+from cachewise.core import tunables, watch
 from cachewise.render import status_table
 
 
@@ -25,6 +26,7 @@ def _prometheus(path: Path | None, samples: list[Sample]) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     common.check_export(args.prometheus)
     found = watch.status(common.core_for(args))
+    drifted = tunables.drift(common.core_for(args))  # bcache tunables that are not what their files say
     rows = found.rows
     _prometheus(args.prometheus, [s for _, s in rows if s is not None])
     # What could not be read makes "no cache" unknowable: say so, and fail, so that nobody pulls
@@ -48,12 +50,16 @@ def cmd_status(args: argparse.Namespace) -> int:
                     }
                     for ref, s in rows
                 ],
+                "tunables": [f.to_json() for f in drifted],
             }
         )
     elif rows:
         show(status_table(rows), wide=args.wide)
     elif not unknown:
         print(f"No {listed()} device on this machine.")
+    if not args.json:
+        for line in drift_lines(drifted):
+            print(f"note: {line}")
     if unknown:
         listed_ = "the caches above are those it could read" if rows else "it cannot tell whether this machine has any"
         hint = " Run it with sudo." if os.geteuid() != 0 else ""

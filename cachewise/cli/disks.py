@@ -22,7 +22,8 @@ from cachewise.cli import common
 from cachewise.cli.output import console as console_for
 from cachewise.cli.output import error, print_json, warn
 from cachewise.cli.phrases import CLI, word
-from cachewise.core import discover, measure
+from cachewise.cli.tunables import drift_lines
+from cachewise.core import discover, measure, tunables
 from cachewise.core.files import check_output
 from cachewise.render import devices_table, probe_table
 
@@ -46,6 +47,7 @@ def cmd_scan(args: argparse.Namespace) -> int:
     inv = discover.scan_saving_raw(core, args.save_raw) if args.save_raw else discover.scan(core)
     if not args.no_record:
         warn(discover.record_inventory(core, inv))
+    drifted = tunables.drift(core)  # bcache tunables that are not what their files say
     if args.json:
         data = discover.scan_json(inv, show_all=args.all)
         cachings = {d.name: d.caching for d in inv.devices}
@@ -53,8 +55,11 @@ def cmd_scan(args: argparse.Namespace) -> int:
             caching = cachings.get(item["name"])
             if caching is not None and item["caching"] is not None:
                 item["caching"]["can"] = CLI.what_can_be_done(caching.can, caching.next)
+        data["tunables"] = [f.to_json() for f in drifted]
         return print_json(data)
     _print_devices(inv, args.all, args.wide)
+    for line in drift_lines(drifted):
+        console_for(args.wide).print(Text.assemble(("note:", "yellow"), f" {line}"), highlight=False)
     return 0
 
 

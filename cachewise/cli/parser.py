@@ -429,6 +429,46 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--no-record", action="store_true", help="do not record the samples in the history database")
 
+    tun = sub.add_parser(
+        "tunables",
+        help="bcache tunables the kernel forgets at boot, kept in /etc/cachewise: show them, or set them again",
+        description="bcache keeps its cache mode on the disk but forgets sequential_cutoff and writeback_percent at "
+        "every boot. A bcache-create plan keeps them in /etc/cachewise/bcache/UUID.conf (UUID: the backing device's "
+        "bcache UUID), and the package's udev rule sets them again whenever the device appears. `show` lists each "
+        "file beside the live values; `apply` sets them again now. See docs/tunables.md.",
+    )
+    tun_sub = tun.add_subparsers(dest="tunables_command", metavar="ACTION", required=True)
+    tun_apply = tun_sub.add_parser(
+        "apply",
+        help="set bcache's tunables again from their files (root)",
+        description="Write each bcache device's sequential_cutoff and writeback_percent from its file under "
+        "/etc/cachewise/bcache to sysfs, and say what changed. Only a regular file of root's that no one else can "
+        "write, holding only those settings, is used.",
+    )
+    _cache(
+        tun_apply.add_argument(
+            "--device",
+            metavar="DEV",
+            help="only this device: bcacheN, /dev/bcacheN, /dev/bcache/by-uuid/UUID or its backing device "
+            "(default: every bcache device that has a file)",
+        )
+    )
+    _common(tun_apply, json="what was set, schema cachewise.tunables/1")
+    tun_apply.add_argument(
+        "--udev",
+        action="store_true",
+        help="as the udev rule runs it: wait up to 5 s for the device, log to the system log instead of printing, "
+        "and stop within 15 s",
+    )
+    tun_show = tun_sub.add_parser(
+        "show",
+        help="each tunables file beside the live values, and what drifted",
+        description="List each file under /etc/cachewise/bcache with the device it is for and the kernel's live "
+        "values, and say which differ. Changes nothing.",
+    )
+    _common(tun_show, json="schema cachewise.tunables/1")
+    _wide(tun_show)
+
     hist = sub.add_parser(
         "history",
         help="list recorded discovery snapshots; show one, or what changed between two",

@@ -55,6 +55,7 @@ def test_installs_works_and_purges_clean_in_a_fresh_chroot(deb: Path, tmp_path: 
         assert doctor.returncode in (0, 1, 2), doctor.stdout + doctor.stderr
         assert json.loads(doctor.stdout)["schema"] == "cachewise.doctor/1"
         assert "cachewise_doctor_worst" in (root / "tmp/c.prom").read_text()
+        assert (root / "lib/udev/rules.d/70-cachewise-bcache-tunables.rules").is_file()  # docs/tunables.md
         # The bundled (and stripped) NumPy and Numba at work: a trace's miss-ratio curve, and
         # the stack-distance loop compiled by Numba (short traces run it interpreted).
         trace = REPO / "tests/fixtures/traces/fio-v3.iolog"

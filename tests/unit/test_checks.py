@@ -14,12 +14,14 @@ import yaml
 from advisor.disks.collect import RawSystem
 from advisor.disks.discovery import build_inventory
 from advisor.plan.checks import Ansible, BcacheSuperblock, Check, CheckError, NoSignature, from_json
+from advisor.plan.language import TUNABLES_FILE
 from advisor.readers.lvm import Lv
 from tests.conftest import FIXTURES
 
 INV = build_inventory(RawSystem.load(FIXTURES / "lab-scan" / "raw-udev.json"))
 SAMPLE_ARGS = {"device": "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001", "vg": "labvg", "lv": "labvg/data",
-               "segtype": "cache", "mode": "writethrough", "path": "{backing}/bcache/state", "value": "clean|no cache"}
+               "segtype": "cache", "mode": "writethrough", "path": "{backing}/bcache/state", "value": "clean|no cache",
+               "file": TUNABLES_FILE}
 
 SAMPLE_ARGS["needs"] = "lvmcache"  # InitramfsCarries
 
@@ -53,6 +55,9 @@ class View:
 
     def initramfs_lacks(self, needs: str) -> list[str]:
         return [] if needs == "lvmcache" else [f"an image lacks what {needs} needs"]
+
+    def read_config(self, path: str) -> str | None:
+        return self.files.get(path)
 
 
 def every_kind() -> list[Check]:

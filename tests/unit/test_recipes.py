@@ -140,7 +140,7 @@ def test_bcache_create_formats_registers_attaches_and_tunes(inv: Inventory) -> N
     plan = bcache_create(inv, "sda", "nvme0n1", mode="writeback", sequential_cutoff=4 * MiB, writeback_percent=10)
     ids = [s.id for s in plan.steps]
     assert ids == ["make-bcache", "register-cache", "register-backing", "attach", "cache-mode",
-                   "sequential-cutoff", "writeback-percent"]
+                   "sequential-cutoff", "writeback-percent", "tunables-file"]
     make = plan.steps[0].argv
     cset = make[make.index("--cset-uuid") + 1]
     assert "--writeback" in make and make[-4:] == ("-B", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4", "-C", NVME)
@@ -150,6 +150,12 @@ def test_bcache_create_formats_registers_attaches_and_tunes(inv: Inventory) -> N
     assert plan.steps[3].write == ("{backing}/bcache/attach", cset)
     assert plan.steps[4].write == ("{backing}/bcache/cache_mode", "writeback")
     assert plan.steps[5].write[1] == str(4 * MiB) and plan.steps[6].write[1] == "10"
+    # The kernel forgets both at every boot: the last step keeps them where the udev rule finds them.
+    kept = f"sequential_cutoff={4 * MiB} writeback_percent=10"
+    assert plan.steps[7].write == ("/etc/cachewise/bcache/{backing-uuid}.conf", kept)
+    assert plan.steps[7].post[0].to_json() == {"kind": "tunables_file",
+                                               "args": {"file": "/etc/cachewise/bcache/{backing-uuid}.conf",
+                                                        "value": kept}}
     assert plan.steps[0].undo == (("wipefs", "--all", "/dev/disk/by-id/wwn-0x5000c500a1b2c3d4"), ("wipefs", "--all", NVME))
     assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
 
@@ -183,12 +189,14 @@ def test_bcache_create_with_wipe_erases_the_signatures_first(inv_xfs: Inventory)
 def test_bcache_detach_writes_back_before_it_detaches(inv: Inventory) -> None:
     plan = bcache_detach(inv, "/dev/bcache/by-uuid/1c3dbe4c-c200-4e7c-adc5-2ed1669faa08", wipe_cache=True)
     ids = [s.id for s in plan.steps]
-    assert ids == ["writethrough", "writeback-percent-0", "flush", "detach", "detached", "stop-cache-set",
-                   "wipe-cache"]
-    assert plan.steps[2].wait == ("{backing}/bcache/state", "clean|no cache")
-    assert plan.steps[2].progress == "bcache_dirty"
-    assert plan.steps[5].write == ("/sys/fs/bcache/92d9f462-55cf-4982-b1c4-ecef2705350f/stop", "1")
-    assert plan.steps[6].argv == ("wipefs", "--all", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_BCC0001")
+    # The tunables file goes first: the udev rule must not set writeback_percent again mid-flush.
+    assert ids == ["forget-tunables", "writethrough", "writeback-percent-0", "flush", "detach", "detached",
+                   "stop-cache-set", "wipe-cache"]
+    assert plan.steps[0].write == ("/etc/cachewise/bcache/{backing-uuid}.conf", "")
+    assert plan.steps[3].wait == ("{backing}/bcache/state", "clean|no cache")
+    assert plan.steps[3].progress == "bcache_dirty"
+    assert plan.steps[6].write == ("/sys/fs/bcache/92d9f462-55cf-4982-b1c4-ecef2705350f/stop", "1")
+    assert plan.steps[7].argv == ("wipefs", "--all", "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_BCC0001")
     assert [d.role for d in plan.devices] == ["backing", "cache"]
 
 
