@@ -88,6 +88,9 @@ def test_bcache_tunables_are_as_set_after_the_reboot(guest: GuestRun) -> None:
         print(name, before, after, sep="\n")
         assert "sequential_cutoff 8.0M" in before and "writeback_percent 40" in before
         assert after == before, f"{name}'s tunables after the reboot differ from those the plan set"
+    files = guest.read("after-tunables-files.txt")
+    assert files.count("sequential_cutoff=8388608") == 2 and files.count("writeback_percent=40") == 2, files
+    assert json.loads(guest.read("after-status.json"))["tunables"] == [], "status sees no drift"
 
 
 def test_status_and_scan_describe_every_cache_after_the_reboot(guest: GuestRun) -> None:

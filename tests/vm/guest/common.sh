@@ -125,3 +125,30 @@ crash_each_step() {
     "$reset_fn"
   done
 }
+
+# keep_etc_cachewise: /etc/cachewise lasts across the boots of a scenario, as on a real disk (the
+# guest's /etc is the host's, read-only under a tmpfs overlay that each boot starts afresh):
+# it is kept in $LAB_WORK/etc-cachewise and bound there.
+keep_etc_cachewise() {
+  mkdir -p "$LAB_WORK/etc-cachewise"
+  chmod 755 "$LAB_WORK/etc-cachewise"
+  if ! mkdir -p /etc/cachewise 2> /dev/null; then
+    mkdir -p /run/etcov/u /run/etcov/w
+    mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/etcov/u,workdir=/run/etcov/w /etc
+    mkdir -p /etc/cachewise
+  fi
+  mount --bind "$LAB_WORK/etc-cachewise" /etc/cachewise
+}
+
+# install_package_udev_rules: the udev rules the .deb installs, pointed at this tree's cachewise
+# (the package is not installed in the guest: /usr/bin/cachewise is a wrapper under /run).
+install_package_udev_rules() {
+  mkdir -p /run/cw-bin
+  printf '#!/bin/sh\nPYTHONPATH=%s NPY_DISABLE_CPU_FEATURES="%s" exec %s -m cachewise "$@"\n' \
+    "$CW_REPO" "$NPY_DISABLE_CPU_FEATURES" "$CW_PY" > /run/cw-bin/cachewise
+  chmod 755 /run/cw-bin/cachewise
+  mkdir -p /etc/udev/rules.d 2> /dev/null || true
+  sed 's|/usr/bin/cachewise|/run/cw-bin/cachewise|' "$CW_REPO/packaging/debian/cachewise-bcache-tunables.rules" \
+    > /etc/udev/rules.d/70-cachewise-bcache-tunables.rules
+  udevadm control --reload
+}

@@ -48,6 +48,7 @@ cw plan writecache-attach --lv pc/wc --ssd "$ssd1_id" --size 48m -o "$LAB_OUT/wc
 cw apply "$LAB_OUT/wc.json" --yes > "$LAB_OUT/wc-apply.txt" 2>&1
 
 stamp bcache
+keep_etc_cachewise
 for kind in wt wb; do
   [ $kind = wt ] && mode=writethrough || mode=writeback
   b=$(id_of PCB${kind^^}H); c=$(id_of PCB${kind^^}S)
@@ -61,6 +62,7 @@ for kind in wt wb; do
   for t in cache_mode sequential_cutoff writeback_percent; do
     echo "$t $(cat /sys/block/$bname/bcache/$t)"
   done > "$LAB_OUT/b$kind-tunables-before.txt"
+  ls -ln /etc/cachewise/bcache/ >> "$LAB_OUT/tunables-files.txt" 2>&1 || true
   mkfs.ext4 -q -E lazy_itable_init=0,lazy_journal_init=0 /dev/$bname
   blkid -o value -s UUID /dev/$bname > "$LAB_OUT/b$kind-fsuuid.txt"
   mkdir -p /run/pc/b$kind && mount /dev/$bname /run/pc/b$kind

@@ -7,7 +7,12 @@ set -e
 export CACHEWISE_STATE_DIR="$LAB_WORK/state"
 stamp() { echo "$(date +%s) $*" >> "$LAB_OUT/timeline.txt"; }
 stamp boot2
+# As the installed package would be: /etc/cachewise on its disk, the package's udev rule in place
+# before udev's coldplug (`udevadm trigger --action=add`, as at boot) announces the devices again.
+keep_etc_cachewise
+install_package_udev_rules
 udevadm trigger --action=add; udevadm settle --timeout=60
+sleep 2; udevadm settle --timeout=30  # the rule's command runs in the background of udev's worker
 ls -l /dev/bcache/by-uuid/ > "$LAB_OUT/after-bcache-links.txt" 2>&1 || true
 vgchange -ay pc > "$LAB_OUT/after-vgchange.txt" 2>&1; echo "rc $?" >> "$LAB_OUT/after-vgchange.txt"
 # dm-cache after an unclean stop: the superblock's clean-shutdown flag is off, so every block it
@@ -41,6 +46,9 @@ for kind in wt wb; do
   cat /sys/block/$bname/bcache/state > "$LAB_OUT/b$kind-state-after.txt" 2>&1 || true
 done
 for b in /sys/class/block/*/bcache; do echo "$b -> $(readlink -f "$b")"; done > "$LAB_OUT/after-bcache-sysfs.txt" 2>&1
+cat /etc/cachewise/bcache/*.conf > "$LAB_OUT/after-tunables-files.txt" 2>&1 || true
+cw tunables show --json > "$LAB_OUT/after-tunables-show.json" 2> "$LAB_OUT/after-tunables-show.err" || true
+journalctl -t cachewise --no-pager > "$LAB_OUT/after-tunables-log.txt" 2>&1 || dmesg | grep -i cachewise > "$LAB_OUT/after-tunables-log.txt" || true
 cw status --json > "$LAB_OUT/after-status.json" 2> "$LAB_OUT/after-status.err" || echo "rc $?" >> "$LAB_OUT/after-status.err"
 cw status > "$LAB_OUT/after-status.txt" 2>&1 || true
 cw scan --json > "$LAB_OUT/after-scan.json" 2> "$LAB_OUT/after-scan.err" || echo "rc $?" >> "$LAB_OUT/after-scan.err"
