@@ -276,7 +276,11 @@ class Sampler:
         found = []
         seen: set[Path] = set()
         for state in sorted((self.sys / "class" / "block").glob("*/bcache/state")):
-            # bcacheN's bcache/ is its backing device's own directory: each backing device once
+            # bcacheN's bcache/ is a link to its backing device's own directory, which is listed
+            # under the backing device's name too: each backing device once, by its own name (the
+            # resolved paths alone did not tell them apart in the lab: status listed bcache0 twice)
+            if state.parent.is_symlink():
+                continue
             bdir = state.parent.resolve()
             if bdir in seen:
                 continue
@@ -500,7 +504,8 @@ class Sampler:
                 files["cache_available_percent"] = available
         state = st.state or "unknown"
         failure = None
-        if st.state == "inconsistent" or (ref.set_dir is None and st.state in ("clean", "dirty")):
+        stale = st.state == "inconsistent" and st.cache_mode != "writethrough"  # writethrough: nothing was dirty
+        if stale or (ref.set_dir is None and st.state in ("clean", "dirty")):
             # the set went away (its link with it) while the device kept its state: the SSD is gone
             said = "stopped" if st.running is False and st.state != "inconsistent" else st.state or ""
             failure = Failure("bcache", ref.name, st.cache_mode, failed=True, said=said)

@@ -51,8 +51,10 @@ def sampler(tmp_path: Path) -> Sampler:
 
 
 def test_finds_every_cache_with_its_devices(sampler: Sampler) -> None:
-    caches = {c.name: c for c in sampler.caches()}
+    found = sampler.caches()
+    caches = {c.name: c for c in found}
     assert set(caches) == {"labvg/data", "labvg/wc", "bcache0"}
+    assert len(found) == 3, "each cache once: bcache0/bcache is its backing device's own directory (the lab saw two)"
     dm = caches["labvg/data"]
     assert (dm.kind, dm.device, dm.origin, dm.cache, dm.dm_name) == ("dm-cache", "dm-0", "dm-3", "dm-1", "labvg-data")
     wc = caches["labvg/wc"]
