@@ -132,6 +132,7 @@ class DisksScreen(CoreScreen):
         Binding("w", "warmup", "Warm-up"),
         Binding("u", "uncache", "Uncache", show=False),  # after Quit: at 80 columns the footer has no room left
         Binding("g", "guide", "Guided flows", show=False),
+        Binding("d", "doctor", "Doctor", show=False),
     ]
 
     HELP = (
@@ -140,7 +141,8 @@ class DisksScreen(CoreScreen):
         "highlight the slow disk or LV, and press c. p measures the marked disks with a short read-only "
         "fio probe; t opens a trace of the workload; w follows a cache that exists; h shows loop, zram and "
         "empty devices too; u removes the highlighted cache (flushing it first, after a preview you confirm). "
-        "g opens the start screen with the guided flows (add a cache, remove one, plan only). "
+        "g opens the start screen with the guided flows (add a cache, remove one, plan only); d the Doctor, "
+        "which says what is wrong with the caches and what fixes it. "
         "Nothing on this screen changes a disk without that confirmation."
     )
 
@@ -199,6 +201,9 @@ class DisksScreen(CoreScreen):
 
     def action_guide(self) -> None:
         self.nav.start()
+
+    def action_doctor(self) -> None:
+        self.nav.doctor()
 
     def action_rescan(self) -> None:
         self.scan()

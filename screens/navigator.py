@@ -24,7 +24,8 @@ from cachewise.core import watch
 from screens.analysis import AnalysisScreen
 from screens.apply import ApplyScreen
 from screens.base import Services
-from screens.dialogs import ConfirmLoss, ConfirmProbe, InterruptedPlan, OpenTrace, TraceWindow
+from screens.dialogs import ConfirmProbe, InterruptedPlan, OpenTrace, TraceWindow
+from screens.doctor import DoctorScreen
 from screens.flows.measure import MeasureStep
 from screens.flows.model import Flow, FlowKind
 from screens.flows.pick_cached import PickCached
@@ -107,10 +108,6 @@ class Navigator:
         answer: bool = await self.app.push_screen_wait(ConfirmProbe(question))
         return answer
 
-    async def ask_accept_loss(self, question: str) -> bool:
-        answer: bool = await self.app.push_screen_wait(ConfirmLoss(question))
-        return answer
-
     async def ask_interrupted(self, plan: Plan, steps: list[str]) -> Literal["resume", "rollback"] | None:
         return await self.app.push_screen_wait(InterruptedPlan(plan, steps))
 
@@ -136,6 +133,10 @@ class Navigator:
 
         app.call_later(land)
         return True
+
+    def doctor(self) -> None:
+        """What is wrong with the caches, each finding with its cause and fix."""
+        self.app.push_screen(DoctorScreen())
 
     def help(self, about: Screen[object]) -> None:
         if not isinstance(self.app.screen, HelpScreen):

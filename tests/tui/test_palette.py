@@ -161,6 +161,11 @@ async def test_every_screen_lists_only_cachewises_described_actions(size: tuple[
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot)
         await check_here(app, pilot, seen)  # the Disks screen
+        await pilot.press("d")  # the Doctor, then back
+        await settle(app, pilot)
+        await check_here(app, pilot, seen)
+        await pilot.press("escape")
+        await pilot.pause()
         await pilot.press("t")  # the trace to open, then its analysis
         await pilot.pause()
         await check_here(app, pilot, seen)
@@ -223,6 +228,6 @@ async def test_every_screen_lists_only_cachewises_described_actions(size: tuple[
         await until(pilot, lambda: type(app.screen).__name__ == "SavePlan")
         await check_here(app, pilot, seen)
     assert seen == [
-        "DisksScreen", "OpenTrace", "AnalysisScreen", "StartScreen", "CannotApply", "PickSlow", "PickFast",
+        "DisksScreen", "DoctorScreen", "OpenTrace", "AnalysisScreen", "StartScreen", "CannotApply", "PickSlow", "PickFast",
         "MeasureStep", "WorkloadStep", "RecommendScreen", "SavePlan", "PickCached", "SavePlan",
     ]

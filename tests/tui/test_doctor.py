@@ -1,0 +1,151 @@
+"""The Doctor screen (d on the Disks screen): the findings with their severity, the highlighted
+one's cause and fix, Enter on a finding whose fix is a plan opens that plan's preview, a fix
+that is a command is shown to run; at 80x24 and 200x55, on the lab's saved snapshots."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
+
+import screens.doctor
+from advisor.disks.collect import RawSystem
+from advisor.disks.discovery import build_inventory
+from advisor.errors import CachewiseError
+from advisor.health.doctor import examine
+from advisor.health.look import CacheLook, Look
+from cachewise.core import Core
+from cachewise.core.doctor import Checkup
+from screens.app import CachewiseApp
+from screens.apply import ApplyScreen
+from screens.disks import DisksScreen
+from screens.doctor import DoctorScreen
+from screens.flows.save_plan import SavePlan
+from tests.conftest import FIXTURES
+from tests.tui.test_apply_screen import FakeExecutor
+from tests.tui.test_disks_screen import FakeDiscovery
+from tests.tui.test_fit import assert_fits
+from tests.unit.fakesys import WC_LINE
+
+SIZES = [(80, 24), (200, 55)]
+DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"  # labvg/data: a writeback pool's mirror missing an SSD
+LAYERS = FIXTURES / "lab-caches" / "raw-layers.json"  # two healthy lvmcaches
+WRITECACHE = FIXTURES / "lab-caches" / "raw-writecache.json"  # labvg/data with a dm-writecache
+# writecache.rst: the status's first field is the error number the target stopped on (not captured yet)
+WC_ERROR_LINE = WC_LINE.replace("writecache 0 ", "writecache -5 ", 1)
+
+
+def text_of(renderable: object, width: int) -> str:
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def notes(app: CachewiseApp) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def open_doctor(app: CachewiseApp, pilot: Pilot[None]) -> DoctorScreen:
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    assert isinstance(app.screen, DisksScreen)
+    await pilot.press("d")
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    assert isinstance(app.screen, DoctorScreen)
+    await assert_fits(app, pilot)  # no column cut off, every widget within the screen
+    return app.screen
+
+
+def rows(screen: DoctorScreen) -> list[list[str]]:
+    table = screen.query_one("#findings", DataTable)
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_degraded_mirror_with_its_cause_and_the_repair_command(size: tuple[int, int], tmp_path: Path) -> None:
+    app = CachewiseApp(Core.for_snapshot(RawSystem.load(DEGRADED), tmp_path), watch_hotplug=False)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_doctor(app, pilot)
+        found = rows(screen)
+        assert found[0] == ["CRITICAL", "labvg/data", "cache degraded"]
+        assert found[-1][:2] == ["INFO", "doctor"]  # a snapshot: no live status, said as a note
+        pane = text_of(screen.query_one("#finding", Static).content, size[0])
+        assert "Cause" in pane and "writeback" in pane
+        assert "lvconvert --repair labvg/data_cache_cpool_cdata" in " ".join(pane.split())
+        status = str(screen.query_one("#doctor-status", Static).content)
+        assert status.startswith("1 critical, 1 info: 1 cache and 0 SSDs looked at (a saved snapshot")
+        # the whole panel is on screen: nothing of the cause or the fix is cut off at 80 columns
+        assert screen.query_one("#finding-pane").region.width <= size[0]
+        await pilot.press("f")  # the fix is a command: shown to run in a shell
+        await pilot.pause()
+        assert any("Run in a shell as root: lvconvert --repair labvg/data_cache_cpool_cdata" in n for n in notes(app))
+        assert isinstance(app.screen, DoctorScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DisksScreen)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_healthy_caches_and_moving_through_the_list(size: tuple[int, int], tmp_path: Path) -> None:
+    app = CachewiseApp(Core.for_snapshot(RawSystem.load(LAYERS), tmp_path), watch_hotplug=False)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_doctor(app, pilot)
+        assert [r[:2] for r in rows(screen)] == [["INFO", "doctor"]]
+        assert "run doctor on the machine itself" in text_of(screen.query_one("#finding", Static).content, size[0])
+        assert str(screen.query_one("#doctor-status", Static).content).startswith("1 info: 2 caches")
+        await pilot.press("r")  # look again
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert [r[:2] for r in rows(screen)] == [["INFO", "doctor"]]
+
+
+def failed_writecache(core: Core, request: object) -> Checkup:
+    """What doctor says of the lab's writecache once its status carries an error number."""
+    inv = build_inventory(RawSystem.load(WRITECACHE))
+    device = next(d for d in inv.devices if d.lvm is not None and d.lvm.lv == "data")
+    look = Look(1000.0, True, True, inv, (CacheLook("labvg/data", "dm-writecache", status_line=WC_ERROR_LINE,
+                                                    device=device),))
+    return Checkup(examine(look), look, (), inv)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_enter_on_a_failed_cache_opens_its_removal_plan(size: tuple[int, int], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(screens.doctor, "doctor", failed_writecache)
+    inv = build_inventory(RawSystem.load(WRITECACHE))
+    core = Core(FakeDiscovery(inv), executor=FakeExecutor(), state_dir=tmp_path, live=False)
+    app = CachewiseApp(core, watch_hotplug=False)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_doctor(app, pilot)
+        assert rows(screen)[0][:2] == ["CRITICAL", "labvg/data"]
+        pane = " ".join(text_of(screen.query_one("#finding", Static).content, size[0]).split())
+        assert "error -5" in pane and "preview the plan (remove)" in pane and rows(screen)[0][2] == "cache failed"
+        screen.query_one("#findings", DataTable).focus()  # the list has the focus when the screen opens
+        await pilot.press("enter")
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if isinstance(app.screen, (ApplyScreen, SavePlan)):
+                break
+        assert isinstance(app.screen, (ApplyScreen, SavePlan)), (type(app.screen).__name__, notes(app))
+        assert app.screen.plan.kind == "writecache-detach"  # what `plan remove` makes for a writecache
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_doctor_that_cannot_look_says_so(size: tuple[int, int], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(core: Core, request: object) -> Checkup:
+        raise CachewiseError("snapshot-only")
+
+    monkeypatch.setattr(screens.doctor, "doctor", refuse)
+    app = CachewiseApp(Core.for_snapshot(RawSystem.load(LAYERS), tmp_path), watch_hotplug=False)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_doctor(app, pilot)
+        pane = text_of(screen.query_one("#finding", Static).content, size[0])
+        assert "Doctor could not look" in pane and "press r to try again" in " ".join(pane.split())
+        assert rows(screen) == []
