@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from advisor import tunables
 from advisor.advice.config import CacheConfig
 from advisor.backends import BCACHE, Mode
-from advisor.disks.devices import Device, Inventory
+from advisor.disks.devices import Caching, Device, Inventory
 from advisor.disks.discovery import find_device
+from advisor.disks.failure import Failure
 from advisor.disks.gate import barring, fast_barriers
 from advisor.errors import codes, next_step
 from advisor.plan.checks import (
@@ -50,6 +51,7 @@ codes(
         "not-bcache-backing": "{device} is not a bcache backing device or bcacheN",
         "no-cache-attached": "{device} has no cache attached (state: {state})",
         "cache-device-missing": "the cache device of cache set {cset} was not found, so it cannot be wiped",
+        "bcache-started-stale": "{device} already runs without its cache set: {trouble}",
     }
 )
 
@@ -239,9 +241,69 @@ def bcache_create(
     )
 
 
-def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Plan:
+def bcache_rescue(inv: Inventory, backing: Device, accept_loss: bool) -> Plan:
+    """Start a bcache device whose cache set is gone without it, for good. Measured on kernel 6.1
+    (docs/dead-ssd.md): when the SSD goes, bcache drops the set, keeps a clean device running
+    (a dirty one it stops) and leaves the backing device's superblock naming the set; a detach
+    then does nothing, and once stopped (a restart) the device waits for the set. Writing 1 to
+    ``running`` while it waits starts it and marks the superblock stale ("inconsistent"), after
+    which bcache starts it at every registration. So: stop it (its file system unmounted),
+    register the backing device again, and start it."""
+    assert backing.bcache is not None
+    b, caching = backing.bcache, backing.caching
+    assert caching is not None
+    if b.state == "inconsistent":
+        raise RecipeError("bcache-started-stale", device=backing.display_path, trouble=caching.trouble)
+    if (b.cache_mode != "writethrough" or b.state == "dirty") and not accept_loss:
+        raise RecipeError("rescue-loses-data", trouble=caching.trouble, next=[next_step("accept-data-loss")])
+    bdev = inv.by_name(b.bcache_device) if b.bcache_device else None
+    stop = Step(
+        "stop",
+        (),
+        write=(f"{B}/stop", "1"),
+        pre=(NotMounted(device=bdev.display_path),) if bdev is not None else (),
+        post=(NoSysfs(path=B),),
+    )
+    steps = (
+        stop,
+        Step(
+            "register",
+            (),
+            write=("/sys/fs/bcache/register_quiet", backing.display_path),
+            post=(Sysfs(path=f"{B}/running", value="0"),),
+        ),
+        Step("run", (), write=(f"{B}/running", "1"), post=(Sysfs(path=f"{B}/state", value="inconsistent"),)),
+    )
+    lacks = failure_of(backing, caching).origin()
+    return Plan(
+        kind=DETACH,
+        title=f"Rescue {backing.display_path}: start its bcache device without the cache set that is gone",
+        devices=(bind(backing, "backing"),),
+        steps=steps,
+        layout_before=(f"{backing.display_path}: bcache backing device, {caching.state}",),
+        layout_after=(
+            f"{backing.display_path}: bcache backing device without a cache, started at every boot (bcache says "
+            f"inconsistent: it was started without its set); {lacks}",
+        ),
+        notes=(
+            f"{caching.trouble[0].upper()}{caching.trouble[1:]}.",
+            "Unmount the file system on the bcache device first: the device stops and starts again.",
+        ),
+    )
+
+
+def failure_of(backing: Device, caching: Caching) -> Failure:
+    """What discovery found wrong with a bcache backing device, as a Failure again."""
+    assert backing.bcache is not None
+    b = backing.bcache
+    said = "stopped" if b.running is False else b.state or ""
+    return Failure("bcache", b.bcache_device or backing.name, caching.mode, failed=caching.failed, said=said)
+
+
+def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False, accept_loss: bool = False) -> Plan:
     """Detach the cache safely: writethrough, writeback_percent 0, wait until clean, detach,
-    wait for 'no cache', stop the cache set, optionally wipe the cache device."""
+    wait for 'no cache', stop the cache set, optionally wipe the cache device. A bcache whose
+    cache set is gone is rescued instead (:func:`bcache_rescue`)."""
     dev = find_device(inv, path)
     if dev is None:
         raise RecipeError("no-such-device", path=path, next=[next_step("see-devices")])
@@ -252,6 +314,8 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False) -> Pla
         backing = inv.by_name(dev.bcache.backing_device) or dev
     if backing.bcache is None or backing.bcache.role != "backing":
         raise RecipeError("not-bcache-backing", device=dev.display_path)
+    if backing.caching is not None and backing.caching.failed:
+        return bcache_rescue(inv, backing, accept_loss)
     cset = backing.bcache.cache_set_uuid
     if not cset or backing.bcache.state == "no cache":
         raise RecipeError("no-cache-attached", device=backing.display_path, state=backing.bcache.state)
@@ -425,7 +489,7 @@ register(
         "Remove the device's tunables file under /etc/cachewise/bcache, switch to writethrough, write back every "
         "dirty block, wait for state clean, detach, wait for 'no cache', stop the cache set.",
         DetachOptions,
-        lambda inv, o: bcache_detach(inv, o.device, wipe_cache=o.wipe_cache),
+        lambda inv, o: bcache_detach(inv, o.device, wipe_cache=o.wipe_cache, accept_loss=o.accept_data_loss),
         "removes",
         BCACHE,
         uses=(
@@ -436,6 +500,9 @@ register(
             Use("bcache-detach"),
             Use("bcache-stop-set"),
             Use("wipefs", "cache"),
+            Use("bcache-stop-device"),
+            Use("bcache-register", "backing"),
+            Use("bcache-run"),
         ),
     )
 )

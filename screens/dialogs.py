@@ -97,6 +97,33 @@ class ConfirmProbe(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
+class ConfirmLoss(ModalScreen[bool]):
+    """Ask before a rescue that leaves out what only a dead SSD held (a writeback cache's dirty
+    blocks): the loss is named here, and again in the plan's preview."""
+
+    BINDINGS = [Binding("x", "accept_loss", "Accept the loss"), Binding("n,escape", "decline", "Cancel"), HELP_KEY]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="confirm"):
+            yield Static(self.question, id="question")
+            with Horizontal(id="buttons"):
+                yield Button("Rescue, accepting the loss (x)", id="yes", variant="error")
+                yield Button("Cancel (n)", id="no", variant="primary")
+
+    def action_accept_loss(self) -> None:
+        self.dismiss(True)
+
+    def action_decline(self) -> None:
+        self.dismiss(False)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
 class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):
     """Shown at start when the journal holds a plan that did not finish."""
 

@@ -24,7 +24,7 @@ from cachewise.core import watch
 from screens.analysis import AnalysisScreen
 from screens.apply import ApplyScreen
 from screens.base import Services
-from screens.dialogs import ConfirmProbe, InterruptedPlan, OpenTrace, TraceWindow
+from screens.dialogs import ConfirmLoss, ConfirmProbe, InterruptedPlan, OpenTrace, TraceWindow
 from screens.doctor import DoctorScreen
 from screens.flows.measure import MeasureStep
 from screens.flows.model import Flow, FlowKind
@@ -106,6 +106,10 @@ class Navigator:
 
     async def ask_probe_busy(self, question: str) -> bool:
         answer: bool = await self.app.push_screen_wait(ConfirmProbe(question))
+        return answer
+
+    async def ask_accept_loss(self, question: str) -> bool:
+        answer: bool = await self.app.push_screen_wait(ConfirmLoss(question))
         return answer
 
     async def ask_interrupted(self, plan: Plan, steps: list[str]) -> Literal["resume", "rollback"] | None:

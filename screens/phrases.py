@@ -51,7 +51,7 @@ ACTIONS = {
     "rescue": f"{REMOVE_FLOW} takes the failed cache off (its preview says what the origin lacks)",
     "repair-mirror": "put a new SSD in, then repair the mirror onto it in a shell (cachewise plan cache-repair "
     "--lv {target} --ssd NEW_SSD)",
-    "accept-data-loss": "answer y when the Remove flow asks whether losing the blocks only the dead SSD held is "
+    "accept-data-loss": "press x when the Remove flow asks whether losing the blocks only the dead SSD held is "
     "acceptable",
     "resume": "cachewise offers to finish it when it starts next",
     "rollback": "cachewise offers to undo the steps that took effect when it starts next",
@@ -119,6 +119,8 @@ KEYS = {
     "cancel": "Close this question without doing anything",
     "answer(True)": "Probe the disk although it is in use (adds read load while it runs)",
     "answer(False)": "Do not probe it",
+    "accept_loss": "Take the failed cache off, accepting that what only its dead SSD held is lost",
+    "decline": "Leave the failed cache as it is; nothing is planned",
     "choose('resume')": "Resume the interrupted plan: run the steps that did not take effect",
     "choose('rollback')": "Roll back the interrupted plan's steps that took effect",
     "choose('')": "Decide later: leave everything as it is",

@@ -272,8 +272,10 @@ def bcache_failure(dev: Device) -> Failure | None:
     if b is None or b.role not in ("bcache", "backing"):
         return None
     name = b.bcache_device if b.role == "backing" and b.bcache_device else dev.name
-    if b.state == "inconsistent":
-        return Failure("bcache", name, b.cache_mode, failed=True, said="inconsistent")
+    if b.state == "inconsistent":  # started without its set; in writethrough the set held nothing dirty
+        return (
+            None if b.cache_mode == "writethrough" else Failure("bcache", name, b.cache_mode, True, said="inconsistent")
+        )
     if not b.cache_set_uuid and b.state in ("clean", "dirty"):
         said = "stopped" if b.running is False else b.state
         return Failure("bcache", name, b.cache_mode, failed=True, said=said)

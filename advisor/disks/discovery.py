@@ -193,7 +193,8 @@ def _bcache(block: RawBlock, kind: Kind, fs_type: str | None, fs_uuid: str | Non
             cache_mode=selected(info.get("cache_mode")),
             dirty_data=info.get("dirty_data"),
             bcache_device=info.get("dev"),
-            running=None if "running" not in info else info["running"] == "1",
+            # its device is linked (dev) once it runs: snapshots from before running was read
+            running=info["running"] == "1" if "running" in info else "dev" in info,
         )
     if fs_type == "bcache":
         return BcacheInfo(role="unregistered", dev_uuid=fs_uuid)

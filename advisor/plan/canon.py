@@ -176,8 +176,8 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
         # assembles it), or nothing is checked (a device mounted later in the boot).
         return (), [frozenset(), frozenset({InitramfsCarries(needs=ctx.initramfs)})]
     if shape == "bcache-register":
-        if ctx.roles.get(dev) == "backing":
-            return (), [frozenset({SysfsExists(path=B)})]
+        if ctx.roles.get(dev) == "backing":  # registered; or registered and waiting for its set (a rescue)
+            return (), [frozenset({SysfsExists(path=B)}), frozenset({Sysfs(path=f"{B}/running", value="0")})]
         if ctx.cache_set is None:
             return "it registers a cache whose cache set the plan does not make"
         return (), [frozenset({SysfsExists(path=f"/sys/fs/bcache/{ctx.cache_set}")})]
@@ -190,6 +190,10 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
         return (), [frozenset({plain}), frozenset({or_none})]
     if shape == "bcache-detach":
         return (), [frozenset({Sysfs(path=f"{B}/state", value="no cache")})]
+    if shape == "bcache-stop-device":
+        return (), [frozenset({NoSysfs(path=B)})]
+    if shape == "bcache-run":
+        return (), [frozenset({Sysfs(path=f"{B}/state", value="inconsistent")})]
     if shape == "bcache-stop-set":
         return (), [frozenset({NoSysfs(path=f"/sys/fs/bcache/{a['SET']}")})]
     if shape == "bcache-tunables-file":

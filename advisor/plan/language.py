@@ -212,6 +212,17 @@ SHAPES: dict[str, Shape] = {
         says="set bcache's writeback_percent to {VALUE}",
     ),
     "bcache-state": Shape(wait=r"\{backing\}/bcache/state", says="wait until the backing device's state is {VALUE}"),
+    # A bcache whose cache set is gone (docs/dead-ssd.md): stopped, registered again, and started
+    # without the set, which marks its superblock so that it starts at every boot.
+    "bcache-stop-device": Shape(
+        write=(r"\{backing\}/bcache/stop", "1"),
+        says="stop the bcache device of the backing device (its file system unmounted first)",
+    ),
+    "bcache-run": Shape(
+        write=(r"\{backing\}/bcache/running", "1"),
+        says="start the bcache device without its cache set, for good: bcache marks the backing device stale "
+        "(state inconsistent) and starts it so at every boot; what only the set held is left out",
+    ),
     # Written whole and atomically by cachewise itself, never through a shell; a rollback removes
     # it again (undo_writes). The empty value is the removal.
     "bcache-tunables-file": Shape(

@@ -14,7 +14,9 @@ well-formed (tests/unit/test_boot_readiness.py feeds them hostile ones).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 # More than any real table; a longer file is refused rather than read without bound.
 MAX_BYTES = 1 << 20
@@ -22,6 +24,7 @@ MAX_FIELD = 4096  # PATH_MAX: a longer field is no device and no mount point
 
 TAGS = ("UUID", "LABEL", "PARTUUID", "PARTLABEL", "ID")
 _OCTAL = re.compile(r"\\([0-7]{3})")
+E = TypeVar("E")
 
 
 class _Options:
@@ -96,48 +99,49 @@ def _options(text: str) -> tuple[str, ...]:
     return tuple(o for o in text.split(",") if o)
 
 
-def parse_fstab(text: str) -> tuple[list[FstabEntry], list[Skipped]]:
-    """The entries of an fstab, and the lines that are none."""
-    entries: list[FstabEntry] = []
+def _parse(text: str, make: Callable[[int, list[str]], E | str]) -> tuple[list[E], list[Skipped]]:
+    """The entries ``make`` makes of a table's lines (or the reason a line is none)."""
+    entries: list[E] = []
     skipped: list[Skipped] = []
     for item in _fields(text):
         if isinstance(item, Skipped):
             skipped.append(item)
             continue
-        number, f = item
-        if len(f) < 3:
-            skipped.append(Skipped(number, "it has no mount point or no file system type"))
-            continue
-        if any(not re.fullmatch(r"[+-]?[0-9]+", n) for n in f[4:6]):
-            skipped.append(Skipped(number, "its dump or pass field is not a number"))
-            continue
-        # libmount ignores what follows the sixth field
-        entries.append(FstabEntry(number, f[0], f[1], f[2], _options(f[3]) if len(f) > 3 else ("defaults",)))
+        made = make(*item)
+        if isinstance(made, str):
+            skipped.append(Skipped(item[0], made))
+        else:
+            entries.append(made)
     return entries, skipped
+
+
+def _fstab_entry(number: int, f: list[str]) -> FstabEntry | str:
+    if len(f) < 3:
+        return "it has no mount point or no file system type"
+    if any(not re.fullmatch(r"[+-]?[0-9]+", n) for n in f[4:6]):
+        return "its dump or pass field is not a number"
+    # libmount ignores what follows the sixth field
+    return FstabEntry(number, f[0], f[1], f[2], _options(f[3]) if len(f) > 3 else ("defaults",))
+
+
+def _crypttab_entry(number: int, f: list[str]) -> CrypttabEntry | str:
+    if len(f) < 2:
+        return "it names no source device"
+    if len(f) > 4:
+        return f"it has {len(f)} fields, and a crypttab line has at most 4"
+    if "/" in f[0]:
+        return f"{f[0]!r} is not a device-mapper name"
+    return CrypttabEntry(number, f[0], f[1], f[2] if len(f) > 2 else "none", _options(f[3]) if len(f) > 3 else ())
+
+
+def parse_fstab(text: str) -> tuple[list[FstabEntry], list[Skipped]]:
+    """The entries of an fstab, and the lines that are none."""
+    return _parse(text, _fstab_entry)
 
 
 def parse_crypttab(text: str) -> tuple[list[CrypttabEntry], list[Skipped]]:
     """The entries of a crypttab, and the lines that are none."""
-    entries: list[CrypttabEntry] = []
-    skipped: list[Skipped] = []
-    for item in _fields(text):
-        if isinstance(item, Skipped):
-            skipped.append(item)
-            continue
-        number, f = item
-        if len(f) < 2:
-            skipped.append(Skipped(number, "it names no source device"))
-            continue
-        if len(f) > 4:
-            skipped.append(Skipped(number, f"it has {len(f)} fields, and a crypttab line has at most 4"))
-            continue
-        if "/" in f[0]:
-            skipped.append(Skipped(number, f"{f[0]!r} is not a device-mapper name"))
-            continue
-        entries.append(
-            CrypttabEntry(number, f[0], f[1], f[2] if len(f) > 2 else "none", _options(f[3]) if len(f) > 3 else ())
-        )
-    return entries, skipped
+    return _parse(text, _crypttab_entry)
 
 
 def tag(spec: str) -> tuple[str, str] | None:

@@ -18,6 +18,7 @@ from cachewise.core import discover, plans, watch
 from recipes.removal import RemoveOptions
 from screens.flows.model import Flow
 from screens.flows.picking import PickStep
+from screens.phrases import TUI
 
 
 class PickCached(PickStep):
@@ -55,12 +56,15 @@ class PickCached(PickStep):
                 if seen is not None
                 else ("not in the snapshot" if self.core.replay else "not reported" if self.dirty else "reading…")
             )
-        return (
-            self.name_cell(dev),
-            human_size(dev.size_bytes),
-            c.kind,
-            Text(c.state, style="bold red" if c.degraded else ""),
-            dirty,
+        return self.greyed(
+            dev,
+            (
+                self.name_cell(dev),
+                human_size(dev.size_bytes),
+                c.kind,
+                Text(c.state, style="bold red" if c.degraded or c.failed else ""),
+                dirty,
+            ),
         )
 
     def fill(self) -> None:
@@ -86,7 +90,14 @@ class PickCached(PickStep):
             table.update_cell_at(Coordinate(i, last), self.row(dev)[-1])
 
     def choices(self) -> list[tuple[Device, CachewiseError | None]]:
-        return [(d, None) for d in removable(self.flow.inventory)]
+        """Every cache; a mirror that lost one SSD is not offered: it is repaired first."""
+        out: list[tuple[Device, CachewiseError | None]] = []
+        for dev in removable(self.flow.inventory):
+            c = dev.caching
+            degraded = c is not None and c.degraded and not c.failed
+            why = CachewiseError("mirror-degraded", trouble=c.trouble, next=list(c.next)) if c and degraded else None
+            out.append((dev, why))
+        return out
 
     def empty(self) -> str:
         unknown = caches_unknown(self.flow.inventory)
@@ -116,12 +127,31 @@ class PickCached(PickStep):
     @on(DataTable.RowSelected, "#pick")
     def _chosen(self, _event: DataTable.RowSelected) -> None:
         dev = self.current
-        if dev is None:
+        if dev is None or self.refused(dev):
             return
         try:
             plan = plans.make(
                 self.core, self.flow.inventory, "remove", RemoveOptions(device=dev.devnode, free_ssd=True)
             )
+        except CachewiseError as exc:
+            if exc.code == "rescue-loses-data":  # a dead SSD held writes: asked, then planned with the loss named
+                self._rescue(dev, exc)
+                return
+            self.refuse(exc)
+            return
+        self.nav.apply(plan, flow=self.flow)
+
+    @work(group="rescue", exclusive=True, description="ask before a rescue that loses data", exit_on_error=False)
+    async def _rescue(self, dev: Device, why: CachewiseError) -> None:
+        question = (
+            f"{self.label(dev)}: {TUI.sentence(why)}\n\nTake the cache off anyway? The origin then runs on its own "
+            "without those blocks; a backup restores them. The preview that follows says it again."
+        )
+        if not await self.nav.ask_accept_loss(question):
+            return
+        options = RemoveOptions(device=dev.devnode, free_ssd=True, accept_data_loss=True)
+        try:
+            plan = plans.make(self.core, self.flow.inventory, "remove", options)
         except CachewiseError as exc:
             self.refuse(exc)
             return

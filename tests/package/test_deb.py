@@ -15,6 +15,12 @@ from tests.package.conftest import REPO
 # What dpkg and apt keep about any package, and caches that are rebuilt from what is installed.
 BOOKKEEPING = ("/var/lib/dpkg", "/var/log", "/var/cache/apt", "/var/lib/apt", "/var/cache/debconf",
                "/var/cache/man", "/tmp", "/root/.cache")
+# Where a file would take part in the boot: the initramfs, module and LVM configuration, udev, unit
+# generators.
+BOOT_TIME = ("/etc/initramfs-tools", "/usr/share/initramfs-tools", "/usr/lib/dracut", "/etc/dracut.conf.d",
+             "/etc/modprobe.d", "/lib/modprobe.d", "/etc/modules-load.d", "/usr/lib/modules-load.d", "/etc/lvm",
+             "/lib/udev", "/usr/lib/udev", "/etc/udev", "/lib/systemd/system-generators",
+             "/usr/lib/systemd/system-generators", "/etc/crypttab", "/etc/fstab")
 
 
 def test_lintian_finds_no_errors(deb: Path) -> None:
@@ -45,6 +51,15 @@ def test_installs_works_and_purges_clean_in_a_fresh_chroot(deb: Path, tmp_path: 
         assert "lvmcache-attach" in rendered and "--until-clean" in rendered
         assert (root / "usr/share/bash-completion/completions/cachewise").is_file()
         assert (root / "usr/share/zsh/vendor-completions/_cachewise").is_file()
+        # Nothing at boot needs cachewise but the rule that sets bcache's tunables again
+        # (docs/boot.md): no initramfs hook, no module or LVM configuration, no unit enabled.
+        listed = in_chroot(root, "dpkg", "-L", "cachewise").stdout.split("\n")
+        at_boot = {p for p in listed if p.startswith(BOOT_TIME) and (root / p.lstrip("/")).is_file()}
+        assert at_boot <= {"/lib/udev/rules.d/70-cachewise-bcache-tunables.rules"}, at_boot
+        assert not list((root / "etc/systemd/system").rglob("cachewise*")), "a unit of cachewise's is enabled"
+        recommends = subprocess.run(["dpkg-deb", "-f", str(deb), "Recommends"], capture_output=True, text=True,
+                                    check=True).stdout
+        assert "thin-provisioning-tools" in recommends and "lvm2" in recommends  # lvm2's cache_check
         assert (root / "lib/systemd/system/cachewise-exporter.timer").is_file()
         assert (root / "lib/systemd/system/cachewise-doctor.timer").is_file()
         for name in ("cachewise-alerts.yml", "cachewise-alerts.test.yml", "cachewise-dashboard.json"):

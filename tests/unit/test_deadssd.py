@@ -258,3 +258,27 @@ def test_a_repair_plan_cannot_name_an_lv_outside_its_origin() -> None:
 def test_nothing_to_repair_on_a_cache_that_is_not_a_degraded_mirror() -> None:
     with pytest.raises(Refused, match="nothing to repair"):
         make("a-pulled-raw.json", "cache-repair", RepairOptions(lv="vga/data", ssd="/dev/sdc"))
+
+
+def test_a_writethrough_bcache_is_rescued_by_stopping_and_starting_it_without_its_set() -> None:
+    inv = inventory("d-pulled-raw.json")
+    backing = next(d for d in inv.devices if d.name == "sda4")
+    plan = make("d-pulled-raw.json", "remove", RemoveOptions(device="/dev/bcache0", free_ssd=True))
+    assert [(s.id, s.write) for s in plan.steps] == [
+        ("stop", ("{backing}/bcache/stop", "1")),
+        ("register", ("/sys/fs/bcache/register_quiet", backing.display_path)),
+        ("run", ("{backing}/bcache/running", "1")),
+    ]
+    assert [c.kind for c in plan.steps[0].pre] == ["not_mounted"], "its file system is unmounted first"
+    assert "nothing is lost" in plan.layout_after[0] and plan.roles() == {"backing": backing.display_path}
+
+
+def test_a_writeback_bcache_rescue_needs_the_loss_accepted_and_one_started_stale_has_none() -> None:
+    with pytest.raises(Refused) as refused:
+        make("e-registered-raw.json", "remove", RemoveOptions(device="/dev/sda5"))
+    assert refused.value.code == "rescue-loses-data" and "stopped the device" in str(refused.value)
+    assert "lacks the data that was dirty in the cache" in str(refused.value)
+    plan = make("e-registered-raw.json", "remove", RemoveOptions(device="/dev/sda5", accept_data_loss=True))
+    assert [s.id for s in plan.steps] == ["stop", "register", "run"]
+    with pytest.raises(Refused, match="already runs without its cache set"):
+        make("e-running-raw.json", "remove", RemoveOptions(device="/dev/sda5", accept_data_loss=True))
