@@ -5,8 +5,9 @@ A source judges a :class:`~advisor.health.look.Look` (what was read, once) and r
 (advisor/health/findings.py). The sources here: the caches' state (failed, read-only metadata,
 needs_check, a degraded mirror, I/O errors), dirty data that does not go down, the kernel memory a
 dm-writecache takes, the SSDs' wear and the days they have left at the write rate the watch
-measured, and what could not be read. Boot readiness and tunables that drifted are other
-modules' sources, registered in :data:`MORE_SOURCES`.
+measured, and what could not be read. Boot readiness (advisor/health/boot.py) and tunables that
+drifted (advisor/health/tunables.py) are their own modules' findings, registered in
+:data:`MORE_SOURCES`.
 
 Each finding's fix names a plan kind of the recipes' registry with its options (a front end
 builds and previews that plan), or a command, or words when the fix is the admin's to make.
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.disks.gate import WRITECACHE_ENTRY_BYTES, WRITECACHE_HIGH_WATERMARK, WRITECACHE_MEMORY_SHARE
+from advisor.health.boot import readiness
 from advisor.health.findings import Finding, Fix, Severity, exit_code, sentences, worst
 from advisor.health.look import CacheLook, Look, SsdLook
 from advisor.units import duration, human_size
@@ -116,7 +118,9 @@ class Report:
         return exit_code(self.findings)
 
 
-Source = Callable[[Look, Settings], Iterable[Finding]]
+# A source's findings, or None when it had nothing to judge (its facts were not read): it is then
+# left out of the report's by_source, and the export writes no gauge for it.
+Source = Callable[[Look, Settings], Iterable[Finding] | None]
 
 # -- the caches' state --
 
@@ -545,12 +549,21 @@ SOURCES: tuple[tuple[str, Source], ...] = (
     ("unread", unread),
 )
 
-# The registration point for the sources other modules own: boot readiness ("boot":
-# advisor/health/boot.py or advisor/apply/boot.py, readiness()) and tunables that drifted
-# ("tunables": advisor/health/tunables.py, drift()). Each is (name, source): the Prometheus
-# export reports cachewise_boot_ready and cachewise_tunables_drifted from the findings of the
-# sources named "boot" and "tunables". Empty until they are wired up.
-MORE_SOURCES: tuple[tuple[str, Source], ...] = ()
+
+def boot_readiness(look: Look, settings: Settings) -> list[Finding] | None:
+    """Whether every cache comes back at the next boot (advisor/health/boot.py); None when this
+    machine's boot facts were not read (a snapshot, one cache named)."""
+    return None if look.boot is None else readiness(look.inventory, look.boot)
+
+
+def tunables_drift(look: Look, settings: Settings) -> list[Finding] | None:
+    """bcache tunables whose live value is not their file's (advisor/health/tunables.py)."""
+    return None if look.drift is None else list(look.drift)
+
+
+# The sources other modules own, by the names the Prometheus export reads them by
+# (cachewise_boot_ready from "boot", cachewise_tunables_drifted from "tunables").
+MORE_SOURCES: tuple[tuple[str, Source], ...] = (("boot", boot_readiness), ("tunables", tunables_drift))
 
 
 def _health(look: Look, by_source: dict[str, tuple[Finding, ...]]) -> tuple[CacheHealth, ...]:
@@ -598,6 +611,10 @@ def examine(
 ) -> Report:
     """Every source's findings on what was read, the worst first."""
     settings = settings or Settings()
-    by_source = {name: tuple(source(look, settings)) for name, source in (sources or (*SOURCES, *MORE_SOURCES))}
+    by_source: dict[str, tuple[Finding, ...]] = {}
+    for name, source in sources or (*SOURCES, *MORE_SOURCES):
+        found = source(look, settings)
+        if found is not None:
+            by_source[name] = tuple(found)
     findings = sorted((f for found in by_source.values() for f in found), key=lambda f: ORDER[f.severity])
     return Report(tuple(findings), _health(look, by_source), _ssd_health(look), look.unread, by_source, live=look.live)

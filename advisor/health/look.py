@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.disks.devices import Device, Inventory
+from advisor.health import boot, tunables
+from advisor.health.boot import BootFacts
+from advisor.health.findings import Finding
 from advisor.readers.dmstatus import CacheStatus, StatusError
 from advisor.readers.smart import Endurance, parse_smartctl
 from advisor.runner import CommandError, CommandRunner
@@ -108,6 +111,8 @@ class Look:
     ssds: tuple[SsdLook, ...] = ()
     memory_bytes: int | None = None
     unread: tuple[tuple[str, str], ...] = ()  # (what, why)
+    boot: BootFacts | None = None  # what activation at boot needs (None: not read, a snapshot)
+    drift: tuple[Finding, ...] | None = None  # bcache tunables unlike their files (None: not read)
 
 
 def disks_under(inv: Inventory, name: str | None) -> tuple[str, ...]:
@@ -227,9 +232,13 @@ def gather(
     now: float,
     root: bool,
     only: str | None = None,
+    boot_facts: Callable[[], BootFacts] | None = None,
+    drift: Callable[[], list[Finding]] | None = None,
 ) -> Look:
     """Read this machine: the caches the sampler finds (``only``: the one of that name), their
-    status, samples and errors, the SSDs under them and their wear."""
+    status, samples and errors, the SSDs under them and their wear; and, looking at the whole
+    machine, what activation at boot needs and the bcache tunables that drifted (``boot_facts``
+    and ``drift`` read them; tests hand their own)."""
     unread: list[tuple[str, str]] = []
     refs = sampler.caches()
     unread += [("device-mapper caches", why) for why in sampler.unread]
@@ -260,15 +269,18 @@ def gather(
                 under,
             )
         )
+    ssds = _ssds(runner, inventory, caches, root, unread)
     return Look(
         now,
         True,
         root,
         inventory,
         tuple(caches),
-        _ssds(runner, inventory, caches, root, unread),
+        ssds,
         inventory.memory_bytes if inventory is not None else None,
         tuple(unread),
+        (boot_facts or (lambda: boot.read_facts(runner)))() if only is None else None,
+        tuple((drift or tunables.drift)()) if only is None else None,
     )
 
 

@@ -14,12 +14,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from advisor.disks.collect import RawSystem
 from advisor.disks.discovery import build_inventory
+from advisor.health import look as look_module
+from advisor.health.boot import BootFacts
 from advisor.health.doctor import Settings, days_left, examine, stuck_seconds
-from advisor.health.export import METRICS
+from advisor.health.export import METRICS, DoctorCollector
 from advisor.health.findings import SENTENCES, exit_code
 from advisor.health.look import CacheLook, Look, SsdLook, dm_state, gather, write_rate
 from advisor.readers.smart import Endurance, parse_smartctl
 from advisor.runner import CommandError, CommandResult
+from advisor.watch.export import registry, textfile
 from advisor.watch.sampler import Io, Sample, Sampler
 from cachewise import cli
 from cachewise.cli import common
@@ -28,6 +31,8 @@ from cachewise.core import Core
 from cachewise.core.doctor import DoctorRequest, doctor, fix_plan
 from recipes.registry import recipe
 from tests.unit.fakesys import CACHE_LINE, TABLE, WC_LINE, make_sys
+from tests.unit.test_boot_readiness import checkers as boot_checkers
+from tests.unit.test_boot_readiness import facts as boot_facts
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"
@@ -275,7 +280,8 @@ class Runner:
 
 def test_gather_reads_every_cache_and_bcaches_error_counts(tmp_path: Path) -> None:
     sampler = Sampler(Runner(), make_sys(tmp_path), clock=lambda: 1000.0)  # type: ignore[arg-type]
-    seen = gather(Runner(), sampler, None, lambda name, since: [], 1000.0, root=True)  # type: ignore[arg-type]
+    seen = gather(Runner(), sampler, None, lambda name, since: [], 1000.0, root=True,  # type: ignore[arg-type]
+                  boot_facts=BootFacts, drift=list)
     caches = {c.name: c for c in seen.caches}
     assert set(caches) == {"labvg/data", "labvg/wc", "bcache0"}
     assert caches["labvg/data"].status_line == CACHE_LINE and caches["labvg/wc"].status_line == WC_LINE
@@ -294,6 +300,8 @@ def test_no_traceback_when_nothing_can_be_read(tmp_path: Path, monkeypatch: pyte
     core.runner = Broken()  # type: ignore[assignment]
     core._sampler = Sampler(Broken(), make_sys(tmp_path), clock=lambda: 1000.0)  # type: ignore[arg-type]
     monkeypatch.setattr(common, "core_for", lambda args: core)
+    monkeypatch.setattr(look_module.boot, "read_facts", lambda runner: BootFacts())  # this host's boot is not judged
+    monkeypatch.setattr(look_module.tunables, "drift", list)
     monkeypatch.setattr(core.discovery, "scan", lambda *a, **k: build_inventory(RawSystem.load(LAYERS)))
     assert cli.main(["doctor", "--json"]) == 1
     out, err = capsys.readouterr()
@@ -387,6 +395,25 @@ def test_the_prometheus_textfile_has_the_samples_and_doctors_gauges(tmp_path: Pa
     assert doctors <= set(METRICS)
     # written again over its own file
     assert cli.main(["doctor", "--from-raw", str(LAYERS), "--no-record", "--prometheus", str(path)]) == 0
+
+
+def test_boot_readiness_and_tunables_drift_are_doctors_findings_and_gauges(tmp_path: Path) -> None:
+    """The other modules' sources (advisor/health/boot.py, tunables.py) as doctor registers them: a
+    machine whose lvm2 would not activate its caches at boot (cache_check named but not installed,
+    from lvmconfig's real output) is critical, and the gauges say so; a snapshot judges neither."""
+    inv = build_inventory(RawSystem.load(LAYERS))
+    broken = boot_facts(checkers=boot_checkers("nowhere"))
+    report = examine(Look(1000.0, True, True, inv, boot=broken, drift=()))
+    assert "boot-check-missing" in [f.code for f in report.by_source["boot"]] and report.exit_code == 2
+    assert report.by_source["tunables"] == ()
+    text = textfile(registry(DoctorCollector(report, 1000.0)))
+    gauges = {f.name: f.samples[0].value for f in text_string_to_metric_families(text) if f.samples}
+    assert gauges["cachewise_boot_ready"] == 0 and gauges["cachewise_tunables_drifted"] == 0
+    fine = examine(Look(1000.0, True, True, inv, boot=boot_facts(), drift=()))
+    assert fine.by_source["boot"] == () and fine.exit_code == 0
+    snapshot = doctor(Core.for_snapshot(RawSystem.load(LAYERS), tmp_path)).report
+    assert "boot" not in snapshot.by_source and "tunables" not in snapshot.by_source
+    assert "cachewise_boot_ready" not in textfile(registry(DoctorCollector(snapshot, 1000.0)))
 
 
 def test_a_live_run_records_its_samples_for_the_next(tmp_path: Path) -> None:
