@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.disks.devices import Caching
 from advisor.disks.gate import WRITECACHE_ENTRY_BYTES, WRITECACHE_HIGH_WATERMARK, WRITECACHE_MEMORY_SHARE
 from advisor.health.boot import readiness
 from advisor.health.findings import Finding, Fix, Severity, exit_code, sentences, worst
@@ -144,20 +145,25 @@ def _mode(cache: CacheLook) -> str | None:
     dev = cache.device
     if dev is not None and dev.bcache is not None:
         return dev.bcache.cache_mode
-    said = getattr(dev.caching, "mode", None) if dev is not None else None  # discovery's, where it reads one
-    if isinstance(said, str) and said:
-        return said
+    if dev is not None and dev.caching is not None and dev.caching.mode:  # discovery's, where it reads one
+        return dev.caching.mode
     state = dev.caching.state if dev is not None and dev.caching is not None else ""
     return next((m for m in ("writeback", "writethrough", "passthrough") if state.startswith(m)), None)
 
 
-def _said(caching: object) -> str:
-    """What discovery said of a failed cache (a snapshot has no status line to quote)."""
-    for name in ("trouble", "state"):
-        said = getattr(caching, name, "")
-        if isinstance(said, str) and said:
-            return said
-    return "discovery says so"
+def _failed_why(cache: CacheLook) -> str:
+    """The kernel's word for a failed cache: its status line's ("Fail", "error 1"), or what
+    discovery saw (a snapshot has no status line)."""
+    dm = cache.dm
+    if dm is not None and dm.said:
+        return dm.said
+    bcache = cache.device.bcache if cache.device is not None else None
+    return "its cache set is gone" if bcache is not None else "its SSD is gone"
+
+
+def _gone(caching: Caching | None) -> bool:
+    """Discovery found the cache failed, or its only SSD gone (not one leg of a mirror)."""
+    return caching is not None and (caching.failed or (bool(caching.missing) and not caching.degraded))
 
 
 def _raid_parts(look: Look, cache: CacheLook) -> list[str]:
@@ -189,8 +195,9 @@ def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
     out: list[Finding] = []
     name, dm, caching = cache.name, cache.dm, cache.device.caching if cache.device else None
     writeback = _mode(cache) == "writeback"
-    # Discovery may say the same (another module reads failure states into Caching): either counts.
-    failed = (dm is not None and dm.failed) or bool(getattr(caching, "failed", False))
+    # Discovery says the same from lvm2's reports (advisor/disks/failure.py): either counts, and a
+    # cache whose only SSD is gone (missing, not a mirror's one leg) has failed too.
+    failed = (dm is not None and dm.failed) or _gone(caching)
     if failed:
         mode = _mode(cache)
         lost = {
@@ -205,8 +212,11 @@ def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
                 "cache-failed",
                 "critical",
                 name,
-                {"why": dm.why if dm else _said(caching), "kind": cache.kind, "mode": mode},
-                f"the cache device stopped answering (a dead or pulled SSD, or its I/O errors); {lost}",
+                {"why": _failed_why(cache), "kind": cache.kind, "mode": mode},
+                # discovery's explanation of what the kernel did, where it has one (advisor/disks/failure.py)
+                caching.trouble
+                if caching is not None and caching.trouble
+                else f"the cache device stopped answering (a dead or pulled SSD, or its I/O errors); {lost}",
                 _remove(
                     cache,
                     "take the cache off so the origin runs on its own; the removal plan says what is and "
@@ -214,7 +224,7 @@ def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
                 ),
             )
         )
-    elif (dm is not None and dm.read_only) or getattr(caching, "read_only", False):
+    elif (dm is not None and dm.read_only) or (caching is not None and caching.read_only):
         out.append(
             Finding(
                 "cache-read-only",
@@ -230,7 +240,7 @@ def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
                 ),
             )
         )
-    if not failed and ((dm is not None and dm.needs_check) or getattr(caching, "needs_check", False)):
+    if not failed and ((dm is not None and dm.needs_check) or (caching is not None and caching.needs_check)):
         out.append(
             Finding(
                 "cache-needs-check",
@@ -575,9 +585,9 @@ def _health(look: Look, by_source: dict[str, tuple[Finding, ...]]) -> tuple[Cach
             CacheHealth(
                 c.name,
                 c.kind,
-                failed=(dm is not None and dm.failed) or bool(getattr(caching, "failed", False)),
-                read_only=(dm is not None and dm.read_only) or bool(getattr(caching, "read_only", False)),
-                needs_check=(dm is not None and dm.needs_check) or bool(getattr(caching, "needs_check", False)),
+                failed=(dm is not None and dm.failed) or _gone(caching),
+                read_only=(dm is not None and dm.read_only) or bool(caching and caching.read_only),
+                needs_check=(dm is not None and dm.needs_check) or bool(caching and caching.needs_check),
                 degraded=bool(caching and caching.degraded),
                 io_errors=sum(c.io_errors.values()) if c.io_errors else None,
                 dirty_stuck_seconds=stuck.get(c.name),

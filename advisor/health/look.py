@@ -5,12 +5,11 @@ Reading is kept apart from judging (advisor/health/doctor.py judges a :class:`Lo
 builds a Look from captured outputs and a saved snapshot gives one without this machine. What
 could not be read is kept as a fact (``unread``): doctor says it instead of guessing.
 
-Formats: ``dmsetup status`` of dm-cache (the kernel's cache.rst and dm-cache-target.c's
-cache_status: the whole status is ``Fail`` once the target failed, ``Error`` when its metadata
-could not be read; otherwise ``... <metadata mode rw|ro> <needs_check|->``) and of dm-writecache
-(writecache.rst: the first field is 0 or the error number); bcache's ``io_errors`` in the backing
-device's and the cache device's ``bcache/`` directories (bcache.rst; decayed by
-io_error_halflife); ``smartctl -j -a`` (advisor/readers/smart.py).
+Formats: ``dmsetup status`` of dm-cache and dm-writecache, whose health (fail mode, read-only
+metadata, needs_check, a writecache's error number) advisor/readers/dmstatus.py's ``health``
+reads; bcache's ``io_errors`` in the backing device's and the cache device's ``bcache/``
+directories (bcache.rst; decayed by io_error_halflife); ``smartctl -j -a``
+(advisor/readers/smart.py).
 """
 
 from __future__ import annotations
@@ -24,47 +23,13 @@ from advisor.disks.devices import Device, Inventory
 from advisor.health import boot, tunables
 from advisor.health.boot import BootFacts
 from advisor.health.findings import Finding
-from advisor.readers.dmstatus import CacheStatus, StatusError
+from advisor.readers.dmstatus import Health, health
 from advisor.readers.smart import Endurance, parse_smartctl
 from advisor.runner import CommandError, CommandRunner
 from advisor.watch.sampler import SECTOR, CacheRef, Sample, SampleSource
 
 # How far back doctor reads the watch's samples: the write rate over a week, a flush over a day.
 HISTORY_SECONDS = 7 * 86400
-
-
-@dataclass(frozen=True)
-class DmState:
-    """What a device-mapper cache's status line says of its health."""
-
-    failed: bool = False  # dm-cache in fail mode, dm-writecache with an error number
-    read_only: bool = False  # dm-cache's metadata switched to read-only after an error
-    needs_check: bool = False  # dm-cache's metadata asks for cache_check before the next activation
-    error: int = 0  # dm-writecache's error number (-5: EIO)
-    why: str = ""  # the kernel's words ("Fail", "error -5")
-
-
-def dm_state(kind: str, line: str) -> DmState | None:
-    """The health in a ``dmsetup status`` line of a dm-cache or dm-writecache target (None: not
-    such a line). Kept here, not in the sampler, because a failed target's line has none of the
-    counters the sampler reads."""
-    fields = line.split()
-    target = {"dm-cache": "cache", "dm-writecache": "writecache"}.get(kind)
-    if target is None or len(fields) < 4 or fields[2] != target:
-        return None
-    if target == "writecache":
-        try:
-            error = int(fields[3])
-        except ValueError:
-            return None
-        return DmState(failed=error != 0, error=error, why=f"error {error}" if error else "")
-    if fields[3] in ("Fail", "Error"):
-        return DmState(failed=True, why=fields[3])
-    try:
-        status = CacheStatus.parse(line)
-    except StatusError:
-        return None
-    return DmState(read_only=status.metadata_mode == "ro", needs_check=status.needs_check)
 
 
 @dataclass(frozen=True)
@@ -83,8 +48,9 @@ class CacheLook:
     ssds: tuple[str, ...] = ()  # kernel names of the disks under its cache device
 
     @property
-    def dm(self) -> DmState | None:
-        return dm_state(self.kind, self.status_line) if self.status_line else None
+    def dm(self) -> Health | None:
+        """The health its status line says (advisor/readers/dmstatus.py), for a dm target."""
+        return health(self.status_line) if self.status_line else None
 
 
 @dataclass(frozen=True)
@@ -141,8 +107,11 @@ def cache_devices(inv: Inventory) -> dict[str, Device]:
             continue
         if dev.lvm is not None and dev.lvm.role == "lv" and dev.lvm.segtype in ("cache", "writecache"):
             out[f"{dev.lvm.vg}/{dev.lvm.lv}"] = dev
-        elif dev.bcache is not None and dev.bcache.role == "bcache" and dev.bcache.cache_set_uuid:
-            out[dev.name] = dev
+        elif dev.bcache is not None and (dev.bcache.cache_set_uuid or caching.failed):
+            # a bcacheN with its cache set; one whose set is gone; a backing device whose set is
+            # gone and whose bcacheN the kernel stopped (by its own name)
+            if dev.bcache.role == "bcache" or (dev.bcache.role == "backing" and not dev.bcache.bcache_device):
+                out[dev.name] = dev
     return out
 
 

@@ -29,14 +29,14 @@ from tests.conftest import FIXTURES
 from tests.tui.test_apply_screen import FakeExecutor
 from tests.tui.test_disks_screen import FakeDiscovery
 from tests.tui.test_fit import assert_fits
-from tests.unit.fakesys import WC_LINE
 
 SIZES = [(80, 24), (200, 55)]
 DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"  # labvg/data: a writeback pool's mirror missing an SSD
 LAYERS = FIXTURES / "lab-caches" / "raw-layers.json"  # two healthy lvmcaches
 WRITECACHE = FIXTURES / "lab-caches" / "raw-writecache.json"  # labvg/data with a dm-writecache
-# writecache.rst: the status's first field is the error number the target stopped on (not captured yet)
-WC_ERROR_LINE = WC_LINE.replace("writecache 0 ", "writecache -5 ", 1)
+# the writecache whose SSD the lab pulled: its status's first field, the error, is 1
+WC_ERROR_LINE = next(line.split(": ", 1)[1] for line in (FIXTURES / "lab-deadssd" / "c-pulled-dmstatus.txt")
+                     .read_text().splitlines() if line.startswith("vgc-data: "))
 
 
 def text_of(renderable: object, width: int) -> str:
@@ -125,7 +125,7 @@ async def test_enter_on_a_failed_cache_opens_its_removal_plan(size: tuple[int, i
         screen = await open_doctor(app, pilot)
         assert rows(screen)[0][:2] == ["CRITICAL", "labvg/data"]
         pane = " ".join(text_of(screen.query_one("#finding", Static).content, size[0]).split())
-        assert "error -5" in pane and "preview the plan (remove)" in pane and rows(screen)[0][2] == "cache failed"
+        assert "error 1" in pane and "preview the plan (remove)" in pane and rows(screen)[0][2] == "cache failed"
         screen.query_one("#findings", DataTable).focus()  # the list has the focus when the screen opens
         await pilot.press("enter")
         for _ in range(100):

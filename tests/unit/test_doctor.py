@@ -19,7 +19,8 @@ from advisor.health.boot import BootFacts
 from advisor.health.doctor import Settings, days_left, examine, stuck_seconds
 from advisor.health.export import METRICS, DoctorCollector
 from advisor.health.findings import SENTENCES, exit_code
-from advisor.health.look import CacheLook, Look, SsdLook, dm_state, gather, write_rate
+from advisor.health.look import CacheLook, Look, SsdLook, gather, write_rate
+from advisor.readers.dmstatus import health
 from advisor.readers.smart import Endurance, parse_smartctl
 from advisor.runner import CommandError, CommandResult
 from advisor.watch.export import registry, textfile
@@ -39,14 +40,22 @@ DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"
 LAYERS = FIXTURES / "lab-caches" / "raw-layers.json"
 GiB = 1 << 30
 
-# Lines in the kernel's own status format where the lab has not yet captured the failure
-# (drivers/md/dm-cache-target.c, cache_status: "Fail" alone once the target failed; the metadata
-# mode "ro" and "needs_check" as the last two fields; writecache.rst: the first field is the
-# error number). Each is the captured healthy line with only those fields changed.
-FAIL_LINE = "0 1048576 cache Fail"
+DEADSSD = FIXTURES / "lab-deadssd"  # SSDs pulled under load in the lab (its README)
+
+
+def status_of(name: str, fixture: str) -> str:
+    """One device's line of a captured `dmsetup status` (without the "name: " before it)."""
+    lines = dict(line.split(": ", 1) for line in (DEADSSD / fixture).read_text().splitlines() if ": " in line)
+    return lines[name].strip()
+
+
+FAIL_LINE = status_of("vga-data", "a-pulled-dmstatus.txt")  # "0 819200 cache Fail"
+WC_ERROR_LINE = status_of("vgc-data", "c-pulled-dmstatus.txt")  # a writecache whose SSD was pulled: error 1
+# Not captured yet (the lab has not made the metadata fail while the SSD stays): the kernel's own
+# format (dm-cache-target.c, cache_status: the metadata mode "ro" and "needs_check" as the last
+# two fields), on the captured healthy line with only those fields changed.
 RO_LINE = CACHE_LINE.rsplit(" rw -", 1)[0] + " ro needs_check"
 NEEDS_CHECK_LINE = CACHE_LINE.rsplit(" rw -", 1)[0] + " rw needs_check"
-WC_ERROR_LINE = WC_LINE.replace("writecache 0 ", "writecache -5 ", 1)
 
 
 def sample(t: float, dirty: int, capacity: int = GiB, kind: str = "dm-cache", mode: str = "writeback",
@@ -68,23 +77,22 @@ def codes(found: object) -> list[tuple[str, str, str]]:
 
 
 def test_captured_status_lines_are_healthy() -> None:
-    assert dm_state("dm-cache", CACHE_LINE) == dm_state("dm-cache", CACHE_LINE.replace("writeback", "writethrough"))
-    state = dm_state("dm-cache", CACHE_LINE)
-    assert state is not None and not (state.failed or state.read_only or state.needs_check)
-    wc = dm_state("dm-writecache", WC_LINE)
-    assert wc is not None and not wc.failed and wc.error == 0
-    assert dm_state("dm-cache", WC_LINE) is None and dm_state("bcache", CACHE_LINE) is None
+    for line in (CACHE_LINE, WC_LINE):
+        said = health(line)
+        assert said is not None and said.ok
+    assert not examine(look(CacheLook("labvg/data", "dm-cache", status_line=CACHE_LINE),
+                            CacheLook("labvg/wc", "dm-writecache", status_line=WC_LINE))).findings
 
 
 def test_failure_states_in_the_kernels_format() -> None:
-    fail = dm_state("dm-cache", FAIL_LINE)
-    assert fail is not None and fail.failed and fail.why == "Fail"
-    ro = dm_state("dm-cache", RO_LINE)
+    fail = health(FAIL_LINE)
+    assert fail is not None and fail.failed and fail.said == "Fail"
+    ro = health(RO_LINE)
     assert ro is not None and ro.read_only and ro.needs_check and not ro.failed
-    check = dm_state("dm-cache", NEEDS_CHECK_LINE)
+    check = health(NEEDS_CHECK_LINE)
     assert check is not None and check.needs_check and not check.read_only
-    wc = dm_state("dm-writecache", WC_ERROR_LINE)
-    assert wc is not None and wc.failed and wc.error == -5
+    wc = health(WC_ERROR_LINE)
+    assert wc is not None and wc.failed and wc.error == 1
 
 
 # -- cache state --
@@ -116,7 +124,7 @@ def test_read_only_metadata_and_needs_check() -> None:
 def test_a_writecache_error_is_a_failure() -> None:
     report = examine(look(CacheLook("labvg/wc", "dm-writecache", status_line=WC_ERROR_LINE)))
     assert codes(report) == [("cache-failed", "critical", "labvg/wc")]
-    assert "error -5" in report.findings[0].what and "blocks written only to the cache" in report.findings[0].cause
+    assert "error 1" in report.findings[0].what and "blocks written only to the cache" in report.findings[0].cause
 
 
 def test_a_degraded_mirror_from_the_captured_snapshot(tmp_path: Path) -> None:
@@ -131,6 +139,34 @@ def test_a_degraded_mirror_from_the_captured_snapshot(tmp_path: Path) -> None:
     assert report.exit_code == 2 and not report.live and report.caches[0].degraded
     # a snapshot has no live status, SMART or samples: said as a note, not a warning
     assert [f.severity for f in report.findings if f.code == "doctor-unread"] == ["info"]
+
+
+@pytest.mark.parametrize(("raw", "found"), [
+    ("a-pulled-raw.json", [("cache-failed", "vga/data", "writethrough")]),
+    ("b-pulled-raw.json", [("cache-failed", "vgb/data", "writeback")]),
+    ("c-pulled-raw.json", [("cache-failed", "vgc/data", "writeback")]),
+    ("d-pulled-raw.json", [("cache-failed", "bcache0", "writethrough")]),
+    ("e-running-raw.json", [("cache-failed", "bcache0", "writethrough"), ("cache-failed", "bcache1", "writeback"),
+                            ("cache-inconsistent", "bcache1", None)]),
+    ("f-pulled-raw.json", [("cache-degraded", "vgf/data", None)]),
+])
+def test_a_pulled_ssd_in_the_labs_snapshots(raw: str, found: list[tuple[str, str, str | None]],
+                                           tmp_path: Path) -> None:
+    """Each cache whose SSD the lab pulled under load is critical, with the plan (or the repair)
+    that gets its origin back, and says whether anything was lost."""
+    report = doctor(Core.for_snapshot(RawSystem.load(DEADSSD / raw), tmp_path)).report
+    # the guest held the other experiments' caches too: those of this one are looked at
+    serious = [f for f in report.findings if f.severity != "info" and f.subject in {s for _, s, _ in found}]
+    assert [(f.code, f.subject, f.facts.get("mode")) for f in serious] == found
+    assert all(f.severity == "critical" and f.fix is not None for f in serious) and report.exit_code == 2
+    for f in serious:
+        if f.code == "cache-failed":
+            assert f.fix is not None and f.fix.plan == "remove"
+            assert ("nothing is lost" in f.cause) == (f.facts["mode"] == "writethrough"), f.cause
+    if raw.startswith("f-"):  # what the lab ran to repair the mirror onto a new SSD
+        fix = serious[0].fix
+        assert fix is not None and fix.command == ("lvconvert", "--repair", "vgf/data_cache_cpool_cdata")
+        assert (DEADSSD / "f-repair-data_cache_cpool_cdata.txt").exists()
 
 
 def test_a_healthy_snapshot_exits_zero(tmp_path: Path) -> None:
