@@ -132,9 +132,9 @@ class Failure:
                 f"{self.name} runs on its backing device alone"
             )
         return (
-            f"bcache dropped the cache set and {self.name} runs on its backing device alone: reads and writes reach "
-            "the disk; the backing device still names the set, so once it is stopped or the machine restarts, "
-            "bcache waits for the set and the device does not come back by itself"
+            f"{self.name} runs on its backing device alone: reads and writes reach the disk; the backing device "
+            "still names the set, so once it is stopped or the machine restarts, bcache waits for the set and the "
+            "device does not come back by itself"
         )
 
     def origin(self) -> str:

@@ -139,7 +139,8 @@ SHAPES: dict[str, Shape] = {
     ),
     "uncache": Shape(
         "lvconvert --yes --uncache VGLV",
-        says="write the dirty blocks of {VGLV} back to the slow device, then remove its cache",
+        says="write the dirty blocks of {VGLV} back to the slow device (a writethrough cache has none), then remove "
+        "its cache",
     ),
     "splitcache": Shape(
         "lvconvert --yes --splitcache VGLV",

@@ -282,3 +282,25 @@ def test_a_writeback_bcache_rescue_needs_the_loss_accepted_and_one_started_stale
     assert [s.id for s in plan.steps] == ["stop", "register", "run"]
     with pytest.raises(Refused, match="already runs without its cache set"):
         make("e-running-raw.json", "remove", RemoveOptions(device="/dev/sda5", accept_data_loss=True))
+
+
+def test_the_lab_proved_the_writecache_rescue_these_steps_run() -> None:
+    """The third boot ran the rescue's commands by hand on the inactive LV (i-*.txt): each one
+    worked, and the files written before the attach were on the origin."""
+    plan = make("i-pulled-raw.json", "remove", RemoveOptions(device="/dev/vgi/data", accept_data_loss=True))
+    ran = {"deactivate": "i-deactivate.txt", "uncache": "i-uncache-force.txt", "vgreduce-missing": "i-vgreduce.txt"}
+    for step in plan.steps:
+        if step.id in ran:
+            assert (DEAD / ran[step.id]).read_text().strip().splitlines()[-1].startswith("rc 0"), step.id
+    assert "writecache has been detached" in (DEAD / "i-uncache-force.txt").read_text()
+    verify = (DEAD / "i-verify.txt").read_text()
+    assert "a: OK" in verify and "b: OK" in verify and "c: FAILED" in verify  # c went through the writecache
+
+
+def test_a_bcache_detach_does_nothing_once_its_set_is_gone() -> None:
+    """Why the rescue restarts the device instead: after a detach the superblock still names the
+    set, and registered again the device waits for it (g-*.txt)."""
+    assert "cset.uuid\t\t11111111-2222-3333-4444-555555555511" in (DEAD / "g-detached-super.txt").read_text()
+    waiting = json.loads((DEAD / "g-reregistered-backing.json").read_text())
+    assert waiting["running"] == "0" and waiting["state"] == "clean" and "dev ->" not in waiting
+    assert "cache_state\t3 [inconsistent]" in (DEAD / "h-detached-super.txt").read_text()  # after running=1
