@@ -121,7 +121,8 @@ def findings(run: GuestRun, name: str) -> list[dict[str, Any]]:
 
 def test_doctor_names_a_flush_that_does_not_progress(guest: GuestRun) -> None:
     found = findings(guest, "stuck-doctor.json")
-    print(guest.read("stuck-doctor.txt"))
+    for f in found:
+        print(f["severity"], f["subject"], f["what"], "Cause:", f["cause"], "Fix:", (f["fix"] or {}).get("how"))
     stuck = {f["subject"] for f in found if f["code"] == "dirty-stuck"}
     assert stuck & {"pc/wb", "pc/mir", "pc/wc"} and any(s.startswith("bcache") for s in stuck), stuck
     for f in found:

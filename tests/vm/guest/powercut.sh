@@ -108,7 +108,6 @@ cw doctor --json > "$LAB_OUT/stuck-doctor-1.json" 2> "$LAB_OUT/stuck-doctor-1.er
 sleep 15
 rc=0; cw doctor --stuck-after 10s --dirty-above 1 --json > "$LAB_OUT/stuck-doctor.json" 2> "$LAB_OUT/stuck-doctor.err" || rc=$?
 echo $rc > "$LAB_OUT/stuck-doctor.rc"
-cw doctor --stuck-after 10s --dirty-above 1 > "$LAB_OUT/stuck-doctor.txt" 2>&1 || true
 dirty_now > "$LAB_OUT/dirty-before-cut.txt"
 dmsetup status > "$LAB_OUT/dmstatus-before-cut.txt"
 stamp cut

@@ -59,12 +59,18 @@ if cw doctor --help > /dev/null 2>&1; then
 fi
 # A machine where activation would fail at the next boot: lvm2 told to check cache metadata with
 # a program that is not there (lvm.conf bound over the read-only root's, in this guest only).
-sed 's|^\(\s*\)# cache_check_executable = .*|\1cache_check_executable = "/usr/sbin/cache_check_gone"|' /etc/lvm/lvm.conf > /run/lvm-bad.conf
-grep -n 'cache_check_executable = "/usr/sbin/cache_check_gone"' /run/lvm-bad.conf > "$LAB_OUT/bad-lvmconf.txt" || true
-mount --bind /run/lvm-bad.conf /etc/lvm/lvm.conf
-lvmconfig --typeconfig full global/cache_check_executable >> "$LAB_OUT/bad-lvmconf.txt" 2>&1 || true
+if [ -e /etc/lvm/lvm.conf ]; then
+  sed 's|^\(\s*\)# cache_check_executable = .*|\1cache_check_executable = "/usr/sbin/cache_check_gone"|' /etc/lvm/lvm.conf > /run/lvm-bad.conf
+  mount --bind /run/lvm-bad.conf /etc/lvm/lvm.conf
+  undo_conf() { umount /etc/lvm/lvm.conf; }
+else  # virtme-ng's /etc has no lvm.conf: lvm2 runs on its defaults
+  mkdir -p /etc/lvm
+  printf 'global {\n\tcache_check_executable = "/usr/sbin/cache_check_gone"\n}\n' > /etc/lvm/lvm.conf
+  undo_conf() { rm -f /etc/lvm/lvm.conf; }
+fi
+lvmconfig --typeconfig full global/cache_check_executable > "$LAB_OUT/bad-lvmconf.txt" 2>&1 || true
 rc=0; cw doctor --json > "$LAB_OUT/bad-doctor.json" 2> "$LAB_OUT/bad-doctor.err" || rc=$?
 echo $rc > "$LAB_OUT/bad-doctor.rc"
 cw doctor > "$LAB_OUT/bad-doctor.txt" 2>&1 || true
-umount /etc/lvm/lvm.conf
+undo_conf
 stamp done
