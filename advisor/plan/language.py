@@ -301,7 +301,7 @@ def match_write(target: tuple[str, str]) -> Match | None:
             args = {"VALUE": value, "FILE": path}
             if allowed == "DEV":
                 args["DEV"] = value
-            if "stop" in path:
+            if name == "bcache-stop-set":
                 args["SET"] = path.split("/")[-2]
             return Match(name, args)
     return None

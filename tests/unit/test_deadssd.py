@@ -14,6 +14,7 @@ import pytest
 from advisor.disks.collect import RawSystem, parse_dm_status
 from advisor.disks.devices import Device, Inventory
 from advisor.disks.discovery import build_inventory
+from advisor.plan.canon import cache_sets
 from advisor.plan.model import Plan, PlanError
 from advisor.readers import dmstatus
 from advisor.runner import CommandResult
@@ -304,3 +305,10 @@ def test_a_bcache_detach_does_nothing_once_its_set_is_gone() -> None:
     waiting = json.loads((DEAD / "g-reregistered-backing.json").read_text())
     assert waiting["running"] == "0" and waiting["state"] == "clean" and "dev ->" not in waiting
     assert "cache_state\t3 [inconsistent]" in (DEAD / "h-detached-super.txt").read_text()  # after running=1
+
+
+def test_the_bcache_rescue_names_no_cache_set_to_stop() -> None:
+    """Stopping the bcache device is not stopping a cache set: preflight holds a plan that stops a
+    set to the set its backing device is attached to, and this one has none (the lab refused it so)."""
+    plan = make("d-pulled-raw.json", "remove", RemoveOptions(device="/dev/bcache0"))
+    assert cache_sets(plan) == set()
