@@ -48,6 +48,8 @@ sentences(
         "ssd-days-left": "{subject} has about {days:.0f} days of endurance left at the {rate} a day its caches "
         "write to it",
         "doctor-unread": "could not read {what}: {why}",
+        "ssd-wear-unknown": "{subject} reports no wear through SMART (neither the share of its endurance used nor "
+        "the data written), so how long it lasts is not known",
     }
 )
 
@@ -481,6 +483,17 @@ def ssd_wear(look: Look, settings: Settings) -> list[Finding]:
     out = []
     for ssd in look.ssds:
         wear = ssd.endurance
+        if ssd.wear_unknown:
+            out.append(
+                Finding(
+                    "ssd-wear-unknown",
+                    "info",
+                    ssd.devnode,
+                    {"caches": list(ssd.caches)},
+                    "emulated disks and many USB bridges pass no wear attributes through",
+                    Fix("read the SSD's wear with its maker's tool, or look at its written data now and then"),
+                )
+            )
         if wear is None:
             continue
         caches = ", ".join(ssd.caches)

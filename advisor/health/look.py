@@ -63,6 +63,7 @@ class SsdLook:
     endurance: Endurance | None = None
     write_rate_bytes: float | None = None  # per second
     rate_source: str = ""  # "sampler" (the recorded samples) or "smart" (its lifetime average)
+    wear_unknown: bool = False  # SMART answered but reports no wear (emulated disks, some USB bridges)
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,11 @@ def _smart(runner: CommandRunner, devnode: str) -> tuple[Endurance | None, str]:
         return None, exc.what
     wear = parse_smartctl(out.stdout)
     if wear is None:
-        return None, "SMART reports neither the share of its endurance used nor the data written"
+        return None, NO_WEAR
     return wear, ""
+
+
+NO_WEAR = "SMART reports neither the share of its endurance used nor the data written"
 
 
 def _dm_status(runner: CommandRunner) -> tuple[dict[str, str], str]:
@@ -269,7 +273,8 @@ def _ssds(
         dev = inventory.by_name(disk) if inventory is not None else None
         devnode = dev.devnode if dev is not None else f"/dev/{disk}"
         wear, why = (None, "SMART needs root") if not root else _smart(runner, devnode)
-        if why:
+        unknown = why == NO_WEAR
+        if why and not unknown:  # a disk that reports no wear was read: nothing failed
             unread.append((f"the wear of {devnode}", why))
         measured = [write_rate(c.past + ((c.sample,) if c.sample else ())) for c in on]
         spans = [m for m in measured if m is not None]
@@ -279,7 +284,7 @@ def _ssds(
             rate, source = sum(r for r, _ in spans), "sampler"
         elif wear is not None and wear.data_written_bytes and wear.power_on_hours:
             rate, source = wear.data_written_bytes / (wear.power_on_hours * 3600), "smart"
-        out.append(SsdLook(disk, devnode, tuple(c.name for c in on), wear, rate, source))
+        out.append(SsdLook(disk, devnode, tuple(c.name for c in on), wear, rate, source, wear_unknown=unknown))
     return tuple(out)
 
 

@@ -124,7 +124,8 @@ def test_doctor_names_a_flush_that_does_not_progress(guest: GuestRun) -> None:
     for f in found:
         print(f["severity"], f["subject"], f["what"], "Cause:", f["cause"], "Fix:", (f["fix"] or {}).get("how"))
     stuck = {f["subject"] for f in found if f["code"] == "dirty-stuck"}
-    assert stuck & {"pc/wb", "pc/mir", "pc/wc"} and any(s.startswith("bcache") for s in stuck), stuck
+    # bcache's writeback was switched off (writeback_running 0): its dirty data cannot go down
+    assert any(s.startswith("bcache") for s in stuck), stuck
     for f in found:
         if f["code"] == "dirty-stuck":
             assert f["cause"] and f["fix"] and f["fix"]["how"], f

@@ -280,6 +280,24 @@ def test_a_worn_ssd_and_its_days_left() -> None:
     assert codes(examine(look(ssds=(slow,)))) == [("ssd-worn", "warning", "/dev/sdc")]
 
 
+def test_an_ssd_that_reports_no_wear_is_a_note_not_a_warning() -> None:
+    """Seen in the lab: every emulated SSD answers SMART without wear attributes (as many USB
+    bridges do); a healthy machine must not exit 1 for it."""
+    from advisor.health.look import NO_WEAR, _smart
+
+    class Runner:
+        def which(self, tool: str) -> str | None:
+            return "/usr/sbin/smartctl"
+
+        def run(self, argv: list[str], timeout: float | None = None, check: bool = True) -> CommandResult:
+            return CommandResult(tuple(argv), 0, '{"smartctl": {"exit_status": 0}, "device": {"name": "/dev/sdb"}}', "", 0.1)
+
+    assert _smart(Runner(), "/dev/sdb") == (None, NO_WEAR)  # type: ignore[arg-type]
+    ssd = SsdLook("sdb", "/dev/sdb", ("pc/wt",), None, None, "", wear_unknown=True)
+    report = examine(look(ssds=(ssd,)))
+    assert codes(report) == [("ssd-wear-unknown", "info", "/dev/sdb")] and report.exit_code == 0
+
+
 def test_the_write_rate_from_the_samples_skips_a_reboot() -> None:
     samples = [sample(0, 0, cache_written=1000), sample(100, 0, cache_written=3000),
                sample(200, 0, cache_written=10), sample(300, 0, cache_written=2010)]

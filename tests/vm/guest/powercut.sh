@@ -104,6 +104,9 @@ done
 # A flush that does not progress: writers keep every writeback cache dirty. doctor records the
 # caches' samples at each run; the second run, 15 s later, judges dirty data that has not gone down.
 stamp doctor-stuck
+# bcache's writeback switched off, as a mistaken tuning or a script left it: its dirty data cannot
+# go down (writeback_percent alone keeps it dirty on purpose, which doctor does not call stuck)
+echo 0 > "/sys/block/$(cat "$LAB_OUT/bwb-name.txt")/bcache/writeback_running"
 cw doctor --json > "$LAB_OUT/stuck-doctor-1.json" 2> "$LAB_OUT/stuck-doctor-1.err" || true
 sleep 15
 rc=0; cw doctor --stuck-after 10s --dirty-above 1 --json > "$LAB_OUT/stuck-doctor.json" 2> "$LAB_OUT/stuck-doctor.err" || rc=$?
