@@ -340,7 +340,7 @@ def _threshold(s: Sample, settings: Settings) -> float:
     """The dirty share above which a cache that does not flush is stuck: what the kernel keeps dirty
     on purpose (bcache's writeback_percent, dm-writecache's high watermark) is not stuck."""
     share = settings.dirty_share
-    if s.kind == "bcache" and s.writeback_percent:
+    if s.kind == "bcache" and s.writeback_percent and s.writeback_running is not False:
         share = max(share, s.writeback_percent / 100 + 0.05)
     if s.kind == "dm-writecache":
         share = max(share, WRITECACHE_HIGH_WATERMARK / 100 + 0.05)

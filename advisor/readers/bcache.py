@@ -28,6 +28,7 @@ STATE_FILES = (
     "sequential_cutoff",
     "writeback_percent",
     "writeback_rate",
+    "writeback_running",
     "running",
     "label",
     "backing_dev_uuid",
@@ -116,6 +117,7 @@ class BcacheState:
     writeback_rate_bytes: int | None  # per second
     running: bool | None
     stats: dict[str, Stats]  # by period: "stats_total", "stats_day", ...
+    writeback_running: bool | None = None  # False: writeback switched off, dirty data cannot go down
 
     @property
     def clean(self) -> bool:
@@ -130,6 +132,7 @@ class BcacheState:
             if all(v is not None for v in values):
                 stats[period] = Stats(*values)  # type: ignore[arg-type]
         running = files.get("running")
+        writeback_running = files.get("writeback_running")
         return cls(
             state=files.get("state"),
             cache_mode=selected(files.get("cache_mode")),
@@ -139,6 +142,7 @@ class BcacheState:
             writeback_rate_bytes=hprint_bytes(files.get("writeback_rate")),
             running=None if running is None else running == "1",
             stats=stats,
+            writeback_running=None if writeback_running is None else writeback_running == "1",
         )
 
 

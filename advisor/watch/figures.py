@@ -229,7 +229,12 @@ def stall_causes(s: Sample, before: Sample) -> tuple[str, ...]:
             "data; copy what you can from the cached device first, then see lvmcache(7) or bcache's "
             "documentation on a failed cache."
         )
-    if (
+    if s.kind == "bcache" and s.writeback_running is False:
+        causes.append(
+            "bcache's writeback is switched off (writeback_running is 0): nothing is written back until "
+            f"it is on again: echo 1 > /sys/block/{s.target}/bcache/writeback_running."
+        )
+    elif (
         s.kind == "bcache"
         and s.mode == "writeback"
         and s.writeback_percent

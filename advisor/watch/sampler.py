@@ -119,6 +119,7 @@ class Sample:
     writeback_bytes: int | None = None  # dm-writecache: being written back now
     writeback_rate_bytes: int | None = None  # bcache: the writeback rate per second
     writeback_percent: int | None = None  # bcache: dirty share it keeps on purpose
+    writeback_running: bool | None = None  # bcache: False when its writeback is switched off
     errors: int | None = None
     device_io: Io | None = None  # the cached device itself: what its users ask for
     origin_io: Io | None = None
@@ -525,6 +526,7 @@ class Sampler:
             bypass_misses=total.bypass_misses if total else None,
             writeback_rate_bytes=st.writeback_rate_bytes,
             writeback_percent=st.writeback_percent,
+            writeback_running=st.writeback_running,
             raw=files,
             trouble=failure.sentence() if failure else "",
         )

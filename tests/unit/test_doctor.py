@@ -228,6 +228,20 @@ def test_bcache_holding_its_writeback_percent_is_not_stuck_but_above_it_is() -> 
     assert report.findings[0].fix is not None and report.findings[0].fix.plan == "remove"
 
 
+def test_bcache_with_its_writeback_switched_off_is_stuck_below_its_writeback_percent() -> None:
+    """writeback_running 0 (a tuning or a script left it so): nothing is written back, so dirty
+    data under writeback_percent is stuck too, and the cause says how to switch it on."""
+    off = tuple(sample(t, GiB // 10, kind="bcache", writeback_percent=40, writeback_running=False)
+                for t in range(0, 7200, 600))
+    report = examine(look(CacheLook("bcache0", "bcache", sample=off[-1], past=off[:-1])), Settings(dirty_share=0.05))
+    assert codes(report) == [("dirty-stuck", "warning", "bcache0")]
+    assert "writeback_running is 0" in report.findings[0].cause and "writeback_percent (40%)" not in report.findings[0].cause
+    files = {"state": "dirty", "cache_mode": "writethrough [writeback]", "dirty_data": "27.1M", "writeback_running": "0"}
+    from advisor.readers.bcache import BcacheState
+
+    assert BcacheState.parse(files).writeback_running is False
+
+
 def test_stuck_for_a_day_is_critical_and_a_long_gap_ends_the_run() -> None:
     day = tuple(sample(t, GiB // 2) for t in range(0, 90_000, 3600))
     assert stuck_seconds(day, GiB * 0.2) == 86400
