@@ -11,6 +11,8 @@ tests/fixtures/host-boot/lvmconfig-*.txt (lvm2 2.03.16, Debian 12).
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 
 from advisor.errors import Described, codes
@@ -21,6 +23,9 @@ CHECKERS = {
     "cache": ("cache_check_executable", "cache_check_options"),
     "thin": ("thin_check_executable", "thin_check_options"),
 }
+# What lvm2 2.03.16's `lvmconfig --typeconfig full` says when no lvm.conf exists at all.
+NO_CONFIG_FILE = "Cannot clone NULL config node"
+
 SETTINGS = tuple(f"global/{s}" for pair in CHECKERS.values() for s in pair)
 
 Value = str | int | float | tuple[str | int | float, ...]
@@ -136,6 +141,12 @@ def read(runner: CommandRunner) -> dict[str, Checker]:
     lvm2's own words) when lvmconfig fails; the runner's CommandError when it cannot run."""
     argv = ["lvmconfig", "--typeconfig", "full", *SETTINGS]
     result = runner.run(argv, timeout=30, check=False)
+    if result.returncode != 0 and NO_CONFIG_FILE in result.stderr:
+        # No lvm.conf at all (seen in the lab's guest): lvm2 runs on its built-in defaults, and
+        # `--typeconfig full` fails instead of printing them; `default` prints them commented out.
+        result = runner.run(["lvmconfig", "--typeconfig", "default", *SETTINGS], timeout=30, check=False)
+        if result.returncode == 0:
+            return checkers(parse(re.sub(r"(?m)^#\s*", "", result.stdout)))
     if result.returncode != 0:
         words = " ".join(result.stderr.split())[:300] or f"exit code {result.returncode}"
         raise LvmConfigError(f"lvmconfig could not read lvm2's configuration: {words}")

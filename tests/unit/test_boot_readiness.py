@@ -164,6 +164,25 @@ def test_a_broken_lvm_conf_is_a_finding_in_lvm2s_own_words() -> None:
     assert "labvg/data, labvg/vault" in found[0].what and "Parse error" in found[0].what
 
 
+def test_without_any_lvm_conf_lvm2s_built_in_defaults_are_read() -> None:
+    """virtme-ng's guest has no /etc/lvm/lvm.conf: `--typeconfig full` then fails ("Cannot clone
+    NULL config node"), and lvm2 runs on its defaults, which `--typeconfig default` prints."""
+
+    class NoConf(Answers):
+        def run(self, argv: Sequence[str], *, timeout: float | None = None, check: bool = True) -> CommandResult:
+            self.ran.append(tuple(argv))
+            if argv[2] == "full":
+                return CommandResult(tuple(argv), 5, "", (HOST / "lvmconfig-full-no-lvm-conf.err").read_text(), 0.1)
+            return CommandResult(tuple(argv), 0, (HOST / "lvmconfig-default-no-lvm-conf.txt").read_text(), "", 0.1)
+
+    runner = NoConf({"lvmconfig": ("", "", 0)})
+    found = lvmconfig.read(runner)  # type: ignore[arg-type]
+    assert [r[2] for r in runner.ran] == ["full", "default"]
+    assert found["cache"].executable == "/usr/sbin/cache_check"
+    assert found["cache"].options == ("-q", "--clear-needs-check-flag")
+    assert found["thin"].executable == "/usr/sbin/thin_check"
+
+
 def test_the_checkers_as_configured_each_give_their_finding() -> None:
     assert boot.readiness(LAYERS, facts()) == []
     disabled = boot.readiness(LAYERS, facts(checkers=checkers("disabled")))
