@@ -12,7 +12,6 @@ tests/fixtures/host-boot/lvmconfig-*.txt (lvm2 2.03.16, Debian 12).
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 
 from advisor.errors import Described, codes
