@@ -77,7 +77,7 @@ def test_every_fsynced_file_is_unchanged(guest: GuestRun) -> None:
     for name in (*LVS, *BCACHES):
         result = guest.read(f"after-{name}-sums.txt")
         files = len(guest.read(f"{name}.sums").splitlines())
-        assert files == 6, f"{name}: {files} files recorded"
+        assert files == (6 if name in LVS else 3), f"{name}: {files} files recorded"  # bcache: made empty
         assert result.strip().endswith("ok"), f"{name} after the power cut:\n{result}"
 
 
@@ -108,9 +108,10 @@ def test_status_and_scan_describe_every_cache_after_the_reboot(guest: GuestRun) 
         bdev = guest.read(f"after-{name}-device.txt").strip().removeprefix("/dev/")
         assert bdev in text, f"status --json does not name {bdev}"
     scan = json.loads(guest.read("after-scan.json"))
-    kinds = sorted(d["caching"]["kind"] for d in scan["devices"] if d.get("caching") and d["caching"].get("role") in ("cached", "origin", "backing"))
-    print(kinds)
-    assert kinds, "scan describes no cache after the reboot"
+    removable = [d["caching"]["kind"] for d in scan["devices"] if d.get("caching") and d["caching"].get("remove")]
+    print(sorted(removable))
+    assert removable.count("lvmcache") == 3 and removable.count("dm-writecache") == 1, removable
+    assert removable.count("bcache") >= 2, removable
 
 
 def findings(run: GuestRun, name: str) -> list[dict[str, Any]]:
