@@ -24,6 +24,7 @@ SCENARIO = Scenario(
     ),
     timeout=7200,
     expected_s=3000,
+    paired=True,  # one vCPU beside another soak or paired guest
 )
 LV_PLANS = ("uncache", "wc-attach", "wc-detach")
 
