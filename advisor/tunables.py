@@ -9,8 +9,8 @@ size, writecache settings) in its metadata, so only these two need keeping.
 cachewise keeps them in one file per cached device, ``/etc/cachewise/bcache/<UUID>.conf``, named
 by the backing device's bcache UUID: the ``dev.uuid`` bcache-super-show prints, sysfs's
 ``backing_dev_uuid``, the kernel's ``CACHED_UUID`` uevent property and udev's
-``/dev/bcache/by-uuid/<UUID>``, which survives bcacheN renumbering. The package's udev rule runs
-``cachewise tunables apply`` for each bcache device that appears, which writes them again.
+``/dev/bcache/by-uuid/<UUID>``, which survives bcacheN renumbering. The package's udev rule
+writes them again for each bcache device that appears (the CLI's tunables command, docs/tunables.md).
 
 The file holds ``key=value`` lines (``#`` comments and blank lines allowed). It is written
 whole and atomically (advisor/outputs.py), root's and 0644, and read only when it is a regular
