@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from advisor.disks.caches import mirror_legs
 from advisor.disks.devices import Caching
 from advisor.disks.gate import WRITECACHE_ENTRY_BYTES, WRITECACHE_HIGH_WATERMARK, WRITECACHE_MEMORY_SHARE
 from advisor.health.boot import readiness
@@ -173,17 +174,9 @@ def _raid_parts(look: Look, cache: CacheLook) -> list[str]:
     inv, dev = look.inventory, cache.device
     if inv is None or dev is None:
         return []
-    found, todo, seen = [], list(dev.slaves), set()
-    while todo:
-        sub = inv.by_name(todo.pop())
-        if sub is None or sub.name in seen:
-            continue
-        seen.add(sub.name)
-        if sub.lvm is not None and sub.lvm.segtype == "raid1" and sub.lvm.lv:
-            found.append(f"{sub.lvm.vg}/{sub.lvm.lv.strip('[]')}")
-            continue
-        todo += list(sub.slaves)
-    return sorted(found)
+    return sorted(
+        f"{sub.lvm.vg}/{sub.lvm.lv.strip('[]')}" for sub in mirror_legs(inv, dev) if sub.lvm is not None and sub.lvm.lv
+    )
 
 
 def cache_state(look: Look, settings: Settings) -> list[Finding]:
