@@ -76,6 +76,17 @@ for d in wt wb mir wc bwt bwb; do
 done
 lvs -a --reportformat json -o vg_name,lv_name,segtype,cache_mode,lv_attr,devices > "$LAB_OUT/before-lvs.json"
 
+# A flush that does not progress, before the writers start (doctor took 85-93 s a run on one vCPU
+# beside them, 10 s without): bcache's writeback switched off holds the dirty data the files left.
+# doctor records the caches' samples at each run; the second, 15 s later, judges them.
+stamp doctor-stuck
+# bcache's writeback switched off, as a mistaken tuning or a script left it: its dirty data cannot
+# go down (writeback_percent alone keeps it dirty on purpose, which doctor does not call stuck)
+echo 0 > "/sys/block/$(cat "$LAB_OUT/bwb-name.txt")/bcache/writeback_running"
+cw doctor --json > "$LAB_OUT/stuck-doctor-1.json" 2> "$LAB_OUT/stuck-doctor-1.err" || true
+sleep 15
+rc=0; cw doctor --stuck-after 10s --dirty-above 1 --json > "$LAB_OUT/stuck-doctor.json" 2> "$LAB_OUT/stuck-doctor.err" || rc=$?
+echo $rc > "$LAB_OUT/stuck-doctor.rc"
 # --- writers keep blocks dirty in every writeback cache (their scratch files are not checked) ---
 stamp dirty
 for d in wb mir; do  # smq promotes what is read often: read the scratch file, then rewrite it
@@ -101,16 +112,6 @@ for _ in $(seq 40); do
   if awk '{v=$2; sub(/[kKMG]$/,"",v); if (v+0 <= 0) bad=1} END {exit bad}' "$LAB_OUT/dirty-before-cut.txt"; then break; fi
   sleep 0.5
 done
-# A flush that does not progress: writers keep every writeback cache dirty. doctor records the
-# caches' samples at each run; the second run, 15 s later, judges dirty data that has not gone down.
-stamp doctor-stuck
-# bcache's writeback switched off, as a mistaken tuning or a script left it: its dirty data cannot
-# go down (writeback_percent alone keeps it dirty on purpose, which doctor does not call stuck)
-echo 0 > "/sys/block/$(cat "$LAB_OUT/bwb-name.txt")/bcache/writeback_running"
-cw doctor --json > "$LAB_OUT/stuck-doctor-1.json" 2> "$LAB_OUT/stuck-doctor-1.err" || true
-sleep 15
-rc=0; cw doctor --stuck-after 10s --dirty-above 1 --json > "$LAB_OUT/stuck-doctor.json" 2> "$LAB_OUT/stuck-doctor.err" || rc=$?
-echo $rc > "$LAB_OUT/stuck-doctor.rc"
 dirty_now > "$LAB_OUT/dirty-before-cut.txt"
 dmsetup status > "$LAB_OUT/dmstatus-before-cut.txt"
 stamp cut
