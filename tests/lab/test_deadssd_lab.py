@@ -64,6 +64,20 @@ def test_status_reports_each_failure_at_once(guest: GuestRun) -> None:
     assert mirror["state"] == "degraded" and "repair the mirror" in mirror["trouble"]
 
 
+def test_doctor_names_each_pulled_ssd_with_its_way_out(guest: GuestRun) -> None:
+    print(guest.read("doctor.txt"))
+    data = json.loads(guest.read("doctor.json"))
+    found = {(f["code"], f["subject"]): f for f in data["findings"]}
+    for lv in ("vga/data", "vgc/data"):
+        failed = found.get(("cache-failed", lv))
+        assert failed is not None and failed["severity"] == "critical", sorted(found)
+        assert failed["fix"] and (failed["fix"]["plan"] or failed["fix"]["command"]), failed
+    assert any(code == "cache-failed" and subject.startswith("bcache") for code, subject in found), sorted(found)
+    degraded = found.get(("cache-degraded", "vgf/data"))
+    assert degraded is not None and "repair" in json.dumps(degraded["fix"]), sorted(found)
+    assert guest.read("doctor.rc").strip() == "2"
+
+
 def test_lvmcache_writethrough_is_rescued_with_nothing_lost(guest: GuestRun) -> None:
     preview = guest.read("a-preview.txt")
     assert "Rescue vga/data" in preview and "nothing is lost" in preview

@@ -79,6 +79,9 @@ for p in $(cat "$O/loads"); do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/n
 cw status --json > "$O/status.json"
 cw status > "$O/status.txt" 2>&1 || true
 dmsetup status > "$O/dmstatus.txt"
+rc=0; cw doctor --json > "$O/doctor.json" 2> "$O/doctor.err" || rc=$?
+echo $rc > "$O/doctor.rc"
+cw doctor > "$O/doctor.txt" 2>&1 || true
 
 # --- the way out ---
 plan() {  # plan NAME ARGS...: the plan (or its refusal) and its preview
