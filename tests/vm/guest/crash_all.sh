@@ -47,7 +47,7 @@ dirty_lv() {  # a writer leaves dirty blocks in a writeback cache (its scratch f
 stamp uncache
 cw plan lvmcache-attach --lv cr/data --ssd "$ssd_id" --size 64m --mode writeback -o "$LAB_OUT/lc-attach.json" > /dev/null
 cached_lv() { bare_lv; cw apply "$LAB_OUT/lc-attach.json" --yes > "$LAB_OUT/lc-attach-last.txt" 2>&1; dirty_lv
-  cw plan lvmcache-uncache --lv cr/data --release-ssd "$ssd_id" -o "$LAB_OUT/lc-uncache.json" > /dev/null; }
+  rm -f "$LAB_OUT/lc-uncache.json"; cw plan lvmcache-uncache --lv cr/data --release-ssd "$ssd_id" -o "$LAB_OUT/lc-uncache.json" > /dev/null; }
 cached_lv
 crash_each_step "$LAB_OUT/lc-uncache.json" uncache verify_lv cached_lv
 
@@ -58,7 +58,7 @@ cw plan writecache-attach --lv cr/data --ssd "$ssd_id" --size 64m -o "$LAB_OUT/w
 crash_each_step "$LAB_OUT/wc-attach.json" wc-attach verify_lv bare_lv
 stamp wc-detach
 wc_lv() { bare_lv; cw apply "$LAB_OUT/wc-attach.json" --yes > "$LAB_OUT/wc-attach-last.txt" 2>&1; dirty_lv
-  cw plan writecache-detach --lv cr/data --release-ssd "$ssd_id" -o "$LAB_OUT/wc-detach.json" > /dev/null; }
+  rm -f "$LAB_OUT/wc-detach.json"; cw plan writecache-detach --lv cr/data --release-ssd "$ssd_id" -o "$LAB_OUT/wc-detach.json" > /dev/null; }
 wc_lv
 crash_each_step "$LAB_OUT/wc-detach.json" wc-detach verify_lv wc_lv
 bare_lv
@@ -96,7 +96,7 @@ bcache_with_data() {  # a writeback bcache with files (their sums in b.sums) and
   fio --name=w --filename=$bmnt/scratch --size=8M --rw=randwrite --bs=4k --direct=1 --ioengine=libaio \
       --iodepth=2 --time_based --runtime=3 --output-format=terse > /dev/null
   cat /sys/block/$bname/bcache/dirty_data >> "$LAB_OUT/bc-detach-dirty.txt"
-  cw plan bcache-detach --device /dev/$bname -o "$LAB_OUT/bc-detach.json" > /dev/null
+  rm -f "$LAB_OUT/bc-detach.json"; cw plan bcache-detach --device /dev/$bname -o "$LAB_OUT/bc-detach.json" > /dev/null
 }
 verify_b() {  # the files on the bcache device (running with or without its cache) or on the backing disk
   local bname
