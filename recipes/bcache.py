@@ -272,7 +272,13 @@ def bcache_rescue(inv: Inventory, backing: Device, accept_loss: bool) -> Plan:
             write=("/sys/fs/bcache/register_quiet", backing.display_path),
             post=(Sysfs(path=f"{B}/running", value="0"),),
         ),
-        Step("run", (), write=(f"{B}/running", "1"), post=(Sysfs(path=f"{B}/state", value="inconsistent"),)),
+        Step(
+            "run",
+            (),
+            write=(f"{B}/running", "1"),
+            pre=(Sysfs(path=f"{B}/running", value="0"), NoSysfs(path=f"{B}/cache")),
+            post=(Sysfs(path=f"{B}/state", value="inconsistent"),),
+        ),
     )
     lacks = failure_of(backing, caching).origin()
     return Plan(

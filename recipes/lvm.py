@@ -19,6 +19,7 @@ from advisor.disks.failure import Failure
 from advisor.errors import codes, next_step
 from advisor.plan.checks import (
     LvExists,
+    LvPartial,
     NoLv,
     NoSignature,
     NotMounted,
@@ -480,7 +481,7 @@ def rescue_steps(origin: Device, caching: Caching, segtype: str, accept_loss: bo
         Step(
             "uncache",
             uncache or ("lvconvert", "--yes", "--uncache", vglv),
-            pre=(Segtype(lv=vglv, segtype=segtype),),
+            pre=(Segtype(lv=vglv, segtype=segtype), *((LvPartial(lv=vglv),) if uncache else ())),
             post=(NotSegtype(lv=vglv, segtype=segtype),),
             seconds=5.0,
         )

@@ -25,6 +25,7 @@ from advisor.plan.checks import (
     InitramfsCarries,
     LvComplete,
     LvExists,
+    LvPartial,
     NoLv,
     NoSignature,
     NoSysfs,
@@ -160,7 +161,10 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
     if shape in ("uncache", "splitcache", "uncache-force"):
         if not ctx.segtype:
             return "a plan of this kind removes no cache"
-        return (Segtype(lv=vglv, segtype=ctx.segtype),), [frozenset({NotSegtype(lv=vglv, segtype=ctx.segtype)})]
+        pre = (Segtype(lv=vglv, segtype=ctx.segtype),)
+        if shape == "uncache-force":  # never a cache whose SSD is there (or came back): it drops its dirty data
+            pre = (*pre, LvPartial(lv=vglv))
+        return pre, [frozenset({NotSegtype(lv=vglv, segtype=ctx.segtype)})]
     if shape == "cachemode":
         return (Segtype(lv=vglv, segtype="cache"),), [frozenset({CacheMode(lv=vglv, mode=a["MODE"])})]
     if shape == "make-bcache":
@@ -193,7 +197,10 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
     if shape == "bcache-stop-device":
         return (), [frozenset({NoSysfs(path=B)})]
     if shape == "bcache-run":
-        return (), [frozenset({Sysfs(path=f"{B}/state", value="inconsistent")})]
+        # only a backing device waiting for a cache set that is not there: started by hand, it is
+        # marked stale for good (a set that came back would have attached it: its cache link)
+        pre = (Sysfs(path=f"{B}/running", value="0"), NoSysfs(path=f"{B}/cache"))
+        return pre, [frozenset({Sysfs(path=f"{B}/state", value="inconsistent")})]
     if shape == "bcache-stop-set":
         return (), [frozenset({NoSysfs(path=f"/sys/fs/bcache/{a['SET']}")})]
     if shape == "bcache-tunables-file":

@@ -266,15 +266,22 @@ class LvComplete(Check):
     lv: str
 
     def describe(self) -> str:
+        if self.negated:
+            return f"LV {self.lv} has a part on a missing device (its cache's SSD is gone)"
         return f"LV {self.lv} has no part on a missing device"
 
     def holds(self, system: SystemView) -> bool:
         row = system.lv(self.lv)
-        return row is not None and not row.partial
+        return row is not None and row.partial == self.negated
 
     def ansible(self, r: str = "r") -> Ansible:
         partial = f"({r}.stdout | trim)[8:9] == 'p'"
-        return Ansible(("lvs", "--noheadings", "-o", "lv_attr", self.lv), f"({r}.rc == 0 and not {partial})")
+        wanted = partial if self.negated else f"not {partial}"
+        return Ansible(("lvs", "--noheadings", "-o", "lv_attr", self.lv), f"({r}.rc == 0 and {wanted})")
+
+
+# A forced uncache drops what the cache holds: only for an LV whose cache is on a missing device.
+LvPartial = _negation(LvComplete, "lv_partial")
 
 
 @dataclass(frozen=True)

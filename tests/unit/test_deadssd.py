@@ -216,6 +216,22 @@ def test_a_writeback_rescue_names_the_loss_and_needs_it_accepted() -> None:
     assert "lacks the blocks that were dirty" in plan.layout_after[0]
 
 
+def test_a_forced_uncache_runs_only_while_the_cache_is_on_a_missing_device() -> None:
+    """A rescue plan saved while the SSD was gone must not drop a cache that came back (a loose
+    cable, a reboot), and a plan file cannot turn a removal into a forced one."""
+    import dataclasses
+
+    from advisor.plan.checks import LvPartial
+
+    plan = make("b-pulled-raw.json", "remove", RemoveOptions(device="/dev/vgb/data", accept_data_loss=True))
+    assert LvPartial(lv="vgb/data") in plan.steps[0].pre
+    bare = dataclasses.replace(plan.steps[0], pre=tuple(c for c in plan.steps[0].pre if c.kind != "lv_partial"))
+    with pytest.raises(PlanError):
+        Plan.loads(dataclasses.replace(plan, steps=(bare, *plan.steps[1:])).dumps())
+    healthy = make("a-pulled-raw.json", "remove", RemoveOptions(device="/dev/vga/data", free_ssd=True))
+    assert not any(c.kind == "lv_partial" for c in healthy.steps[0].pre), "an uncache that flushes needs no such check"
+
+
 def test_a_writecache_rescue_runs_on_the_inactive_lv() -> None:
     with pytest.raises(Refused, match="lacks every block"):
         make("c-pulled-raw.json", "remove", RemoveOptions(device="/dev/vgc/data"))
