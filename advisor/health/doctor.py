@@ -24,7 +24,7 @@ from advisor.disks.devices import Caching
 from advisor.disks.gate import WRITECACHE_ENTRY_BYTES, WRITECACHE_HIGH_WATERMARK, WRITECACHE_MEMORY_SHARE
 from advisor.health.boot import readiness
 from advisor.health.findings import Finding, Fix, Severity, exit_code, sentences, worst
-from advisor.health.look import CacheLook, Look, SsdLook
+from advisor.health.look import NO_SMARTCTL, CacheLook, Look, SsdLook
 from advisor.units import duration, human_size
 from advisor.watch.figures import stall_causes
 from advisor.watch.sampler import Sample
@@ -49,8 +49,9 @@ sentences(
         "ssd-days-left": "{subject} has about {days:.0f} days of endurance left at the {rate} a day its caches "
         "write to it",
         "doctor-unread": "could not read {what}: {why}",
-        "ssd-wear-unknown": "{subject} reports no wear through SMART (neither the share of its endurance used nor "
-        "the data written), so how long it lasts is not known",
+        "cache-started-without-set": "{subject} runs without a cache: bcache started it without its cache set, "
+        "which is gone",
+        "ssd-wear-unknown": "how long {subject} lasts is not known: {why}",
     }
 )
 
@@ -280,7 +281,21 @@ def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
         )
     bcache = cache.device.bcache if cache.device else None
     state = cache.sample.state if cache.sample else (bcache.state if bcache else None)
-    if state == "inconsistent":
+    mode = (cache.sample.mode if cache.sample else None) or (bcache.cache_mode if bcache else None)
+    if state == "inconsistent" and mode == "writethrough":
+        # what a writethrough rescue leaves (recipes/bcache.py): nothing was dirty, nothing lost
+        out.append(
+            Finding(
+                "cache-started-without-set",
+                "info",
+                name,
+                {},
+                "its cache's SSD was lost and the device was started without it (a rescue); in writethrough "
+                "nothing was dirty, so nothing is missing",
+                Fix("attach a new cache (plan bcache-detach, then make a new cache) or keep it uncached"),
+            )
+        )
+    elif state == "inconsistent":
         backing = bcache.backing_device if bcache and bcache.backing_device else "the backing device"
         out.append(
             Finding(
@@ -482,9 +497,11 @@ def ssd_wear(look: Look, settings: Settings) -> list[Finding]:
                     "ssd-wear-unknown",
                     "info",
                     ssd.devnode,
-                    {"caches": list(ssd.caches)},
-                    "emulated disks and many USB bridges pass no wear attributes through",
-                    Fix("read the SSD's wear with its maker's tool, or look at its written data now and then"),
+                    {"caches": list(ssd.caches), "why": ssd.wear_unknown},
+                    "smartctl reads an SSD's wear; emulated disks and many USB bridges pass no wear attributes through",
+                    Fix("install smartmontools")
+                    if ssd.wear_unknown == NO_SMARTCTL
+                    else Fix("read the SSD's wear with its maker's tool, or look at its written data now and then"),
                 )
             )
         if wear is None:

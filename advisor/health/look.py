@@ -63,7 +63,7 @@ class SsdLook:
     endurance: Endurance | None = None
     write_rate_bytes: float | None = None  # per second
     rate_source: str = ""  # "sampler" (the recorded samples) or "smart" (its lifetime average)
-    wear_unknown: bool = False  # SMART answered but reports no wear (emulated disks, some USB bridges)
+    wear_unknown: str = ""  # why its wear is not known though nothing failed: no wear reported, or no smartctl
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ RATE_SPAN_SECONDS = 3600.0
 def _smart(runner: CommandRunner, devnode: str) -> tuple[Endurance | None, str]:
     """The SSD's wear, or why it could not be read."""
     if runner.which("smartctl") is None:
-        return None, "smartctl is not installed (the smartmontools package)"
+        return None, NO_SMARTCTL
     try:
         out = runner.run(["smartctl", "-j", "-a", devnode], timeout=30, check=False)
     except CommandError as exc:
@@ -159,6 +159,7 @@ def _smart(runner: CommandRunner, devnode: str) -> tuple[Endurance | None, str]:
 
 
 NO_WEAR = "SMART reports neither the share of its endurance used nor the data written"
+NO_SMARTCTL = "smartctl is not installed (the smartmontools package)"
 
 
 def _dm_status(runner: CommandRunner) -> tuple[dict[str, str], str]:
@@ -273,8 +274,8 @@ def _ssds(
         dev = inventory.by_name(disk) if inventory is not None else None
         devnode = dev.devnode if dev is not None else f"/dev/{disk}"
         wear, why = (None, "SMART needs root") if not root else _smart(runner, devnode)
-        unknown = why == NO_WEAR
-        if why and not unknown:  # a disk that reports no wear was read: nothing failed
+        unknown = why if why in (NO_WEAR, NO_SMARTCTL) else ""
+        if why and not unknown:  # no wear reported, or no smartmontools (only recommended): nothing failed
             unread.append((f"the wear of {devnode}", why))
         measured = [write_rate(c.past + ((c.sample,) if c.sample else ())) for c in on]
         spans = [m for m in measured if m is not None]

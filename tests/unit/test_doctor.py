@@ -242,6 +242,16 @@ def test_bcache_with_its_writeback_switched_off_is_stuck_below_its_writeback_per
     assert BcacheState.parse(files).writeback_running is False
 
 
+def test_a_rescued_writethrough_bcache_is_a_note_and_a_writeback_one_critical() -> None:
+    """A writethrough rescue leaves bcache saying inconsistent with nothing lost: doctor must not
+    stay critical (exit 2) forever after cachewise's own fix."""
+    rescued = replace(sample(0, 0, kind="bcache", mode="writethrough"), state="inconsistent")
+    report = examine(look(CacheLook("bcache0", "bcache", sample=rescued)))
+    assert codes(report) == [("cache-started-without-set", "info", "bcache0")] and report.exit_code == 0
+    lost = replace(sample(0, 0, kind="bcache", mode="writeback"), state="inconsistent")
+    assert codes(examine(look(CacheLook("bcache0", "bcache", sample=lost)))) == [("cache-inconsistent", "critical", "bcache0")]
+
+
 def test_stuck_for_a_day_is_critical_and_a_long_gap_ends_the_run() -> None:
     day = tuple(sample(t, GiB // 2) for t in range(0, 90_000, 3600))
     assert stuck_seconds(day, GiB * 0.2) == 86400
@@ -297,7 +307,7 @@ def test_a_worn_ssd_and_its_days_left() -> None:
 def test_an_ssd_that_reports_no_wear_is_a_note_not_a_warning() -> None:
     """Seen in the lab: every emulated SSD answers SMART without wear attributes (as many USB
     bridges do); a healthy machine must not exit 1 for it."""
-    from advisor.health.look import NO_WEAR, _smart
+    from advisor.health.look import NO_SMARTCTL, NO_WEAR, _smart
 
     class Runner:
         def which(self, tool: str) -> str | None:
@@ -307,9 +317,12 @@ def test_an_ssd_that_reports_no_wear_is_a_note_not_a_warning() -> None:
             return CommandResult(tuple(argv), 0, '{"smartctl": {"exit_status": 0}, "device": {"name": "/dev/sdb"}}', "", 0.1)
 
     assert _smart(Runner(), "/dev/sdb") == (None, NO_WEAR)  # type: ignore[arg-type]
-    ssd = SsdLook("sdb", "/dev/sdb", ("pc/wt",), None, None, "", wear_unknown=True)
+    ssd = SsdLook("sdb", "/dev/sdb", ("pc/wt",), None, None, "", wear_unknown=NO_WEAR)
     report = examine(look(ssds=(ssd,)))
     assert codes(report) == [("ssd-wear-unknown", "info", "/dev/sdb")] and report.exit_code == 0
+    # no smartmontools (the package only recommends it): a note with its fix, not a warning every minute
+    bare = examine(look(ssds=(replace(ssd, wear_unknown=NO_SMARTCTL),)))
+    assert codes(bare) == [("ssd-wear-unknown", "info", "/dev/sdb")] and bare.findings[0].fix.how == "install smartmontools"
 
 
 def test_the_write_rate_from_the_samples_skips_a_reboot() -> None:
@@ -375,10 +388,11 @@ def test_no_traceback_when_nothing_can_be_read(tmp_path: Path, monkeypatch: pyte
     out, err = capsys.readouterr()
     data = json.loads(out)
     assert "Traceback" not in err
-    assert {f["code"] for f in data["findings"]} == {"doctor-unread"}
+    assert {f["code"] for f in data["findings"]} == {"doctor-unread", "ssd-wear-unknown"}
     unread = {u["what"]: u["why"] for u in data["unread"]}
     assert "Permission denied" in unread["device-mapper caches"] and [c["name"] for c in data["caches"]] == ["bcache0"]
-    assert unread.get("the wear of /dev/sde", "smartctl is not installed").startswith("smartctl is not installed")
+    wear = [f for f in data["findings"] if f["code"] == "ssd-wear-unknown"]  # no smartctl: a note, not unread
+    assert wear[0]["severity"] == "info" and wear[0]["facts"]["why"].startswith("smartctl is not installed")
 
 
 def test_json_schema_and_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
