@@ -219,7 +219,14 @@ def verify_boot(plan: Plan, state: LiveState) -> list[Problem]:
         updates_initramfs=any(language.repeats(s) for s in plan.steps),
         mirrored=context(plan).initramfs.endswith("+raid1"),
     )
-    return [Problem("boot", boot.sentence(f)) for f in found if f.severity == "critical"]
+    # lvm2's metadata check matters to a cache being made; a repair or a removal of one that exists
+    # (a mirror on one leg, a dead SSD) must not wait for it: doctor names it apart
+    urgent = kind.effect != "makes"
+    return [
+        Problem("boot", boot.sentence(f))
+        for f in found
+        if f.severity == "critical" and not (urgent and f.code.startswith("boot-check"))
+    ]
 
 
 def verify_cache_set(plan: Plan, state: LiveState) -> list[Problem]:

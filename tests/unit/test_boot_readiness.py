@@ -696,3 +696,17 @@ def test_plan_notes_carry_the_warnings_and_preflight_lets_them_be(as_root: None)
 def test_no_boot_fact_is_read_without_a_runner() -> None:
     state = LiveState(None, {}, {}, LAB)
     assert state.boot() == BootFacts() and state.initramfs_lacks("lvmcache") == []
+
+
+def test_preflight_lets_a_removal_or_repair_run_when_lvm2_could_not_check_at_boot(as_root: None) -> None:
+    """lvm2's metadata check matters to a cache being made; an uncache (or a mirror's repair,
+    or a rescue) of a cache that exists must not wait for thin-provisioning-tools (review)."""
+    from recipes.lvmcache import cache_repair, lvmcache_uncache
+
+    plan = lvmcache_uncache(LAYERS, "labvg/data")
+    assert refusals(plan, facts(checkers=checkers("nowhere")), LAYERS) == []
+    mirror = build_inventory(RawSystem.load(FIXTURES / "lab-deadssd" / "f-pulled-raw.json"))
+    new = next(d for d in mirror.devices if d.serial == "SSDF003")
+    repair = cache_repair(mirror, "vgf/data", new.devnode)
+    assert refusals(repair, facts(checkers=checkers("nowhere")), mirror) == [], "the mirror's repair must not wait"
+    assert refusals(attach_plan(), facts(checkers=checkers("nowhere"))), "an attach is still refused"
