@@ -119,6 +119,9 @@ def context(plan: _Plan) -> Context:
     return Context(roles, cache_set, modes, kind.segtype if kind else "", needs)
 
 
+SEQUENTIAL_CUTOFF_MAX = (1 << 32) - 1
+
+
 def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[frozenset[Check]]] | str:
     """The preconditions a step of this shape must have, and the sets its postconditions may
     be; or why no step of this shape can be in this plan."""
@@ -134,6 +137,11 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
         return (), [frozenset({PvInVg(device=dev, vg=a["VG"])})]
     if shape == "vgreduce":
         return (), [frozenset({NotPvInVg(device=dev, vg=a["VG"])})]
+    if shape in ("bcache-sequential-cutoff", "bcache-tunables-file"):
+        # the kernel keeps sequential_cutoff in an unsigned int; the regex admits ten digits
+        cutoff = int(a["VALUE"]) if shape == "bcache-sequential-cutoff" else int(a["VALUE"].split()[0].split("=")[1])
+        if cutoff > SEQUENTIAL_CUTOFF_MAX:
+            return f"it sets sequential_cutoff to {cutoff} bytes, more than the kernel keeps ({SEQUENTIAL_CUTOFF_MAX})"
     if shape in ("vgremove", "deactivate", "bcache-sequential-cutoff", "bcache-writeback-percent"):
         return (), nothing
     if shape == "lvremove":
