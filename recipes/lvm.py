@@ -376,8 +376,25 @@ def remove_cache(
     if caching is not None and caching.failed:
         if keep:
             raise RecipeError("keep-dead-cache", lv=vglv, state=caching.state, keeps=what)
-        steps = rescue_steps(origin, caching, segtype, accept_loss)
+        # lvm2 refuses `vgreduce --removemissing` while another LV still has a part on the missing
+        # SSD (one SSD caching several LVs of the VG): those are rescued first, the last one drops it
+        others = sorted(
+            f"{d.lvm.vg}/{d.lvm.lv}"
+            for d in inv.devices
+            if d.name != origin.name
+            and d.lvm is not None
+            and d.lvm.vg == vg
+            and d.caching is not None
+            and d.caching.missing
+            and set(d.caching.missing) & set(caching.missing)
+        )
+        steps = rescue_steps(origin, caching, segtype, accept_loss, drop_missing=not others)
         notes: tuple[str, ...] = (f"{caching.trouble[0].upper()}{caching.trouble[1:]}.",)
+        if others:
+            notes += (
+                f"The missing SSD stays in VG {vg} while {', '.join(others)} still use it: rescue "
+                f"{'it' if len(others) == 1 else 'them'} too, and the last rescue takes it out of the VG.",
+            )
     else:
         flag = "--splitcache" if keep else "--uncache"
         steps = [
@@ -455,7 +472,9 @@ def failure_of(origin: Device, caching: Caching) -> Failure:
     )
 
 
-def rescue_steps(origin: Device, caching: Caching, segtype: str, accept_loss: bool) -> list[Step]:
+def rescue_steps(
+    origin: Device, caching: Caching, segtype: str, accept_loss: bool, drop_missing: bool = True
+) -> list[Step]:
     """The steps that take a failed cache (its SSD dead or gone) off ``origin``, measured on lvm2
     2.03.16 (docs/dead-ssd.md). dm-cache: ``lvconvert --uncache`` skips the flush of a failed
     cache while the LV stays active and mounted; in writeback lvm2 asks for ``--force``, which
@@ -486,7 +505,7 @@ def rescue_steps(origin: Device, caching: Caching, segtype: str, accept_loss: bo
             seconds=5.0,
         )
     )
-    if caching.missing:
+    if caching.missing and drop_missing:
         steps.append(Step("vgreduce-missing", ("vgreduce", "--removemissing", vg), seconds=2.0))
     if segtype == "writecache":
         steps.append(Step("activate", ("lvchange", "--yes", "-ay", vglv)))

@@ -232,6 +232,26 @@ def test_a_forced_uncache_runs_only_while_the_cache_is_on_a_missing_device() -> 
     assert not any(c.kind == "lv_partial" for c in healthy.steps[0].pre), "an uncache that flushes needs no such check"
 
 
+def test_the_missing_ssd_leaves_the_vg_only_with_the_last_lv_that_used_it() -> None:
+    """lvm2 refuses `vgreduce --removemissing` while another LV has a part on the missing PV
+    (one SSD caching several LVs of one VG, c-vgreduce.txt): the first rescue keeps it, says why."""
+    import dataclasses
+
+    from advisor.backends import LVMCACHE
+    from recipes.lvm import remove_cache
+
+    inv = inventory("a-pulled-raw.json")
+    origin = lv(inv, "vga/data")
+    assert origin.lvm is not None
+    twin = dataclasses.replace(origin, name="dm-99", lvm=dataclasses.replace(origin.lvm, lv="home"))
+    shared = dataclasses.replace(inv, devices=(*inv.devices, twin))
+    first = remove_cache(shared, "vga/data", LVMCACHE, "lvmcache-uncache")
+    assert [s.id for s in first.steps] == ["uncache"]
+    assert any("vga/home still use it" in n for n in first.notes)
+    alone = remove_cache(inv, "vga/data", LVMCACHE, "lvmcache-uncache")
+    assert [s.id for s in alone.steps] == ["uncache", "vgreduce-missing"]
+
+
 def test_a_writecache_rescue_runs_on_the_inactive_lv() -> None:
     with pytest.raises(Refused, match="lacks every block"):
         make("c-pulled-raw.json", "remove", RemoveOptions(device="/dev/vgc/data"))
