@@ -29,6 +29,18 @@ async def play(name: str, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
     scene = demo.scene(name)
     app = CachewiseApp(scene.core, watch_hotplug=False, watch=scene.watch, watch_interval=0.01)
     seen: list[str] = []
+    # Every glance the screen shows, not only those a poll happens to see (a loaded machine
+    # polled past the few samples of one stage of the flush)
+    update = Static.update
+
+    def spy(self: Static, content: object = "", *args: object, **kwargs: object) -> None:
+        if self.id == "glance":
+            console = Console(width=400, record=True, file=io.StringIO())
+            console.print(content)
+            seen.append(console.export_text())
+        update(self, content, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Static, "update", spy)
     async with app.run_test(size=size) as pilot:
         for _ in range(400):
             await pilot.pause(0.02)
