@@ -81,6 +81,10 @@ async def test_declining_the_loss_plans_nothing(size: tuple[int, int], tmp_path:
         await until(pilot, lambda: isinstance(app.screen, ConfirmLoss), "the question")
         await pilot.press("n")
         await until(pilot, lambda: app.screen is pick, "the Remove list")
+        await pilot.pause(0.2)
+        assert app.screen is pick and not any(isinstance(s, ApplyScreen) for s in app.screen_stack), (
+            "declining the loss planned nothing: no preview was opened"
+        )
 
 
 def failed_figures(name: str, trouble: str) -> Figures:
