@@ -365,7 +365,9 @@ class Sampler:
     def _dm_name_of(self, kname: str) -> str | None:
         return self._read(self.sys / "class" / "block" / kname / "dm" / "name")
 
-    def _troubled(self, ref: CacheRef, sample: Sample | None, line: str, status: dict[str, str], now: float) -> Sample:
+    def _troubled(
+        self, ref: CacheRef, sample: Sample | None, line: str, status: dict[str, str], now: float
+    ) -> Sample | None:
         """The sample with what went wrong: the target's health (``Fail`` has no counters, so the
         failed cache gets a sample of its own), the devices under its cache that are gone, and
         the legs its mirror lost."""
@@ -389,10 +391,12 @@ class Sampler:
             missing=missing,
             said=health.said if health is not None else "",
         )
+        if not failure.any:
+            # a status line that did not parse and says nothing wrong (seen in the lab's watch,
+            # once, while lvm2 reloaded the table) is no failure: no sample this time, as before
+            return sample
         if sample is None:
             sample = Sample(now, ref.name, ref.kind, ref.mode, "failed", None, None, None, None, None, None)
-        if not failure.any:
-            return sample
         return replace(
             sample,
             state=failure.state,

@@ -370,3 +370,12 @@ def test_the_prometheus_textfile_has_a_sample_without_any_cache() -> None:
     nobody writes any more (issue 30)."""
     assert "\ncachewise_caches 0.0\n" in prometheus_text([])
     assert "\ncachewise_caches 1.0\n" in prometheus_text([sample(1, 7, 3, 10, dirty=2)])
+
+
+def test_a_status_line_that_does_not_parse_and_says_nothing_wrong_is_no_failure(tmp_path: Path) -> None:
+    """Seen once in the lab's watch while lvm2 reloaded the table: a dm-cache status line that did
+    not parse became a sample in state failed with no trouble; it is skipped, as before."""
+    status = "labvg-data: 0 2097152 cache 8\nlabvg-wc: " + WC_LINE + "\n"
+    s = Sampler(DmRunner(TABLE, status), make_sys(tmp_path), clock=lambda: 1000.0)  # type: ignore[arg-type]
+    refs = [r for r in s.caches() if r.name == "labvg/data"]
+    assert s.sample(refs) == []
