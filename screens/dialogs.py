@@ -74,10 +74,11 @@ class TraceWindow(ModalScreen[float | None]):
         self.dismiss(None)
 
 
-class ConfirmProbe(ModalScreen[bool]):
-    """Ask before adding read load to a disk that is in use."""
+class _YesOrNo(ModalScreen[bool]):
+    """A question with a button that goes ahead (``YES``, in ``VARIANT``) and one that cancels."""
 
-    BINDINGS = [Binding("y", "answer(True)", "Probe"), Binding("n,escape", "answer(False)", "Cancel"), HELP_KEY]
+    YES = ""
+    VARIANT: Literal["warning", "error"] = "warning"
 
     def __init__(self, question: str) -> None:
         super().__init__()
@@ -87,41 +88,35 @@ class ConfirmProbe(ModalScreen[bool]):
         with Vertical(id="confirm"):
             yield Static(self.question, id="question")
             with Horizontal(id="buttons"):
-                yield Button("Probe anyway (y)", id="yes", variant="warning")
+                yield Button(self.YES, id="yes", variant=self.VARIANT)
                 yield Button("Cancel (n)", id="no", variant="primary")
-
-    def action_answer(self, answer: bool) -> None:
-        self.dismiss(answer)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
 
 
-class ConfirmLoss(ModalScreen[bool]):
+class ConfirmProbe(_YesOrNo):
+    """Ask before adding read load to a disk that is in use."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Probe"), Binding("n,escape", "answer(False)", "Cancel"), HELP_KEY]
+    YES = "Probe anyway (y)"
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class ConfirmLoss(_YesOrNo):
     """Ask before a rescue that leaves out what only a dead SSD held (a writeback cache's dirty
     blocks): the loss is named here, and again in the plan's preview."""
 
     BINDINGS = [Binding("x", "accept_loss", "Accept the loss"), Binding("n,escape", "decline", "Cancel"), HELP_KEY]
-
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
-
-    def compose(self) -> ComposeResult:
-        with Vertical(id="confirm"):
-            yield Static(self.question, id="question")
-            with Horizontal(id="buttons"):
-                yield Button("Rescue, accepting the loss (x)", id="yes", variant="error")
-                yield Button("Cancel (n)", id="no", variant="primary")
+    YES, VARIANT = "Rescue, accepting the loss (x)", "error"
 
     def action_accept_loss(self) -> None:
         self.dismiss(True)
 
     def action_decline(self) -> None:
         self.dismiss(False)
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
 
 
 class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):
