@@ -236,6 +236,7 @@ class RecommendScreen(CoreScreen):
         """The next alternative that sets up a cache, then the recommendation again."""
         rec = self.recommendation
         if rec is None:
+            self.notify("The recommendation is not ready yet: there is nothing to choose from.", severity="warning")
             return
         caches = [o for o in rec.runner_ups if o.config is not None]
         if not caches:

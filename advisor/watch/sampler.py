@@ -179,6 +179,15 @@ def _dm_lines(text: str) -> Iterable[tuple[str, str]]:
             yield name, rest
 
 
+_TARGETS = {"dm-cache": "cache", "dm-writecache": "writecache"}
+
+
+def _target(line: str) -> str:
+    """The target of a ``dmsetup status`` line ("start length target ...")."""
+    words = line.split()
+    return words[2] if len(words) > 2 else ""
+
+
 class SampleSource(Protocol):
     """Where samples come from: this machine's kernel (:class:`Sampler`), or a recording played
     back (advisor/watch/recorded.py)."""
@@ -335,6 +344,11 @@ class Sampler:
                 sample = self._bcache(ref, now)
             else:
                 line = status.get(ref.dm_name or "")
+                if line and _target(line) not in (_TARGETS[ref.kind], "error"):
+                    # the table was loaded as another target: lvm2 between two tables, or the
+                    # cache detached while watched (the lab's watch saw "0 1048576 linear" after
+                    # an uncache); the device is no longer this cache, so it has no sample
+                    line = None
                 sample = self._dm(ref, line, now) if line else None
                 if line:
                     sample = self._troubled(ref, sample, line, status, now)

@@ -379,3 +379,21 @@ def test_a_status_line_that_does_not_parse_and_says_nothing_wrong_is_no_failure(
     s = Sampler(DmRunner(TABLE, status), make_sys(tmp_path), clock=lambda: 1000.0)  # type: ignore[arg-type]
     refs = [r for r in s.caches() if r.name == "labvg/data"]
     assert s.sample(refs) == []
+
+
+def test_a_cache_reloaded_as_another_target_has_no_sample_even_with_its_parts_gone(tmp_path: Path) -> None:
+    """Seen in the lab's watch: after an uncache the LV's table is "linear" and the pool's devices
+    are gone; the watch kept sampling it and wrote a 'failed' sample with that line. A table of
+    another target is no cache: no sample, no failure."""
+    status = "labvg-data: 0 1048576 linear\nlabvg-wc: " + WC_LINE + "\n"
+    sys_root = make_sys(tmp_path)
+    s = Sampler(DmRunner(TABLE, status), sys_root, clock=lambda: 1000.0)  # type: ignore[arg-type]
+    refs = [r for r in s.caches() if r.name == "labvg/data"]
+    assert refs and refs[0].parts
+    for part in refs[0].parts:
+        (sys_root / "class" / "block" / part).unlink()  # the pool's devices, removed by the uncache
+    assert s.sample(refs) == []
+    # the same with the kernel's Fail: still a cache, and a failed one
+    failed = Sampler(DmRunner(TABLE, "labvg-data: 0 1048576 cache Fail\n"), sys_root, clock=lambda: 1000.0)  # type: ignore[arg-type]
+    (sample,) = failed.sample(refs)
+    assert sample.state == "failed"

@@ -48,7 +48,10 @@ cw plan lvmcache-attach --lv labvg/data --ssd "$ssd_id" --size 128m --mode write
 cw apply "$LAB_OUT/wt.json" --yes > "$LAB_OUT/wt-apply.txt" 2>&1
 dmsetup table > "$LAB_OUT/dmsetup-table-cache.txt"
 stamp watch
-cw watch labvg/data --json-lines --interval 1 --duration 300s > "$LAB_OUT/lvm-watch.jsonl" 2> "$LAB_OUT/lvm-watch.err" &
+# Started without the cw function: a backgrounded function runs in a subshell, and `kill $!`
+# stopped that subshell while its python went on sampling through the writeback and uncache below.
+"$CW_PY" -X faulthandler -m cachewise watch labvg/data --json-lines --interval 1 --duration 300s \
+    > "$LAB_OUT/lvm-watch.jsonl" 2> "$LAB_OUT/lvm-watch.err" &
 watcher=$!
 tmux new-session -d -s warm -x 120 -y 35 \
     "env CACHEWISE_STATE_DIR=$LAB_WORK/state-tui NPY_DISABLE_CPU_FEATURES='$NPY_DISABLE_CPU_FEATURES' $CW_PY -m cachewise tui --watch labvg/data"
