@@ -1,8 +1,9 @@
 """The lab tier: real kernel, real dm/bcache/lvm2 in a qemu guest (tests/vm/lab.py).
 
 Each module declares its guest as ``SCENARIO`` (a tests.vm.lab.Scenario). The session's pool
-boots the scenarios of every selected module at the first request, in the background, so a
-module's fixture waits only for its own guest. Scenarios marked ``paired`` run two at a time
+boots the scenarios of every selected module in the background, so a module's fixture waits
+only for its own guest: from the end of collection, one paired guest at a time while the other
+tiers run, and fully at the first lab test. Scenarios marked ``paired`` run two at a time
 with one vCPU each (``CACHEWISE_LAB_PARALLEL``, default 2); the others one by one with two vCPUs
 (those that measure time last).
 
@@ -20,15 +21,37 @@ import pytest
 from tests.vm.lab import LabPool, Scenario, missing_prerequisites
 
 _SCENARIOS: dict[str, Scenario] = {}
+_POOL: list[LabPool] = []  # the session's pool, once started
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/lab/" in str(item.fspath):
             item.add_marker(pytest.mark.lab)
-            scenario = getattr(item.module, "SCENARIO", None)  # type: ignore[attr-defined]
-            if isinstance(scenario, Scenario):
-                _SCENARIOS[scenario.name] = scenario
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The scenarios of the lab tests this session runs (after any deselection); when other tiers
+    run first, the pool starts now with one guest beside them (LabPool's ``early``), so the lab
+    tier does not wait for the unit and TUI tests to end before its first boot."""
+    _SCENARIOS.clear()
+    lab_items = [item for item in session.items if "tests/lab/" in str(item.fspath)]
+    for item in lab_items:
+        scenario = getattr(item.module, "SCENARIO", None)  # type: ignore[attr-defined]
+        if isinstance(scenario, Scenario):
+            _SCENARIOS[scenario.name] = scenario
+    others = len(session.items) > len(lab_items)
+    if _SCENARIOS and others and not session.config.option.collectonly and not missing_prerequisites():
+        _start_pool(session.config._tmp_path_factory, early=True)  # type: ignore[attr-defined]
+
+
+def _start_pool(factory: pytest.TempPathFactory, early: bool) -> LabPool:
+    if not _POOL:
+        workdirs = {name: factory.mktemp(f"lab-{name}") for name in _SCENARIOS}
+        parallel = int(os.environ.get("CACHEWISE_LAB_PARALLEL", "2"))
+        _POOL.append(LabPool(list(_SCENARIOS.values()), workdirs, parallel, early=early))
+        _POOL[0].start()
+    return _POOL[0]
 
 
 @pytest.fixture(scope="session")
@@ -43,8 +66,7 @@ def lab_ready() -> None:
 
 @pytest.fixture(scope="session")
 def lab_pool(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabPool]:
-    workdirs = {name: tmp_path_factory.mktemp(f"lab-{name}") for name in _SCENARIOS}
-    pool = LabPool(list(_SCENARIOS.values()), workdirs, int(os.environ.get("CACHEWISE_LAB_PARALLEL", "2")))
-    pool.start()
+    pool = _start_pool(tmp_path_factory, early=False)
+    pool.widen()  # the lab tier has begun: the host is the lab's
     yield pool
     print("\nlab boots: " + "; ".join(pool.log))

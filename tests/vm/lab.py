@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -266,20 +266,39 @@ class LabPool:
     waits for its own scenario while the others go on. On this 2-core machine two one-vCPU
     guests side by side ran the apply, bcache and recommend boots in 37% less time than one
     two-vCPU guest after another; the watch boot (a Textual app beside fio and replays) could
-    not keep up with one vCPU, so it runs alone (docs/lab.md)."""
+    not keep up with one vCPU, so it runs alone (docs/lab.md).
 
-    def __init__(self, scenarios: list[Scenario], workdirs: dict[str, Path], parallel: int = 2) -> None:
+    The pool may start while the session's other tiers still run (``early``): the unit and TUI
+    tests keep one core busy, so until :meth:`widen` (the first lab test) only one paired guest
+    runs, on the other core, and nothing that needs two vCPUs or an idle host starts."""
+
+    def __init__(
+        self, scenarios: list[Scenario], workdirs: dict[str, Path], parallel: int = 2, early: bool = False
+    ) -> None:
         self.scenarios = {s.name: s for s in scenarios}
         self.workdirs = workdirs
         self.parallel = max(1, parallel)
         self.futures: dict[str, Future[GuestRun]] = {s.name: Future() for s in scenarios}
         self.log: list[str] = []
         self._thread: threading.Thread | None = None
+        self._limit = 1 if early else self.parallel
+        self._widened = threading.Event()
+        if not early:
+            self._widened.set()
+        self._slots = threading.Condition()
+        self._running = 0
 
     def start(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run_all, name="lab-pool", daemon=True)
             self._thread.start()
+
+    def widen(self) -> None:
+        """The session's lab tier has begun: the host is the lab's, ``parallel`` guests at once."""
+        with self._slots:
+            self._limit = self.parallel
+            self._slots.notify_all()
+        self._widened.set()
 
     def _run_one(self, scenario: Scenario) -> None:
         future = self.futures[scenario.name]
@@ -296,10 +315,27 @@ class LabPool:
             future.set_exception(exc)
         self.log.append(f"{scenario.name}: {time.monotonic() - start:.0f} s")
 
+    def _paired(self, scenario: Scenario) -> None:
+        try:
+            self._run_one(scenario)
+        finally:
+            with self._slots:
+                self._running -= 1
+                self._slots.notify_all()
+
     def _run_all(self) -> None:
         longest_first = sorted(self.scenarios.values(), key=lambda s: -s.expected_s)
-        with ThreadPoolExecutor(self.parallel, thread_name_prefix="lab") as pool:
-            list(pool.map(self._run_one, [s for s in longest_first if s.paired]))
+        workers = []
+        for scenario in [s for s in longest_first if s.paired]:
+            with self._slots:
+                self._slots.wait_for(lambda: self._running < self._limit)
+                self._running += 1
+            worker = threading.Thread(target=self._paired, args=(scenario,), name=f"lab-{scenario.name}", daemon=True)
+            worker.start()
+            workers.append(worker)
+        for worker in workers:
+            worker.join()
+        self._widened.wait()
         for scenario in [s for s in longest_first if not s.paired and not s.alone]:
             self._run_one(scenario)
         for scenario in [s for s in longest_first if s.alone]:
