@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 import signal
 import threading
 import time
@@ -24,6 +25,7 @@ from advisor.apply.journal import Journal, JournalError, audit
 from advisor.apply.state import LiveState, RoleMissing, in_effect, last_in_effect
 from advisor.backends import BCACHE, by_progress
 from advisor.errors import CachewiseError, codes, next_step
+from advisor.plan import language
 from advisor.plan.language import TUNABLES_FILE
 from advisor.plan.model import Plan, Step
 from advisor.readers import bcache
@@ -171,12 +173,16 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
     try:
         if step.write is not None:
             path = state.resolve(step.write[0])
+            shape = language.match_write(step.write)
+            stops = shape is not None and shape.shape in language.STOPS
+            if stops and not os.path.exists(path):
+                return 0, "not registered: nothing to stop"
             try:
                 with open(path, "w") as fh:
                     fh.write(step.write[1])
             except OSError as exc:
                 return 1, f"writing {step.write[1]!r} to {path} failed: {exc.strerror or exc}"
-            return 0, ""
+            return _gone(Path(path).parent, min(step.timeout, STOP_SECONDS)) if stops else (0, "")
         assert step.wait is not None
         path = state.resolve(step.wait[0])
     except RoleMissing as exc:
@@ -198,6 +204,19 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
         f"{path} still reads {bcache.read_files(directory, (Path(path).name,)).get(Path(path).name)!r} "
         f"after {step.timeout:.0f} s",
     )
+
+
+STOP_SECONDS = 60.0  # the longest a bcache stop may take to release its devices
+
+
+def _gone(directory: Path, timeout: float) -> tuple[int, str]:
+    """Wait until a stopped bcache device's or cache set's sysfs directory has gone."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not directory.exists():
+            return 0, ""
+        time.sleep(POLL)
+    return 1, f"{directory} is still there {timeout:.0f} s after the stop"
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -379,8 +398,8 @@ def _undo_steps(
         try:
             if not in_effect(step, read()):
                 continue
-            undos = [Step(f"undo-{step.id}", argv) for argv in step.undo]
-            undos += [Step(f"undo-{step.id}", (), write=target) for target in step.undo_writes]
+            undos = [Step(f"undo-{step.id}", (), write=target) for target in step.undo_writes]
+            undos += [Step(f"undo-{step.id}", argv) for argv in step.undo]
             for undo in undos:
                 report(Event("undo", undo, undo.command))
                 code, output = _run_step(undo, runner, state_dir, report, plan, read)

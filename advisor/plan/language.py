@@ -345,12 +345,24 @@ def write_command(target: tuple[str, str]) -> str:
 
 
 def undo_writes(step: _Runs) -> tuple[tuple[str, str], ...]:
-    """The writes that undo a step, computed from its shape (a plan file cannot choose them): the
-    tunables file a step wrote is removed again."""
+    """The writes that undo a step, before its undo commands, computed from its shape (a plan
+    file cannot choose them): the tunables file a step wrote is removed again; the devices
+    make-bcache formatted are stopped before they are wiped, since the plan's own register steps
+    or udev's 69-bcache.rules (on the change event make-bcache causes) may have registered them,
+    and wipefs cannot open a registered device (the soak's crash loop: "Device or resource busy").
+    A stop of what is not registered does nothing (STOPS)."""
     m = match(step)
     if m is not None and m.shape == "bcache-tunables-file":
         return ((m.args["FILE"], ""),)
+    if m is not None and m.shape == "make-bcache":
+        return (("{backing}/bcache/stop", "1"), (f"/sys/fs/bcache/{m.args['UUID']}/stop", "1"))
     return ()
+
+
+# Writes that stop a bcache device or cache set: the executor skips one whose sysfs directory is
+# not there (nothing registered, nothing to stop) and waits until the directory has gone, since
+# the kernel releases the devices asynchronously.
+STOPS = frozenset({"bcache-stop-device", "bcache-stop-set"})
 
 
 def _size(sizek: str) -> str:

@@ -75,14 +75,15 @@ class Step:
 
     @property
     def undo_writes(self) -> tuple[tuple[str, str], ...]:
-        """Writes a rollback makes besides the undo commands, computed from the step's shape (the
-        tunables file a step wrote is removed), never read from a plan file."""
+        """Writes a rollback makes before the undo commands, computed from the step's shape (the
+        tunables file a step wrote is removed, the bcache devices make-bcache formatted are
+        stopped before they are wiped), never read from a plan file."""
         return language.undo_writes(self)
 
     @property
     def undo_commands(self) -> tuple[str, ...]:
         """Everything a rollback of this step runs, as the preview shows it."""
-        return tuple(shlex.join(argv) for argv in self.undo) + tuple(map(language.write_command, self.undo_writes))
+        return tuple(map(language.write_command, self.undo_writes)) + tuple(shlex.join(argv) for argv in self.undo)
 
 
 @dataclass(frozen=True)

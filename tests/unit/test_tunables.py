@@ -11,6 +11,8 @@ import json
 import os
 import re
 import stat
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -542,3 +544,43 @@ def test_status_and_scan_say_what_drifted_in_text_and_json(sysfs: Path, etc: Pat
     # A saved snapshot is not this machine: its scan says nothing of this machine's files.
     assert main([*state, "scan", "--json", "--from-raw", str(LAB_SCAN / "raw-udev.json")]) == 0
     assert json.loads(capsys.readouterr().out)["tunables"] == []
+
+
+def test_the_make_bcache_undo_stops_what_is_registered_before_it_wipes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The soak's crash loop: a rollback of bcache-create after its register steps (or after
+    udev's 69-bcache.rules registered the devices by itself) ran wipefs on a registered device:
+    "Device or resource busy". The undo stops the device and the set first, computed from the
+    step's shape; a stop of what is not registered does nothing; a stop waits until the kernel
+    has released the device (its sysfs directory gone)."""
+    from advisor.apply import run
+
+    plan = bcache_create(INV, "sda", "nvme0n1")
+    step = next(s for s in plan.steps if s.id == "make-bcache")
+    cset = step.argv[step.argv.index("--cset-uuid") + 1]
+    bp, cp = step.argv[-3], step.argv[-1]
+    assert step.undo_commands == (
+        "echo 1 > {backing}/bcache/stop",
+        f"echo 1 > /sys/fs/bcache/{cset}/stop",
+        f"wipefs --all {bp}",
+        f"wipefs --all {cp}",
+    )
+    monkeypatch.setattr(LiveState, "resolve", lambda self, path: str(tmp_path / path.lstrip("/{").replace("}", "")))
+    stop = Step("undo-make-bcache", (), write=step.undo_writes[1])
+    assert run._sysfs_step(stop, None, quiet, plan) == (0, "not registered: nothing to stop")  # type: ignore[arg-type]
+    directory = tmp_path / "sys" / "fs" / "bcache" / cset
+    directory.mkdir(parents=True)
+    (directory / "stop").write_text("")
+
+    def released() -> None:  # the kernel removes the directory a moment after the write
+        time.sleep(0.3)
+        (directory / "stop").unlink()
+        directory.rmdir()
+
+    threading.Thread(target=released).start()
+    assert run._sysfs_step(stop, None, quiet, plan) == (0, "")  # type: ignore[arg-type]
+    assert not directory.exists()
+    directory.mkdir()
+    (directory / "stop").write_text("")
+    monkeypatch.setattr(run, "STOP_SECONDS", 0.5)
+    code, said = run._sysfs_step(stop, None, quiet, plan)  # type: ignore[arg-type]
+    assert code == 1 and "still there" in said
