@@ -52,6 +52,7 @@ sentences(
         "cache-started-without-set": "{subject} runs without a cache: bcache started it without its cache set, "
         "which is gone",
         "ssd-wear-unknown": "how long {subject} lasts is not known: {why}",
+        "dirty-after-unclean-stop": "{subject} counts {dirty} of its cached data dirty ({mode})",
     }
 )
 
@@ -307,8 +308,48 @@ def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
                 Fix("check the file system on it (fsck or xfs_repair) and restore what it lost from a backup"),
             )
         )
+    out += _all_dirty(cache)
     out += _io_errors(cache)
     return out
+
+
+# Fewer used blocks than this, all dirty, are a small cache's ordinary writeback, not a sign.
+ALL_DIRTY_BLOCKS = 64
+
+
+def _all_dirty(cache: CacheLook) -> list[Finding]:
+    """dm-cache counting every cached block dirty, as it may after an unclean stop (lvm2#141: the
+    dirty bitset is not trusted, so each block is written back once), or any dirty block in
+    writethrough (where the kernel writes every write to the origin at once)."""
+    s = cache.sample
+    if cache.kind != "dm-cache" or s is None or not s.dirty_bytes or not s.used_bytes or not s.block_bytes:
+        return []
+    blocks = s.used_bytes // s.block_bytes
+    if not (s.mode == "writethrough" or (s.dirty_bytes >= s.used_bytes and blocks >= ALL_DIRTY_BLOCKS)):
+        return []
+    return [
+        Finding(
+            "dirty-after-unclean-stop",
+            "info",
+            cache.name,
+            {
+                "dirty": human_size(s.dirty_bytes),
+                "dirty_bytes": s.dirty_bytes,
+                "used_bytes": s.used_bytes,
+                "mode": s.mode,
+            },
+            (
+                "dm-cache counts dirty blocks in writethrough, which it only does after an unclean stop"
+                if s.mode == "writethrough"
+                else "every cached block is counted dirty: after an unclean stop (a crash or power cut) dm-cache "
+                "may count all of them dirty until each is written back once (lvm2#141), or the workload dirtied "
+                "them all"
+            )
+            + "; the cache writes them back to the origin by itself, and a flush before a removal takes as long "
+            "as writing the whole of it (the removal plan's estimate counts them)",
+            Fix("nothing to do; let it write back before removing or resizing the cache"),
+        )
+    ]
 
 
 # bcache's default io_error_limit (bcache.rst: errors decay by io_error_halflife).

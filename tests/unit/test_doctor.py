@@ -512,3 +512,22 @@ def test_a_live_run_records_its_samples_for_the_next(tmp_path: Path) -> None:
 
     with History.open_default(tmp_path / "state") as h:
         assert len(h.samples("labvg/data")) == 1
+
+
+def test_every_block_dirty_or_dirt_in_writethrough_is_named_as_after_an_unclean_stop() -> None:
+    """lvm2#141: after an unclean stop dm-cache may count every cached block dirty; in writethrough a
+    dirty block is only ever that. An info, whose cause says the flush writes the whole cache."""
+    block = 64 << 10
+
+    def found(dirty: int, mode: str = "writeback", used: int = GiB // 2) -> list[str]:
+        s = replace(sample(9_000, dirty, mode=mode), used_bytes=used, block_bytes=block)
+        report = examine(look(CacheLook("labvg/data", "dm-cache", sample=s, status_line=CACHE_LINE)))
+        return [f.severity + " " + f.cause for f in report.findings if f.code == "dirty-after-unclean-stop"]
+
+    (all_dirty,) = found(GiB // 2)
+    assert all_dirty.startswith("info ") and "lvm2#141" in all_dirty and "whole" in all_dirty
+    assert found(GiB // 4) == []  # part of it dirty: ordinary writeback
+    assert found(10 * block, used=10 * block) == []  # a few blocks, all dirty: a small write
+    (writethrough,) = found(block, mode="writethrough")
+    assert "writethrough" in writethrough
+    assert found(0, mode="writethrough") == []
