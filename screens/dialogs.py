@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Literal
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Input, OptionList, Static
+from textual.widgets.option_list import Option
 
 from advisor.plan.model import Plan
 from screens.files import TRACES, PathInput, user_path
@@ -117,6 +119,42 @@ class ConfirmLoss(_YesOrNo):
 
     def action_decline(self) -> None:
         self.dismiss(False)
+
+
+class ChooseDevice(ModalScreen[str | None]):
+    """Ask which device a plan should use (a new SSD for a mirror's repair): the devices that can,
+    and those that cannot greyed with the reason."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), HELP_KEY]
+
+    def __init__(self, question: str, choices: list[tuple[str, str, str | None]]) -> None:
+        """``choices``: (path, label, why not: None when it can)."""
+        super().__init__()
+        self.question = question
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="choose-device"):
+            yield Static(self.question)
+            options = [
+                Option(
+                    label if why is None else Text(f"{label}: {why}", style="dim"), id=path, disabled=why is not None
+                )
+                for path, label, why in self.choices
+            ]
+            if not any(why is None for *_, why in self.choices):
+                yield Static(Text("No device here can be used; put one in and look again.", style="yellow"))
+            yield OptionList(*options, id="device-choices")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    @on(OptionList.OptionSelected, "#device-choices")
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class InterruptedPlan(ModalScreen[Literal["resume", "rollback"] | None]):

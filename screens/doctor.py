@@ -16,10 +16,14 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static
 from textual.worker import Worker
 
+from advisor.disks.eligibility import fast_choices
 from advisor.errors import CachewiseError
 from advisor.health.findings import Finding
 from cachewise.core.doctor import Checkup, DoctorRequest, doctor, fix_plan
 from screens.base import CoreScreen
+from screens.dialogs import ChooseDevice
+from screens.names import device_label
+from screens.phrases import TUI
 
 STYLE = {"critical": "bold red", "warning": "yellow", "info": "dim"}
 
@@ -41,7 +45,16 @@ def finding_details(f: Finding) -> Table:
     fix = f.fix
     if fix is not None:
         grid.add_row("Fix", f"{fix.how}.")
-        if fix.plan:
+        if fix.plan and fix.needs:
+            grid.add_row(
+                "",
+                Text(
+                    f"Enter or f: choose the new {' and '.join(n.upper() for n in fix.needs)}, then preview the plan "
+                    f"({fix.plan}); nothing runs before you confirm.",
+                    style="cyan",
+                ),
+            )
+        elif fix.plan:
             grid.add_row(
                 "", Text(f"Enter or f: preview the plan ({fix.plan}); nothing runs before you confirm.", style="cyan")
             )
@@ -146,7 +159,21 @@ class DoctorScreen(CoreScreen):
         f, checkup = self.selected, self.checkup
         if f is None or checkup is None or f.fix is None:
             return
-        if f.fix.plan and checkup.inventory is not None:
+        if f.fix.plan and f.fix.needs == ("ssd",) and checkup.inventory is not None:
+            inv = checkup.inventory
+            choices = [
+                (d.display_path, device_label(d, inv), None if why is None else TUI.sentence(why))
+                for d, why in fast_choices(inv, None)
+            ]
+            choices.sort(key=lambda c: c[2] is not None)  # the devices that can first
+            question = f"Which new SSD takes the lost leg of {f.subject}'s mirror? The plan is previewed first."
+
+            def chosen(path: str | None) -> None:
+                if path:
+                    self.preview(f, {"ssd": path})
+
+            self.app.push_screen(ChooseDevice(question, choices), chosen)
+        elif f.fix.plan and checkup.inventory is not None:
             self.preview(f)
         elif f.fix.command:
             self.notify(f"Run in a shell as root: {' '.join(f.fix.command)}", timeout=20)
@@ -154,10 +181,10 @@ class DoctorScreen(CoreScreen):
             self.notify(f"{f.fix.how}.", timeout=15)
 
     @work(group="doctor-fix", exclusive=True, description="make the fix's plan", exit_on_error=False)
-    async def preview(self, f: Finding) -> None:
+    async def preview(self, f: Finding, chosen: dict[str, str] | None = None) -> None:
         assert self.checkup is not None and self.checkup.inventory is not None and f.fix is not None
         try:
-            plan = await asyncio.to_thread(fix_plan, self.core, self.checkup.inventory, f.fix)
+            plan = await asyncio.to_thread(fix_plan, self.core, self.checkup.inventory, f.fix, chosen)
         except CachewiseError as exc:
             self.refuse(exc)
             return

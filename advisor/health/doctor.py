@@ -272,12 +272,15 @@ def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
                 if parts
                 else "LVM reports the cached LV partial: a PV under it is missing",
                 Fix(
-                    f"put a new SSD in the volume group (vgextend), then repair the mirror onto it ({repair}); "
-                    "remove the cache only after that"
-                    if parts
-                    else "bring the missing device back, or replace it and repair the LV (lvconvert --repair)",
-                    command=("lvconvert", "--repair", parts[0]) if parts else (),
-                ),
+                    "put a new SSD in, then repair the mirror onto it with the plan (it joins the volume group, "
+                    f"{repair} copies the surviving leg over, and the lost PV leaves); remove the cache only "
+                    "after that",
+                    plan="cache-repair",
+                    options={"lv": name},
+                    needs=("ssd",),
+                )
+                if parts
+                else Fix("bring the missing device back, or replace it and repair the LV (lvconvert --repair)"),
             )
         )
     bcache = cache.device.bcache if cache.device else None

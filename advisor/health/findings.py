@@ -40,12 +40,14 @@ class Fix:
     plan: str = ""
     options: Mapping[str, Any] = field(default_factory=dict)
     command: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()  # the plan's options only the admin can choose ("ssd": a new SSD)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "how": self.how,
             "plan": self.plan or None,
             "options": dict(self.options),
+            "needs": list(self.needs),
             "command": list(self.command),
         }
 

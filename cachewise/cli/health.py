@@ -38,6 +38,8 @@ def fix_command(fix: Fix) -> str:
                 argv.append(flag(key))
             elif value not in (None, False, (), []):
                 argv += [flag(key), str(value)]
+        for key in fix.needs:  # the admin's choice: a placeholder in capitals, as a man page writes it
+            argv += [flag(key), f"NEW_{key.upper()}"]
         return shlex.join([*argv, "-o", f"{fix.plan}.json"])
     return shlex.join(fix.command) if fix.command else ""
 

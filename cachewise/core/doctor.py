@@ -9,7 +9,9 @@ by a timer sees, next time, whether dirty data went down and how fast the SSDs a
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from advisor.disks.devices import Inventory
 from advisor.errors import CachewiseError, codes, next_step
@@ -27,6 +29,7 @@ codes(
         "not-a-cache-in-snapshot": "{target} is not a cache in this snapshot (caches: {caches})",
         "fix-has-no-plan": "this finding's fix is not a plan cachewise makes: {how}",
         "fix-plan-options": "the fix's plan {kind} does not take these options ({why})",
+        "fix-needs-choice": "the fix's plan {kind} needs your choice of {needs}; nothing was planned",
     }
 )
 
@@ -104,13 +107,18 @@ def _snapshot(look: Look, target: str | None) -> Look:
     return Look(look.now, look.live, look.root, look.inventory, kept, (), look.memory_bytes, look.unread)
 
 
-def fix_plan(core: Core, inventory: Inventory, fix: Fix) -> Plan:
-    """The plan a finding's fix names, made as `plan KIND` would make it (refusals as its own)."""
+def fix_plan(core: Core, inventory: Inventory, fix: Fix, chosen: Mapping[str, Any] | None = None) -> Plan:
+    """The plan a finding's fix names, made as `plan KIND` would make it (refusals as its own),
+    with the admin's ``chosen`` values of what the fix ``needs`` (a new SSD's path)."""
     if not fix.plan:
         raise Refused("fix-has-no-plan", how=fix.how)
+    chosen = dict(chosen or {})
+    missing = [n for n in fix.needs if not chosen.get(n)]
+    if missing:
+        raise Refused("fix-needs-choice", kind=fix.plan, needs=", ".join(missing))
     recipe = plans.recipe_of(fix.plan)
     try:
-        options = recipe.options(**fix.options)
+        options = recipe.options(**fix.options, **chosen)
     except TypeError as exc:
         raise Refused("fix-plan-options", kind=fix.plan, why=exc) from None
     return plans.make(core, inventory, fix.plan, options)

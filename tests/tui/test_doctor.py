@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, OptionList, Static
 
 import screens.doctor
 from advisor.disks.collect import RawSystem
@@ -22,6 +22,7 @@ from cachewise.core import Core
 from cachewise.core.doctor import Checkup
 from screens.app import CachewiseApp
 from screens.apply import ApplyScreen
+from screens.dialogs import ChooseDevice
 from screens.disks import DisksScreen
 from screens.doctor import DoctorScreen
 from screens.flows.save_plan import SavePlan
@@ -31,7 +32,8 @@ from tests.tui.test_disks_screen import FakeDiscovery
 from tests.tui.test_fit import assert_fits
 
 SIZES = [(80, 24), (200, 55)]
-DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"  # labvg/data: a writeback pool's mirror missing an SSD
+DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"
+DEADSSD_F = FIXTURES / "lab-deadssd" / "f-pulled-raw.json"  # vgf/data's mirror lost SSDF002; SSDF003 is free  # labvg/data: a writeback pool's mirror missing an SSD
 LAYERS = FIXTURES / "lab-caches" / "raw-layers.json"  # two healthy lvmcaches
 WRITECACHE = FIXTURES / "lab-caches" / "raw-writecache.json"  # labvg/data with a dm-writecache
 # the writecache whose SSD the lab pulled: its status's first field, the error, is 1
@@ -78,17 +80,55 @@ async def test_a_degraded_mirror_with_its_cause_and_the_repair_command(size: tup
         pane = text_of(screen.query_one("#finding", Static).content, size[0])
         assert "Cause" in pane and "writeback" in pane
         assert "lvconvert --repair labvg/data_cache_cpool_cdata" in " ".join(pane.split())
+        assert "choose the new SSD, then preview the plan (cache-repair)" in " ".join(pane.split())
         status = str(screen.query_one("#doctor-status", Static).content)
         assert status.startswith("1 critical, 1 info: 1 cache and 0 SSDs looked at (a saved snapshot")
         # the whole panel is on screen: nothing of the cause or the fix is cut off at 80 columns
         assert screen.query_one("#finding-pane").region.width <= size[0]
-        await pilot.press("f")  # the fix is a command: shown to run in a shell
+        await pilot.press("f")  # the fix is the repair plan: first, which new SSD
         await pilot.pause()
-        assert any("Run in a shell as root: lvconvert --repair labvg/data_cache_cpool_cdata" in n for n in notes(app))
+        dialog = app.screen
+        assert isinstance(dialog, ChooseDevice)
+        await assert_fits(app, pilot)
+        # this machine has no free SSD: each device greyed with why, and the dialog says so
+        assert dialog.choices and all(why for *_, why in dialog.choices)
+        assert dialog.query_one(OptionList).option_count == len(dialog.choices)
+        assert "No device here can be used" in " ".join(str(w.content) for w in dialog.query(Static))
+        await pilot.press("escape")  # nothing chosen, nothing planned
+        await pilot.pause()
         assert isinstance(app.screen, DoctorScreen)
         await pilot.press("escape")
         await pilot.pause()
-        assert isinstance(app.screen, DisksScreen)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_repair_of_a_degraded_mirror_onto_the_ssd_chosen_is_previewed(size: tuple[int, int], tmp_path: Path) -> None:
+    """The lab's snapshot after one SSD of vgf/data's raid1 pool was pulled, with a third SSD free:
+    f asks which new SSD, offers the free ones first, and the repair plan onto the one chosen is
+    previewed (a snapshot's plan goes to the save preview)."""
+    app = CachewiseApp(Core.for_snapshot(RawSystem.load(DEADSSD_F), tmp_path), watch_hotplug=False)
+    async with app.run_test(size=size) as pilot:
+        screen = await open_doctor(app, pilot)
+        row = next(i for i, r in enumerate(rows(screen)) if r[1:] == ["vgf/data", "cache degraded"])
+        screen.query_one("#findings", DataTable).move_cursor(row=row)
+        await pilot.pause()
+        await pilot.press("f")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ChooseDevice)
+        await assert_fits(app, pilot)
+        offered = [path for path, _, why in dialog.choices if why is None]
+        assert "/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_SSDF003" in offered
+        assert dialog.choices[: len(offered)] == [c for c in dialog.choices if c[2] is None]  # the free ones first
+        option_list = dialog.query_one(OptionList)
+        option_list.highlighted = offered.index("/dev/disk/by-id/scsi-0QEMU_QEMU_HARDDISK_SSDF003")
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        preview = app.screen
+        assert isinstance(preview, SavePlan), preview
+        assert preview.plan.kind == "cache-repair"
+        assert any("SSDF003" in " ".join(s.argv) for s in preview.plan.steps)
 
 
 @pytest.mark.parametrize("size", SIZES)

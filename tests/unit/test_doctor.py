@@ -29,8 +29,10 @@ from cachewise import cli
 from cachewise.cli import common
 from cachewise.cli.health import block, fix_command, journal_line
 from cachewise.core import Core
+from cachewise.core.context import Refused
 from cachewise.core.doctor import DoctorRequest, doctor, fix_plan
 from recipes.registry import recipe
+from tests.conftest import raises_worded
 from tests.unit.fakesys import CACHE_LINE, TABLE, WC_LINE, make_sys
 from tests.unit.test_boot_readiness import checkers as boot_checkers
 from tests.unit.test_boot_readiness import facts as boot_facts
@@ -135,7 +137,12 @@ def test_a_degraded_mirror_from_the_captured_snapshot(tmp_path: Path) -> None:
     (found,) = [f for f in report.findings if f.code == "cache-degraded"]
     assert found.severity == "critical" and found.subject == "labvg/data"  # writeback on one SSD now
     assert found.facts["parts"] == ["labvg/data_cache_cpool_cdata", "labvg/data_cache_cpool_cmeta"]
-    assert found.fix is not None and found.fix.command == ("lvconvert", "--repair", "labvg/data_cache_cpool_cdata")
+    # the fix is the repair plan, onto a new SSD the admin names
+    assert found.fix is not None and (found.fix.plan, found.fix.options, found.fix.needs) == (
+        "cache-repair", {"lv": "labvg/data"}, ("ssd",))
+    assert "lvconvert --repair labvg/data_cache_cpool_cdata" in found.fix.how
+    with raises_worded(Refused, "needs your choice of ssd; nothing was planned"):
+        fix_plan(core, checkup.inventory, found.fix)  # type: ignore[arg-type]
     assert report.exit_code == 2 and not report.live and report.caches[0].degraded
     # a snapshot has no live status, SMART or samples: said as a note, not a warning
     assert [f.severity for f in report.findings if f.code == "doctor-unread"] == ["info"]
@@ -165,7 +172,8 @@ def test_a_pulled_ssd_in_the_labs_snapshots(raw: str, found: list[tuple[str, str
             assert ("nothing is lost" in f.cause) == (f.facts["mode"] == "writethrough"), f.cause
     if raw.startswith("f-"):  # what the lab ran to repair the mirror onto a new SSD
         fix = serious[0].fix
-        assert fix is not None and fix.command == ("lvconvert", "--repair", "vgf/data_cache_cpool_cdata")
+        assert fix is not None and fix.plan == "cache-repair" and fix.options == {"lv": "vgf/data"}
+        assert "lvconvert --repair vgf/data_cache_cpool_cdata" in fix.how
         assert (DEADSSD / "f-repair-data_cache_cpool_cdata.txt").exists()
 
 
@@ -404,7 +412,7 @@ def test_json_schema_and_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPa
                                                                                False)
     for f in data["findings"]:
         assert set(f) == {"code", "severity", "subject", "what", "facts", "cause", "fix"} and f["code"] in SENTENCES
-        assert f["cause"] and set(f["fix"]) == {"how", "plan", "options", "command"}
+        assert f["cause"] and set(f["fix"]) == {"how", "plan", "options", "needs", "command"}
     assert set(data["caches"][0]) >= {"name", "kind", "failed", "read_only", "needs_check", "degraded",
                                       "dirty_stuck_seconds"}
     assert cli.main(["doctor", "--from-raw", str(LAYERS), "--no-record"]) == 0
@@ -430,6 +438,7 @@ def test_text_blocks_and_journal_lines(tmp_path: Path) -> None:
     text = block(report.findings[0])
     assert text.startswith("CRITICAL labvg/data: labvg/data's cache is degraded")
     assert "\n  Cause: " in text and "\n  Fix: " in text and "lvconvert --repair labvg/data_cache_cpool_cdata" in text
+    assert "cachewise plan cache-repair --lv labvg/data --ssd NEW_SSD -o cache-repair.json" in text
     line = journal_line(report.findings[0])
     assert line.startswith("<2>CRITICAL labvg/data: ") and "\n" not in line and " Cause: " in line
     assert journal_line(report.findings[-1]).startswith("<6>INFO doctor: ")
