@@ -46,6 +46,10 @@ PLACEHOLDERS = {
 }
 STEP_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
+# The endings lvm2 gives the hidden LVs of a cache that a repair may name (a cache pool's data and
+# metadata, a writecache's cache volume).
+HIDDEN_CACHE_LVS = ("_cdata", "_cmeta", "_cvol")
+
 # cachewise's file of the bcache tunables the kernel forgets at every boot (advisor/tunables.py),
 # as plans name it: {backing-uuid} is the backing device's bcache UUID, read when the step runs
 # (make-bcache chooses it, so a plan that makes the device cannot know it).
@@ -617,7 +621,11 @@ class _Binding:
         destroyed = set(destroyed_by(m))
         for arg, value in m.args.items():
             if arg == "SUBLV":
-                if not any(value.startswith(f"{lv}_") for lv in self.origin_lvs):
+                # lvm2's hidden LVs under a cache: its pool's data and metadata, or the cache volume
+                # (a name such as vg/data_other, another LV, is not one)
+                if not any(value.startswith(f"{lv}_") for lv in self.origin_lvs) or not value.endswith(
+                    HIDDEN_CACHE_LVS
+                ):
                     return f"`{command}` names {value}, which is not an LV under the plan's origin"
                 continue
             if arg.startswith("VGLV"):

@@ -287,9 +287,10 @@ def test_a_repair_plan_cannot_name_an_lv_outside_its_origin() -> None:
     inv = inventory("f-pulled-raw.json")
     new = next(d for d in inv.devices if d.serial == "SSDF003")
     plan = json.loads(make("f-pulled-raw.json", "cache-repair", RepairOptions(lv="vgf/data", ssd=new.devnode)).dumps())
-    plan["steps"][2]["argv"][3] = "vgf/other_cdata"
-    with pytest.raises(PlanError, match="not an LV under the plan's origin"):
-        Plan.from_json(plan)
+    for other in ("vgf/other_cdata", "vgf/data_other", "vgf/data_cache_cpool"):
+        plan["steps"][2]["argv"][3] = other
+        with pytest.raises(PlanError, match="not an LV under the plan's origin"):
+            Plan.from_json(plan)
 
 
 def test_nothing_to_repair_on_a_cache_that_is_not_a_degraded_mirror() -> None:
