@@ -9,6 +9,7 @@ boot, so the finding says both values and how to set the file's again.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,7 @@ sentences(
     {
         "tunable-drifted": "{subject}: {key} is {live}, configured {configured} in {file}",
         "tunables-file-refused": "{file} {why}, so its tunables are not set at boot",
+        "tunables-file-unread": "{file} could not be read ({why}), so its tunables were not compared",
         "tunables-orphaned": "{file} keeps tunables for a bcache device that is not on this machine (backing "
         "device UUID {uuid})",
     }
@@ -36,9 +38,12 @@ def _apply_fix(device: str) -> Fix:
     )
 
 
-def compare(found: Sequence[Configured], live: Sequence[Backing], refused: Sequence[TunablesError]) -> list[Finding]:
+def compare(
+    found: Sequence[Configured], live: Sequence[Backing], refused: Sequence[TunablesError], root: bool = True
+) -> list[Finding]:
     """The findings of these files against these devices: each value that differs, each file
-    refused, each file whose device is not registered."""
+    refused (or not read: ``root`` says whether that matters), each file whose device is not
+    registered."""
     by_uuid = {b.uuid: b for b in live}
     out: list[Finding] = []
     for conf in found:
@@ -82,6 +87,24 @@ def compare(found: Sequence[Configured], live: Sequence[Backing], refused: Seque
             )
     for exc in refused:
         path = exc.facts.get("path")
+        if exc.code == "tunables-unreadable":
+            # not a file root refuses: one this reader could not open (without root, a file of
+            # root's that others may not read is as it should be; as root, the udev rule fails too)
+            out.append(
+                Finding(
+                    "tunables-file-unread",
+                    "warning" if root else "info",
+                    str(path),
+                    {"file": str(path), "why": str(exc.facts.get("why", ""))},
+                    "root's udev rule reads it at every boot; it could not be read here either"
+                    if root
+                    else "it is root's; without root its values cannot be compared with the live ones",
+                    Fix("look at the file's permissions and the disk under /etc")
+                    if root
+                    else Fix("run it as root to compare them"),
+                )
+            )
+            continue
         out.append(
             Finding(
                 "tunables-file-refused",
@@ -104,4 +127,4 @@ def drift(config_dir: Path | None = None, sys_root: Path | None = None) -> list[
         found, refused = tunables.configured(config_dir)
     except TunablesError as exc:
         refused, found = [exc], []
-    return compare(found, tunables.backings(sys_root), refused)
+    return compare(found, tunables.backings(sys_root), refused, root=os.geteuid() == 0)

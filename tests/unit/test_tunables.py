@@ -283,6 +283,22 @@ def test_a_refused_file_and_a_file_of_an_absent_device_are_findings(sysfs: Path,
     assert folder.code == "tunables-file-refused" and "can be written by other users" in folder.what
 
 
+def test_a_file_that_cannot_be_read_is_a_note_without_root_and_a_warning_as_root() -> None:
+    """Without root, a file of root's that others may not read is as it should be: its values were
+    not compared (a note), not "refused, so not set at boot". As root the udev rule fails too."""
+    path = Path(f"/etc/cachewise/bcache/{UUID}.conf")
+    unreadable = TunablesError("tunables-unreadable", path=path, why="Permission denied")
+    (user,) = health.compare([], [], [unreadable], root=False)
+    assert (user.code, user.severity) == ("tunables-file-unread", "info")
+    assert "Permission denied" in user.what and "not compared" in user.what and "not set at boot" not in user.what
+    assert user.fix is not None and "as root" in user.fix.how
+    (admin,) = health.compare([], [], [unreadable], root=True)
+    assert (admin.code, admin.severity) == ("tunables-file-unread", "warning")
+    refused = TunablesError("tunables-refused", path=path, why="is a link")
+    (still,) = health.compare([], [], [refused], root=False)
+    assert (still.code, still.severity) == ("tunables-file-refused", "warning")
+
+
 # --- the plans ---
 
 
