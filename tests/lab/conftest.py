@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.vm.lab import LabPool, Scenario, missing_prerequisites
+from tests.vm.lab import LabPool, Scenario, kill_guests, missing_prerequisites
 
 _SCENARIOS: dict[str, Scenario] = {}
 _POOL: list[LabPool] = []  # the session's pool, once started
@@ -43,6 +43,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     others = len(session.items) > len(lab_items)
     if _SCENARIOS and others and not session.config.option.collectonly and not missing_prerequisites():
         _start_pool(session.config._tmp_path_factory, early=True)  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A guest still running when the session ends (it stopped early: -x, Ctrl-C, a failure
+    before the lab tier) is stopped, with its qemu, rather than left to run on its own."""
+    stopped = kill_guests()
+    if stopped:
+        print(f"\nlab: stopped {stopped} guest(s) still running at the end of the session")
 
 
 def _start_pool(factory: pytest.TempPathFactory, early: bool) -> LabPool:

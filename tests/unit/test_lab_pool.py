@@ -4,6 +4,7 @@ two vCPUs or an idle host only once every paired one has ended and the lab tier 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -54,3 +55,30 @@ def test_widened_pairs_the_paired_guests() -> None:
     pool.futures["timed"].result(timeout=10)
     assert any(running for name, running in pool.seen if name.startswith("p")), "two paired guests at once"
     assert all(not running for name, running in pool.seen if name in ("tui", "timed"))
+
+
+def test_guests_left_running_at_the_end_of_a_session_are_stopped_with_their_children() -> None:
+    """A session that ends early (-x, Ctrl-C) stops the guests still running: each runs in its own
+    session, and the whole group (vng, qemu) is killed."""
+    import subprocess
+
+    from tests.vm import lab
+
+    proc = subprocess.Popen(["sh", "-c", "sleep 60 & wait"], start_new_session=True, text=True)
+    with lab._GUESTS_LOCK:
+        lab._GUESTS.add(proc)
+    try:
+        assert lab.kill_guests() >= 1
+        assert proc.wait(timeout=10) != 0
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:  # the group's other process (the sleep) goes too
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("a process of the guest's group is still running")
+    finally:
+        with lab._GUESTS_LOCK:
+            lab._GUESTS.discard(proc)

@@ -14,6 +14,7 @@ import glob
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -231,12 +232,47 @@ class Lab:
         tools = [str(Path(sys.executable).parent), *filter(None, [virtiofsd_dir()])]
         env_vars = {**os.environ, "PATH": ":".join([*tools, path])}
         start = time.monotonic()
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env_vars, check=False)
+        # its own session, so that a test session that ends early (-x, Ctrl-C) stops the guest
+        # and its qemu with it (kill_guests) instead of leaving them running
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_vars, start_new_session=True
+        )
+        with _GUESTS_LOCK:
+            _GUESTS.add(proc)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            proc.communicate()
+            raise
+        finally:
+            with _GUESTS_LOCK:
+                _GUESTS.discard(proc)
         seconds = time.monotonic() - start
-        (self.workdir / "console.log").write_text(proc.stdout + proc.stderr)
+        (self.workdir / "console.log").write_text(stdout + stderr)
         rc_file = self.workdir / "out" / "rc"
         rc = int(rc_file.read_text().strip()) if rc_file.exists() else (proc.returncode or 255)
-        return GuestRun(rc, seconds, self.workdir / "out", proc.stdout + proc.stderr)
+        return GuestRun(rc, seconds, self.workdir / "out", stdout + stderr)
+
+
+_GUESTS: set[subprocess.Popen[str]] = set()
+_GUESTS_LOCK = threading.Lock()
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_guests() -> int:
+    """Stop every guest still running (the test session is over); how many there were."""
+    with _GUESTS_LOCK:
+        running = list(_GUESTS)
+    for proc in running:
+        _kill(proc)
+    return len(running)
 
 
 @dataclass(frozen=True)
