@@ -14,7 +14,6 @@ import glob
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 GUEST_DIR = Path(__file__).parent / "guest"
 REPO = Path(__file__).resolve().parents[2]
@@ -202,6 +203,8 @@ class Lab:
 
     def run(self, script: str, env: dict[str, str] | None = None, timeout: float = 600) -> GuestRun:
         """Boot the guest, run ``script`` (a file in tests/vm/guest) as root, return its outputs."""
+        if _CLOSED:
+            raise RuntimeError("the test session is over: no guest is started")
         kernel = find_kernel()
         vng = vng_path()
         if kernel is None or vng is None:
@@ -232,12 +235,12 @@ class Lab:
         tools = [str(Path(sys.executable).parent), *filter(None, [virtiofsd_dir()])]
         env_vars = {**os.environ, "PATH": ":".join([*tools, path])}
         start = time.monotonic()
-        # its own session, so that a test session that ends early (-x, Ctrl-C) stops the guest
-        # and its qemu with it (kill_guests) instead of leaving them running
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_vars, start_new_session=True
-        )
+        # kept in _GUESTS, so that a test session that ends early (-x, Ctrl-C) stops the guest and
+        # its qemu (kill_guests); in pytest's process group, so a kill of that group reaches them too
         with _GUESTS_LOCK:
+            if _CLOSED:
+                raise RuntimeError("the test session is over: no guest is started")
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_vars)
             _GUESTS.add(proc)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
@@ -257,18 +260,29 @@ class Lab:
 
 _GUESTS: set[subprocess.Popen[str]] = set()
 _GUESTS_LOCK = threading.Lock()
+_CLOSED = False  # set at the end of the test session: no guest starts after it
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
+    """Kill a guest's process tree (vng, qemu, virtiofsd), children first."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        tree = psutil.Process(proc.pid)
+        family = [*tree.children(recursive=True), tree]
+    except psutil.NoSuchProcess:
+        return
+    for p in family:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
 
 
 def kill_guests() -> int:
-    """Stop every guest still running (the test session is over); how many there were."""
+    """The test session is over: start no more guests, and kill those still running; how many
+    there were."""
+    global _CLOSED
     with _GUESTS_LOCK:
+        _CLOSED = True
         running = list(_GUESTS)
     for proc in running:
         _kill(proc)
