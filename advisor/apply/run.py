@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
 import signal
 import threading
@@ -172,17 +173,16 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
     state = LiveState(runner, plan=plan)
     try:
         if step.write is not None:
-            path = state.resolve(step.write[0])
             shape = language.match_write(step.write)
-            stops = shape is not None and shape.shape in language.STOPS
-            if stops and not os.path.exists(path):
-                return 0, "not registered: nothing to stop"
+            if shape is not None and shape.shape in language.STOPS:
+                return _stop(step, state)
+            path = state.resolve(step.write[0])
             try:
                 with open(path, "w") as fh:
                     fh.write(step.write[1])
             except OSError as exc:
                 return 1, f"writing {step.write[1]!r} to {path} failed: {exc.strerror or exc}"
-            return _gone(Path(path).parent, min(step.timeout, STOP_SECONDS)) if stops else (0, "")
+            return 0, ""
         assert step.wait is not None
         path = state.resolve(step.wait[0])
     except RoleMissing as exc:
@@ -207,6 +207,58 @@ def _sysfs_step(step: Step, runner: CommandRunner, report: Reporter, plan: Plan)
 
 
 STOP_SECONDS = 60.0  # the longest a bcache stop may take to release its devices
+NOT_REGISTERED = "not registered: nothing to stop"
+
+
+def _stop(step: Step, state: LiveState) -> tuple[int, str]:
+    """Stop a bcache device or cache set: nothing to do when it is not registered (its device is
+    not there, or its sysfs directory is not); refused while a bcache device it would stop is
+    mounted or held (a file system made on it since, in a rollback); then wait for the kernel to
+    release it."""
+    assert step.write is not None
+    try:
+        path = Path(state.resolve(step.write[0]))
+    except RoleMissing:
+        return 0, NOT_REGISTERED
+    if not path.exists():
+        return 0, NOT_REGISTERED
+    busy = [dev for dev in _bcache_devices(path.parent) if _in_use(dev)]
+    if busy:
+        return 1, (
+            f"/dev/{busy[0]} is mounted or held by another device: unmount it (or stop what holds it) first; "
+            "it was not stopped"
+        )
+    try:
+        with open(path, "w") as fh:
+            fh.write(step.write[1])
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENODEV):
+            return 0, NOT_REGISTERED  # it went meanwhile
+        return 1, f"writing {step.write[1]!r} to {path} failed: {exc.strerror or exc}"
+    return _gone(path.parent, min(step.timeout, STOP_SECONDS))
+
+
+def _bcache_devices(directory: Path) -> list[str]:
+    """The bcacheN devices a stop in this sysfs directory would stop: a backing device's own
+    (``dev``), or those of a cache set's attached backing devices (``bdevN/dev``)."""
+    links = [directory / "dev", *(d / "dev" for d in sorted(directory.glob("bdev*")))]
+    return [os.path.basename(os.path.realpath(link)) for link in links if link.exists()]
+
+
+def _in_use(name: str, sys_root: Path = Path("/sys"), proc: Path = Path("/proc")) -> bool:
+    """Whether a block device is held by another (dm, md), mounted, or swapped on."""
+    block = sys_root / "class" / "block" / name
+    try:
+        if any((block / "holders").iterdir()):
+            return True
+        devnum = (block / "dev").read_text().strip()
+        mounts = (proc / "self" / "mountinfo").read_text().splitlines()
+        if any(len(f) > 2 and f[2] == devnum for f in (line.split() for line in mounts)):
+            return True
+        swaps = (proc / "swaps").read_text().splitlines()[1:]
+        return any(line.split()[0] == f"/dev/{name}" for line in swaps if line.split())
+    except OSError:
+        return False
 
 
 def _gone(directory: Path, timeout: float) -> tuple[int, str]:

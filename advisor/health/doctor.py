@@ -342,7 +342,8 @@ def _all_dirty(cache: CacheLook) -> list[Finding]:
                 "mode": s.mode,
             },
             (
-                "dm-cache counts dirty blocks in writethrough, which it only does after an unclean stop"
+                "dm-cache counts dirty blocks in writethrough, which it does after an unclean stop (or a switch "
+                "from writeback made without lvm2, before its flush ended)"
                 if s.mode == "writethrough"
                 else "every cached block is counted dirty: after an unclean stop (a crash or power cut) dm-cache "
                 "may count all of them dirty until each is written back once (lvm2#141), or the workload dirtied "

@@ -344,14 +344,23 @@ class Sampler:
                 sample = self._bcache(ref, now)
             else:
                 line = status.get(ref.dm_name or "")
-                if line and _target(line) not in (_TARGETS[ref.kind], "error"):
-                    # the table was loaded as another target: lvm2 between two tables, or the
-                    # cache detached while watched (the lab's watch saw "0 1048576 linear" after
-                    # an uncache); the device is no longer this cache, so it has no sample
-                    line = None
-                sample = self._dm(ref, line, now) if line else None
-                if line:
-                    sample = self._troubled(ref, sample, line, status, now)
+                target = _target(line) if line else ""
+                if target == "error":  # lvm2 or an admin put the error target in its place
+                    sample = Sample(now, ref.name, ref.kind, ref.mode, "failed", None, None, None, None, None, None)
+                    sample = replace(
+                        sample,
+                        trouble="its device-mapper table is the error target: every read and write of it fails",
+                        raw={"status": (line or "").strip()},
+                    )
+                elif line and target != _TARGETS[ref.kind]:
+                    # the table was loaded as another target: the cache was detached while
+                    # watched (the lab's watch saw "0 1048576 linear" after an uncache); the
+                    # device is no longer this cache, so it has no sample
+                    sample = None
+                else:
+                    sample = self._dm(ref, line, now) if line else None
+                    if line:
+                        sample = self._troubled(ref, sample, line, status, now)
             if sample is not None:
                 out.append(self._with_io(ref, sample))
         return out

@@ -5,6 +5,7 @@ each bcache device that appears), shown beside their live values, and the ones t
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from advisor import tunables
@@ -78,5 +79,7 @@ def show(core: Core) -> Shown:
     live = tunables.backings()
     by_uuid = {b.uuid: b for b in live}
     return Shown(
-        tuple((c, by_uuid.get(c.uuid)) for c in found), tuple(refused), tuple(health.compare(found, live, refused))
+        tuple((c, by_uuid.get(c.uuid)) for c in found),
+        tuple(refused),
+        tuple(health.compare(found, live, refused, root=os.geteuid() == 0)),
     )

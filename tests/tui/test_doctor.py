@@ -32,8 +32,8 @@ from tests.tui.test_disks_screen import FakeDiscovery
 from tests.tui.test_fit import assert_fits
 
 SIZES = [(80, 24), (200, 55)]
-DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"
-DEADSSD_F = FIXTURES / "lab-deadssd" / "f-pulled-raw.json"  # vgf/data's mirror lost SSDF002; SSDF003 is free  # labvg/data: a writeback pool's mirror missing an SSD
+DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"  # labvg/data: a writeback pool's mirror missing an SSD
+DEADSSD_F = FIXTURES / "lab-deadssd" / "f-pulled-raw.json"  # vgf/data's mirror lost an SSD; SSDF003 is free
 LAYERS = FIXTURES / "lab-caches" / "raw-layers.json"  # two healthy lvmcaches
 WRITECACHE = FIXTURES / "lab-caches" / "raw-writecache.json"  # labvg/data with a dm-writecache
 # the writecache whose SSD the lab pulled: its status's first field, the error, is 1
@@ -99,6 +99,7 @@ async def test_a_degraded_mirror_with_its_cause_and_the_repair_command(size: tup
         assert isinstance(app.screen, DoctorScreen)
         await pilot.press("escape")
         await pilot.pause()
+        assert isinstance(app.screen, DisksScreen)
 
 
 @pytest.mark.parametrize("size", SIZES)

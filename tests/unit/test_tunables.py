@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import threading
 import time
@@ -567,8 +568,10 @@ def test_the_make_bcache_undo_stops_what_is_registered_before_it_wipes(tmp_path:
     udev's 69-bcache.rules registered the devices by itself) ran wipefs on a registered device:
     "Device or resource busy". The undo stops the device and the set first, computed from the
     step's shape; a stop of what is not registered does nothing; a stop waits until the kernel
-    has released the device (its sysfs directory gone)."""
+    has released the device (its sysfs directory gone); a bcache device mounted since is not
+    stopped (nor wiped after it)."""
     from advisor.apply import run
+    from advisor.apply.state import RoleMissing
 
     plan = bcache_create(INV, "sda", "nvme0n1")
     step = next(s for s in plan.steps if s.id == "make-bcache")
@@ -580,23 +583,59 @@ def test_the_make_bcache_undo_stops_what_is_registered_before_it_wipes(tmp_path:
         f"wipefs --all {bp}",
         f"wipefs --all {cp}",
     )
+    device_stop, set_stop = (Step("undo-make-bcache", (), write=w) for w in step.undo_writes)
+
+    def gone(self: LiveState, path: str) -> str:
+        raise RoleMissing("backing")
+
+    monkeypatch.setattr(LiveState, "resolve", gone)  # the backing device is not there at all
+    assert run._sysfs_step(device_stop, None, quiet, plan) == (0, run.NOT_REGISTERED)  # type: ignore[arg-type]
     monkeypatch.setattr(LiveState, "resolve", lambda self, path: str(tmp_path / path.lstrip("/{").replace("}", "")))
-    stop = Step("undo-make-bcache", (), write=step.undo_writes[1])
-    assert run._sysfs_step(stop, None, quiet, plan) == (0, "not registered: nothing to stop")  # type: ignore[arg-type]
+    assert run._sysfs_step(set_stop, None, quiet, plan) == (0, run.NOT_REGISTERED)  # type: ignore[arg-type]
     directory = tmp_path / "sys" / "fs" / "bcache" / cset
     directory.mkdir(parents=True)
     (directory / "stop").write_text("")
+    bcache0 = tmp_path / "bcache0"
+    bcache0.mkdir()
+    (directory / "bdev0").mkdir()
+    os.symlink(bcache0, directory / "bdev0" / "dev")  # an attached backing device's bcache device
+    monkeypatch.setattr(run, "_in_use", lambda name: name == "bcache0")
+    code, said = run._sysfs_step(set_stop, None, quiet, plan)  # type: ignore[arg-type]
+    assert code == 1 and "/dev/bcache0 is mounted or held" in said and (directory / "stop").read_text() == ""
+    monkeypatch.setattr(run, "_in_use", lambda name: False)
 
     def released() -> None:  # the kernel removes the directory a moment after the write
         time.sleep(0.3)
-        (directory / "stop").unlink()
-        directory.rmdir()
+        shutil.rmtree(directory)
 
-    threading.Thread(target=released).start()
-    assert run._sysfs_step(stop, None, quiet, plan) == (0, "")  # type: ignore[arg-type]
+    thread = threading.Thread(target=released)
+    thread.start()
+    assert run._sysfs_step(set_stop, None, quiet, plan) == (0, "")  # type: ignore[arg-type]
+    thread.join()
     assert not directory.exists()
     directory.mkdir()
     (directory / "stop").write_text("")
     monkeypatch.setattr(run, "STOP_SECONDS", 0.5)
-    code, said = run._sysfs_step(stop, None, quiet, plan)  # type: ignore[arg-type]
+    code, said = run._sysfs_step(set_stop, None, quiet, plan)  # type: ignore[arg-type]
     assert code == 1 and "still there" in said
+
+
+def test_a_bcache_device_is_in_use_when_held_mounted_or_swapped_on(tmp_path: Path) -> None:
+    from advisor.apply.run import _in_use
+
+    block = tmp_path / "sys" / "class" / "block" / "bcache0"
+    (block / "holders").mkdir(parents=True)
+    (block / "dev").write_text("252:0\n")
+    proc = tmp_path / "proc"
+    (proc / "self").mkdir(parents=True)
+    (proc / "self" / "mountinfo").write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n")
+    (proc / "swaps").write_text("Filename Type Size Used Priority\n")
+    assert not _in_use("bcache0", tmp_path / "sys", proc)
+    (proc / "self" / "mountinfo").write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n40 22 252:0 / /srv rw - xfs /dev/bcache0 rw\n")
+    assert _in_use("bcache0", tmp_path / "sys", proc)
+    (proc / "self" / "mountinfo").write_text("")
+    (proc / "swaps").write_text("Filename Type Size Used Priority\n/dev/bcache0 partition 1024 0 -2\n")
+    assert _in_use("bcache0", tmp_path / "sys", proc)
+    (proc / "swaps").write_text("Filename Type Size Used Priority\n")
+    (block / "holders" / "dm-3").mkdir()
+    assert _in_use("bcache0", tmp_path / "sys", proc)

@@ -397,3 +397,7 @@ def test_a_cache_reloaded_as_another_target_has_no_sample_even_with_its_parts_go
     failed = Sampler(DmRunner(TABLE, "labvg-data: 0 1048576 cache Fail\n"), sys_root, clock=lambda: 1000.0)  # type: ignore[arg-type]
     (sample,) = failed.sample(refs)
     assert sample.state == "failed"
+    # the error target in its place, every part there or not: failed, and said so
+    errored = Sampler(DmRunner(TABLE, "labvg-data: 0 1048576 error\n"), sys_root, clock=lambda: 1000.0)  # type: ignore[arg-type]
+    (sample,) = errored.sample(refs)
+    assert sample.state == "failed" and "error target" in (sample.trouble or "")
