@@ -240,7 +240,11 @@ class Lab:
         with _GUESTS_LOCK:
             if _CLOSED:
                 raise RuntimeError("the test session is over: no guest is started")
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_vars)
+            # stdin from /dev/null: qemu sets its stdin non-blocking, which, shared with pytest, made
+            # ansible-playbook in the unit tier refuse to run ("Non-blocking file handles detected")
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env_vars
+            )
             _GUESTS.add(proc)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
