@@ -1,4 +1,4 @@
-"""Predictions against the real kernel, on every CI run: dm-cache and bcache (writethrough)
+"""Predictions against the real kernel, in the soak run: dm-cache and bcache (writethrough)
 on the 150-IOPS HDD and the SSD, each started empty under fio's zipf:1.2 random reads; the
 steady hit ratio cachewise predicts from fio's own iolog of the run against the kernel's
 counters. The full suite (both modes, four workloads, empty and full of older data) is
@@ -9,7 +9,12 @@ from __future__ import annotations
 import pytest
 
 from tests.vm.accuracy import STEADY_GOAL, evaluate, table
-from tests.vm.lab import HDD, SATA_SSD, GuestRun, LabPool, Scenario
+from tests.vm.lab import HDD, SATA_SSD, GuestRun, LabPool, Scenario, soak
+
+if not soak():
+    # an oracle (predicted from fio's own log of the run it is judged against: issue 28), and
+    # CI's time goes to the boots that prove the mission; the soak run keeps it
+    pytest.skip("the soak run only (CACHEWISE_SOAK=1)", allow_module_level=True)
 
 BACKENDS = ["dmcache-wt", "bcache-wt"]
 WORKLOADS = ["zipf12=zipf:1.2"]
