@@ -21,7 +21,6 @@ from advisor.errors import CachewiseError
 from advisor.health.findings import Finding
 from cachewise.core.doctor import Checkup, DoctorRequest, doctor, fix_plan
 from screens.base import CoreScreen
-from screens.dialogs import ChooseDevice
 from screens.names import device_label
 from screens.phrases import TUI
 
@@ -160,25 +159,29 @@ class DoctorScreen(CoreScreen):
         if f is None or checkup is None or f.fix is None:
             return
         if f.fix.plan and f.fix.needs == ("ssd",) and checkup.inventory is not None:
-            inv = checkup.inventory
-            choices = [
-                (d.display_path, device_label(d, inv), None if why is None else TUI.sentence(why))
-                for d, why in fast_choices(inv, None)
-            ]
-            choices.sort(key=lambda c: c[2] is not None)  # the devices that can first
-            question = f"Which new SSD takes the lost leg of {f.subject}'s mirror? The plan is previewed first."
-
-            def chosen(path: str | None) -> None:
-                if path:
-                    self.preview(f, {"ssd": path})
-
-            self.app.push_screen(ChooseDevice(question, choices), chosen)
+            self.choose_ssd(f)
         elif f.fix.plan and checkup.inventory is not None:
             self.preview(f)
         elif f.fix.command:
             self.notify(f"Run in a shell as root: {' '.join(f.fix.command)}", timeout=20)
         else:
             self.notify(f"{f.fix.how}.", timeout=15)
+
+    @work(group="doctor-fix", exclusive=True, description="ask which new SSD", exit_on_error=False)
+    async def choose_ssd(self, f: Finding) -> None:
+        """Which new SSD the fix's plan takes (the free ones first, the others with why not), then
+        its preview."""
+        assert self.checkup is not None and self.checkup.inventory is not None
+        inv = self.checkup.inventory
+        choices = [
+            (d.display_path, device_label(d, inv), None if why is None else TUI.sentence(why))
+            for d, why in fast_choices(inv, None)
+        ]
+        choices.sort(key=lambda c: c[2] is not None)
+        question = f"Which new SSD takes the lost leg of {f.subject}'s mirror? The plan is previewed first."
+        path = await self.nav.ask_device(question, choices)
+        if path:
+            self.preview(f, {"ssd": path})
 
     @work(group="doctor-fix", exclusive=True, description="make the fix's plan", exit_on_error=False)
     async def preview(self, f: Finding, chosen: dict[str, str] | None = None) -> None:

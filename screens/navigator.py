@@ -24,7 +24,7 @@ from cachewise.core import watch
 from screens.analysis import AnalysisScreen
 from screens.apply import ApplyScreen
 from screens.base import Services
-from screens.dialogs import ConfirmLoss, ConfirmProbe, InterruptedPlan, OpenTrace, TraceWindow
+from screens.dialogs import ChooseDevice, ConfirmLoss, ConfirmProbe, InterruptedPlan, OpenTrace, TraceWindow
 from screens.doctor import DoctorScreen
 from screens.flows.measure import MeasureStep
 from screens.flows.model import Flow, FlowKind
@@ -110,6 +110,10 @@ class Navigator:
 
     async def ask_accept_loss(self, question: str) -> bool:
         answer: bool = await self.app.push_screen_wait(ConfirmLoss(question))
+        return answer
+
+    async def ask_device(self, question: str, choices: list[tuple[str, str, str | None]]) -> str | None:
+        answer: str | None = await self.app.push_screen_wait(ChooseDevice(question, choices))
         return answer
 
     async def ask_interrupted(self, plan: Plan, steps: list[str]) -> Literal["resume", "rollback"] | None:
