@@ -27,6 +27,7 @@ from advisor.apply.state import LiveState, RoleMissing, in_effect, last_in_effec
 from advisor.backends import BCACHE, by_progress
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.plan import language
+from advisor.plan.checks import NotMounted
 from advisor.plan.language import TUNABLES_FILE
 from advisor.plan.model import Plan, Step
 from advisor.readers import bcache
@@ -222,7 +223,7 @@ def _stop(step: Step, state: LiveState) -> tuple[int, str]:
         return 0, NOT_REGISTERED
     if not path.exists():
         return 0, NOT_REGISTERED
-    busy = [dev for dev in _bcache_devices(path.parent) if _in_use(dev)]
+    busy = [dev for dev in _bcache_devices(path.parent) if _in_use(dev, state)]
     if busy:
         return 1, (
             f"/dev/{busy[0]} is mounted or held by another device: unmount it (or stop what holds it) first; "
@@ -245,20 +246,11 @@ def _bcache_devices(directory: Path) -> list[str]:
     return [os.path.basename(os.path.realpath(link)) for link in links if link.exists()]
 
 
-def _in_use(name: str, sys_root: Path = Path("/sys"), proc: Path = Path("/proc")) -> bool:
-    """Whether a block device is held by another (dm, md), mounted, or swapped on."""
-    block = sys_root / "class" / "block" / name
-    try:
-        if any((block / "holders").iterdir()):
-            return True
-        devnum = (block / "dev").read_text().strip()
-        mounts = (proc / "self" / "mountinfo").read_text().splitlines()
-        if any(len(f) > 2 and f[2] == devnum for f in (line.split() for line in mounts)):
-            return True
-        swaps = (proc / "swaps").read_text().splitlines()[1:]
-        return any(line.split()[0] == f"/dev/{name}" for line in swaps if line.split())
-    except OSError:
-        return False
+def _in_use(name: str, state: LiveState) -> bool:
+    """Whether a block device is mounted, swapped on or held (by dm, md), as a plan's NotMounted
+    check judges it."""
+    dev = state.device(f"/dev/{name}")
+    return dev is not None and not NotMounted(device=dev.devnode).of(dev, state)
 
 
 def _gone(directory: Path, timeout: float) -> tuple[int, str]:

@@ -182,6 +182,11 @@ def _dm_lines(text: str) -> Iterable[tuple[str, str]]:
 _TARGETS = {"dm-cache": "cache", "dm-writecache": "writecache"}
 
 
+def _failed(ref: CacheRef, now: float, **more: Any) -> Sample:
+    """A failed cache's sample: the kernel gives it no counters."""
+    return Sample(now, ref.name, ref.kind, ref.mode, "failed", None, None, None, None, None, None, **more)
+
+
 def _target(line: str) -> str:
     """The target of a ``dmsetup status`` line ("start length target ...")."""
     words = line.split()
@@ -346,9 +351,9 @@ class Sampler:
                 line = status.get(ref.dm_name or "")
                 target = _target(line) if line else ""
                 if target == "error":  # lvm2 or an admin put the error target in its place
-                    sample = Sample(now, ref.name, ref.kind, ref.mode, "failed", None, None, None, None, None, None)
-                    sample = replace(
-                        sample,
+                    sample = _failed(
+                        ref,
+                        now,
                         trouble="its device-mapper table is the error target: every read and write of it fails",
                         raw={"status": (line or "").strip()},
                     )
@@ -419,7 +424,7 @@ class Sampler:
             # once, while lvm2 reloaded the table) is no failure: no sample this time, as before
             return sample
         if sample is None:
-            sample = Sample(now, ref.name, ref.kind, ref.mode, "failed", None, None, None, None, None, None)
+            sample = _failed(ref, now)
         return replace(
             sample,
             state=failure.state,

@@ -5,7 +5,6 @@ each bcache device that appears), shown beside their live values, and the ones t
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from advisor import tunables
@@ -81,5 +80,5 @@ def show(core: Core) -> Shown:
     return Shown(
         tuple((c, by_uuid.get(c.uuid)) for c in found),
         tuple(refused),
-        tuple(health.compare(found, live, refused, root=os.geteuid() == 0)),
+        tuple(health.compare(found, live, refused, root=is_root())),
     )

@@ -14,6 +14,7 @@ import shutil
 import stat
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -599,10 +600,10 @@ def test_the_make_bcache_undo_stops_what_is_registered_before_it_wipes(tmp_path:
     bcache0.mkdir()
     (directory / "bdev0").mkdir()
     os.symlink(bcache0, directory / "bdev0" / "dev")  # an attached backing device's bcache device
-    monkeypatch.setattr(run, "_in_use", lambda name: name == "bcache0")
+    monkeypatch.setattr(run, "_in_use", lambda name, state: name == "bcache0")
     code, said = run._sysfs_step(set_stop, None, quiet, plan)  # type: ignore[arg-type]
     assert code == 1 and "/dev/bcache0 is mounted or held" in said and (directory / "stop").read_text() == ""
-    monkeypatch.setattr(run, "_in_use", lambda name: False)
+    monkeypatch.setattr(run, "_in_use", lambda name, state: False)
 
     def released() -> None:  # the kernel removes the directory a moment after the write
         time.sleep(0.3)
@@ -620,22 +621,24 @@ def test_the_make_bcache_undo_stops_what_is_registered_before_it_wipes(tmp_path:
     assert code == 1 and "still there" in said
 
 
-def test_a_bcache_device_is_in_use_when_held_mounted_or_swapped_on(tmp_path: Path) -> None:
+def test_a_bcache_device_is_in_use_when_held_mounted_or_swapped_on() -> None:
     from advisor.apply.run import _in_use
 
-    block = tmp_path / "sys" / "class" / "block" / "bcache0"
-    (block / "holders").mkdir(parents=True)
-    (block / "dev").write_text("252:0\n")
-    proc = tmp_path / "proc"
-    (proc / "self").mkdir(parents=True)
-    (proc / "self" / "mountinfo").write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n")
-    (proc / "swaps").write_text("Filename Type Size Used Priority\n")
-    assert not _in_use("bcache0", tmp_path / "sys", proc)
-    (proc / "self" / "mountinfo").write_text("22 1 8:1 / / rw - ext4 /dev/sda1 rw\n40 22 252:0 / /srv rw - xfs /dev/bcache0 rw\n")
-    assert _in_use("bcache0", tmp_path / "sys", proc)
-    (proc / "self" / "mountinfo").write_text("")
-    (proc / "swaps").write_text("Filename Type Size Used Priority\n/dev/bcache0 partition 1024 0 -2\n")
-    assert _in_use("bcache0", tmp_path / "sys", proc)
-    (proc / "swaps").write_text("Filename Type Size Used Priority\n")
-    (block / "holders" / "dm-3").mkdir()
-    assert _in_use("bcache0", tmp_path / "sys", proc)
+    bcache0 = next(d for d in INV.devices if d.name == "bcache0")
+
+    class Seen:  # the state a stop reads: discovery's bcache0, as given
+        def __init__(self, **facts: object) -> None:
+            self.dev = replace(bcache0, holders=(), mountpoints=(), swap=False, partitions=())
+            self.dev = replace(self.dev, **facts)
+
+        def device(self, path: str) -> object:
+            return self.dev if path == "/dev/bcache0" else None
+
+        def partitions(self, dev: object) -> list[object]:
+            return []
+
+    assert not _in_use("bcache0", Seen())  # type: ignore[arg-type]
+    assert _in_use("bcache0", Seen(mountpoints=("/srv",)))  # type: ignore[arg-type]
+    assert _in_use("bcache0", Seen(swap=True))  # type: ignore[arg-type]
+    assert _in_use("bcache0", Seen(holders=("dm-3",)))  # type: ignore[arg-type]
+    assert not _in_use("bcache9", Seen(mountpoints=("/srv",)))  # type: ignore[arg-type]  # not there: nothing to stop
