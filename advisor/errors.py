@@ -62,6 +62,7 @@ ACTIONS: dict[str, str] = {
     "free-bcache-cache": "detach it from its bcache devices and wipe it, with the removal of one of them",
     "rescue": "take the failed cache off {target}, so that its origin runs on its own (the plan says what the "
     "origin lacks)",
+    "activate-lv": "activate {target} (lvm2 says why if it cannot), then remove its cache",
     "repair-mirror": "put a new SSD in and rebuild the missing leg of the mirrored cache of {target} onto it",
     "accept-data-loss": "accept that the blocks only the dead SSD held are lost, and rescue the origin",
     "free-ssd-instead": "give the SSD back with the removal itself, which wipes a bcache cache device",

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from advisor.advice.lvmrules import LVM_EXTENT, LVM_PV_METADATA
 from advisor.backends import Backend, by_segtype
-from advisor.disks.devices import Caching, Device, Inventory
-from advisor.disks.discovery import find_device
+from advisor.disks.devices import Caching, Device, InactiveLv, Inventory
+from advisor.disks.discovery import find_device, inactive_failure
 from advisor.disks.failure import Failure
 from advisor.errors import codes, next_step
 from advisor.plan.checks import (
@@ -69,6 +69,9 @@ codes(
         "rescue-loses-data": "{trouble}; taking the cache off leaves out what only the dead SSD held",
         "mirror-degraded": "{trouble}; removing the cache now would flush it from its last copy",
         "keep-dead-cache": "the cache of {lv} has failed ({state}), so its {keeps} cannot be kept; it is taken off",
+        "lv-inactive": "{lv} is a cached LV that is not active; its cache is removed (flushed) while it is active",
+        "release-missing": "the SSD of {lv}'s cache is missing, so there is none to release; the rescue takes it out "
+        "of the VG itself",
     }
 )
 
@@ -354,6 +357,9 @@ def remove_cache(
     LV, then releases the SSD(s) named. A cache that failed (its SSD dead or gone) is rescued
     instead (:func:`rescue_steps`); one that loses data so only with ``accept_loss``. A mirrored
     cache that lost one SSD is refused: its mirror is to be repaired first (recipes/lvmcache.py)."""
+    inactive = inv.inactive_lv(lv_name) if find_device(inv, lv_name) is None else None
+    if inactive is not None:
+        return rescue_inactive(inv, inactive, backend, kind, keep=keep, release=release, accept_loss=accept_loss)
     segtype = backend.lvm_segtype or ""
     what = backend.keeps
     origin = find_lv(inv, lv_name)
@@ -387,7 +393,7 @@ def remove_cache(
             and d.caching is not None
             and d.caching.missing
             and set(d.caching.missing) & set(caching.missing)
-        )
+        ) + sorted(o.name for o in inv.inactive if o.vg == vg and o.partial)
         steps = rescue_steps(origin, caching, segtype, accept_loss, drop_missing=not others)
         notes: tuple[str, ...] = (f"{caching.trouble[0].upper()}{caching.trouble[1:]}.",)
         if others:
@@ -475,27 +481,47 @@ def failure_of(origin: Device, caching: Caching) -> Failure:
 def rescue_steps(
     origin: Device, caching: Caching, segtype: str, accept_loss: bool, drop_missing: bool = True
 ) -> list[Step]:
-    """The steps that take a failed cache (its SSD dead or gone) off ``origin``, measured on lvm2
+    """The steps that take a failed cache (its SSD dead or gone) off the active LV ``origin``
+    (:func:`_rescue`)."""
+    assert origin.lvm is not None
+    return _rescue(
+        f"{origin.lvm.vg}/{origin.lvm.lv}",
+        failure_of(origin, caching),
+        caching.trouble,
+        segtype,
+        accept_loss,
+        drop_missing=drop_missing and bool(caching.missing),
+        mounted=origin.display_path,
+    )
+
+
+def _rescue(
+    vglv: str,
+    failure: Failure,
+    trouble: str,
+    segtype: str,
+    accept_loss: bool,
+    *,
+    drop_missing: bool,
+    mounted: str | None = None,
+    activate: bool = False,
+) -> list[Step]:
+    """The steps that take a failed cache (its SSD dead or gone) off an LV, measured on lvm2
     2.03.16 (docs/dead-ssd.md). dm-cache: ``lvconvert --uncache`` skips the flush of a failed
     cache while the LV stays active and mounted; in writeback lvm2 asks for ``--force``, which
     leaves out the blocks that were dirty on the SSD (so the user must have accepted that).
     dm-writecache: its flush at suspend fails and left the LV suspended when it was taken off
-    active, so it is taken off inactive (the file system unmounted), with ``--force`` (whatever it
-    had not written back is lost), and activated again. Then the PVs lvm2 cannot find leave the VG."""
-    assert origin.lvm is not None
-    vg, vglv = origin.lvm.vg or "", f"{origin.lvm.vg}/{origin.lvm.lv}"
-    failure = failure_of(origin, caching)
+    active, so it is taken off inactive (the file system at ``mounted`` unmounted), with ``--force``
+    (whatever it had not written back is lost), and activated again. An LV lvm2 would not activate
+    (``mounted`` None: it is no block device) is taken off as it is, then activated. Then the PVs
+    lvm2 cannot find leave the VG (``drop_missing``)."""
+    vg = vglv.split("/")[0]
     if failure.writeback and not accept_loss:
-        raise RecipeError(
-            "rescue-loses-data",
-            trouble=caching.trouble,
-            next=[next_step("accept-data-loss", target=vglv)],
-        )
+        raise RecipeError("rescue-loses-data", trouble=trouble, next=[next_step("accept-data-loss", target=vglv)])
     uncache = ("lvconvert", "--yes", "--force", "--uncache", vglv) if failure.writeback else None
     steps: list[Step] = []
-    if segtype == "writecache":
-        path = origin.display_path
-        steps.append(Step("deactivate", ("lvchange", "--yes", "-an", vglv), pre=(NotMounted(device=path),)))
+    if segtype == "writecache" and mounted is not None:
+        steps.append(Step("deactivate", ("lvchange", "--yes", "-an", vglv), pre=(NotMounted(device=mounted),)))
     steps.append(
         Step(
             "uncache",
@@ -505,8 +531,75 @@ def rescue_steps(
             seconds=5.0,
         )
     )
-    if caching.missing and drop_missing:
+    if drop_missing:
         steps.append(Step("vgreduce-missing", ("vgreduce", "--removemissing", vg), seconds=2.0))
-    if segtype == "writecache":
+    if segtype == "writecache" or activate:
         steps.append(Step("activate", ("lvchange", "--yes", "-ay", vglv)))
     return steps
+
+
+def rescue_inactive(
+    inv: Inventory,
+    lv: InactiveLv,
+    backend: Backend,
+    kind: str,
+    *,
+    keep: bool,
+    release: str | Sequence[str] | None,
+    accept_loss: bool,
+) -> Plan:
+    """The plan that gets back a cached LV lvm2 will not activate because its cache's SSD is
+    missing (after a reboot with the SSD dead: discovery's :class:`InactiveLv`): the cache taken
+    off the inactive LV (lvm2 does so without activating it), the missing PV out of the VG, the LV
+    activated on its origin. An inactive LV whose parts are all there is refused: it is to be
+    activated first, then its cache removed as any other (flushed)."""
+    segtype = backend.lvm_segtype or ""
+    if lv.segtype != segtype:
+        other = by_segtype(lv.segtype)
+        instead = remover(other) if other is not None else None
+        raise RecipeError(
+            "not-cached-with",
+            lv=lv.name,
+            backend=backend.family,
+            segtype=lv.segtype or "unknown",
+            instead=f" (it is {other.family}: use {instead.kind})" if other and instead else "",
+        )
+    if not lv.partial:
+        raise RecipeError("lv-inactive", lv=lv.name, next=[next_step("activate-lv", target=lv.name)])
+    failure = inactive_failure(lv)
+    if keep:
+        raise RecipeError("keep-dead-cache", lv=lv.name, state="its SSD is missing", keeps=backend.keeps)
+    if release:
+        raise RecipeError("release-missing", lv=lv.name)
+    others = sorted(o.name for o in inv.inactive if o.vg == lv.vg and o.partial and o.name != lv.name)
+    others += sorted(
+        f"{d.lvm.vg}/{d.lvm.lv}"
+        for d in inv.devices
+        if d.lvm is not None and d.lvm.vg == lv.vg and d.caching is not None and d.caching.missing
+    )
+    steps = _rescue(lv.name, failure, failure.sentence(), segtype, accept_loss, drop_missing=not others, activate=True)
+    notes: tuple[str, ...] = (f"{failure.sentence()[0].upper()}{failure.sentence()[1:]}.",)
+    if others:
+        notes += (
+            f"The missing SSD stays in VG {lv.vg} while {', '.join(others)} still use it: rescue "
+            f"{'it' if len(others) == 1 else 'them'} too, and the last rescue takes it out of the VG.",
+        )
+    label = "cache" if segtype == "cache" else "writecache"
+    origin = BoundDevice(
+        role="origin",
+        path=lv.path,
+        devnode="",
+        identity=lv.identity,
+        serial=None,
+        wwn=None,
+        size_bytes=lv.size_bytes,
+    )
+    return Plan(
+        kind=kind,
+        title=f"Rescue {lv.name}: take off its {label}, whose SSD is missing",
+        devices=(origin,),
+        steps=tuple(steps),
+        layout_before=(f"{lv.name}: {label} LV, not active (lvm2 will not activate it: its SSD is missing)",),
+        layout_after=(f"{lv.name}: plain LV on its origin, active; {failure.origin()}",),
+        notes=notes,
+    )

@@ -524,7 +524,14 @@ register(
         ),
         "removes",
         LVMCACHE,
-        uses=(Use("uncache"), Use("splitcache"), Use("uncache-force"), Use("vgreduce-missing"), *_JOIN),
+        uses=(
+            Use("uncache"),
+            Use("splitcache"),
+            Use("uncache-force"),
+            Use("vgreduce-missing"),
+            Use("activate"),
+            *_JOIN,
+        ),
     )
 )
 register(

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.backends import by_segtype
 from advisor.disks.devices import Inventory
 from advisor.disks.discovery import find_device
 from advisor.errors import codes, next_step
 from advisor.plan.model import Plan
 from recipes.common import ACCEPT_LOSS, RecipeError
 from recipes.lvm import cache_pvs
-from recipes.registry import Recipe, option, register
+from recipes.registry import Recipe, option, register, remover
 from recipes.registry import recipe as registry_recipe
 
 codes(
@@ -45,6 +46,14 @@ def remove(inv: Inventory, o: RemoveOptions) -> Plan:
     its backing device), whatever its kind; refused, with the reason, for a device that is no
     cache cachewise can remove."""
     dev = find_device(inv, o.device)
+    inactive = inv.inactive_lv(o.device) if dev is None else None
+    if inactive is not None:  # a cached LV lvm2 did not activate (its SSD is missing): no block device
+        backend = by_segtype(inactive.segtype)
+        recipe = remover(backend) if backend is not None else None
+        assert recipe is not None  # discovery lists cache and writecache LVs only
+        return recipe.build(
+            inv, recipe.options(lv=inactive.name, release_ssd=o.release_ssd, accept_data_loss=o.accept_data_loss)
+        )
     if dev is None:
         raise RecipeError("no-such-device", path=o.device, next=[next_step("see-devices")])
     caching = dev.caching

@@ -6,6 +6,7 @@ shown to run in a shell."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -184,14 +185,27 @@ class DoctorScreen(CoreScreen):
             self.preview(f, {"ssd": path})
 
     @work(group="doctor-fix", exclusive=True, description="make the fix's plan", exit_on_error=False)
-    async def preview(self, f: Finding, chosen: dict[str, str] | None = None) -> None:
+    async def preview(self, f: Finding, chosen: dict[str, Any] | None = None) -> None:
         assert self.checkup is not None and self.checkup.inventory is not None and f.fix is not None
-        try:
-            plan = await asyncio.to_thread(fix_plan, self.core, self.checkup.inventory, f.fix, chosen)
-        except CachewiseError as exc:
-            self.refuse(exc)
+        chosen = dict(chosen or {})
+        while True:
+            try:
+                plan = await asyncio.to_thread(fix_plan, self.core, self.checkup.inventory, f.fix, chosen)
+            except CachewiseError as exc:
+                if exc.code != "rescue-loses-data" or chosen.get("accept_data_loss"):
+                    self.refuse(exc)
+                    return
+                # a dead SSD held writes: asked as the Remove flow asks, then planned with the loss named
+                question = (
+                    f"{f.subject}: {TUI.sentence(exc)}\n\nTake the cache off anyway? The origin then runs on its "
+                    "own without those blocks; a backup restores them. The preview that follows says it again."
+                )
+                if not await self.nav.ask_accept_loss(question):
+                    return
+                chosen["accept_data_loss"] = True
+                continue
+            self.nav.apply(plan)
             return
-        self.nav.apply(plan)
 
     def worker_failed(self, worker: Worker[object], error: BaseException) -> None:
         if worker.group != "doctor":

@@ -49,6 +49,7 @@ ACTIONS = {
     "free-bcache-cache": f"{REMOVE_FLOW} detaches it and gives it back blank",
     "free-ssd-instead": f"{REMOVE_FLOW} gives the SSD back blank",
     "rescue": f"{REMOVE_FLOW} takes the failed cache off (its preview says what the origin lacks)",
+    "activate-lv": "activate it in a shell (lvchange -ay {target}; lvm2 says why if it cannot), then remove its cache",
     "repair-mirror": "put a new SSD in, then repair the mirror onto it in a shell (cachewise plan cache-repair "
     "--lv {target} --ssd NEW_SSD)",
     "accept-data-loss": "press x when the Remove flow asks whether losing the blocks only the dead SSD held is "

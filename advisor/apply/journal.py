@@ -226,6 +226,12 @@ class Journal:
             return exc.what
         return None
 
+    def kept(self, step_id: str) -> str | None:
+        """What the step found in the file it removed, recorded as it began (the tunables a
+        bcache detach takes away), so that a rollback writes it back; None when nothing was."""
+        found = [r.get("kept") for r in self.records() if r["event"] == "step-begin" and r.get("step") == step_id]
+        return next((k for k in reversed(found) if isinstance(k, str) and k), None)
+
     def steps_run(self) -> list[str]:
         """The steps that ran or were found in effect, in order."""
         return [r["step"] for r in self.records() if r["event"] in ("step-end", "step-skip")]

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Literal
 
 from advisor.apply.state import LiveState, RoleMissing, existing_names, last_in_effect, wholly_in_effect
+from advisor.disks.devices import INACTIVE_IDENTITY
 from advisor.disks.discovery import find_device
 from advisor.health import boot
 from advisor.plan import language
 from advisor.plan.canon import cache_sets, context
 from advisor.plan.feasible import barriers
 from advisor.plan.language import created_names
-from advisor.plan.model import Plan
+from advisor.plan.model import BoundDevice, Plan
 from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
 
 Code = Literal[
@@ -134,6 +135,9 @@ def verify_devices(plan: Plan, state: LiveState, resuming: bool = False) -> list
         if why:
             problems.append(Problem("path-untrusted", bound.path, why))
             continue
+        if bound.identity and bound.identity.startswith(INACTIVE_IDENTITY):
+            problems += _inactive_lv(bound, state)
+            continue
         dev = state.device(bound.path)
         if dev is None:
             problems.append(Problem("device-missing", bound.path, bound.role))
@@ -145,6 +149,27 @@ def verify_devices(plan: Plan, state: LiveState, resuming: bool = False) -> list
         if bound.path in overwritten and dev.signature and dev.signature != bound.signature:
             problems.append(Problem("device-holds-data", bound.path, dev.signature, bound.signature or "nothing"))
     return problems
+
+
+def _inactive_lv(bound: BoundDevice, state: LiveState) -> list[Problem]:
+    """A plan's LV that was not active when it was made (a cached LV lvm2 would not activate): the
+    same LV (lvm2's UUID) and size, whether it is active now or not."""
+    uuid = bound.identity.removeprefix(INACTIVE_IDENTITY) if bound.identity else ""
+    vglv = bound.path.removeprefix("/dev/")
+    dev = state.device(bound.path)
+    row = state.lv(vglv)
+    size: int | None
+    if dev is not None and dev.lvm is not None:  # activated since: the same LV if its UUID is
+        now, size = dev.lvm.uuid or dev.identity or "another device", dev.size_bytes
+    elif row is not None and not row.hidden:
+        now, size = row.uuid, row.size_bytes
+    else:
+        return [Problem("device-missing", bound.path, bound.role)]
+    if now != uuid:
+        return [Problem("device-replaced", bound.path, f"LV UUID {now}", f"LV UUID {uuid}")]
+    if size != bound.size_bytes:
+        return [Problem("device-resized", bound.path, f"{size or 0:,}", f"{bound.size_bytes:,}")]
+    return []
 
 
 def _load_module(module: str, runner: CommandRunner) -> Problem | None:

@@ -134,6 +134,17 @@ def _tunables_step(step: Step, state: LiveState) -> tuple[int, str]:
     return 0, str(path)
 
 
+def _forgets_tunables(step: Step) -> bool:
+    return step.write is not None and step.write == (TUNABLES_FILE, "")
+
+
+def _keeps(step: Step, state: LiveState) -> dict[str, str]:
+    """What a step that removes the tunables file finds in it, for the journal: a rollback writes
+    it back (the plan cannot say it: it was made without reading the file)."""
+    kept = state.read_config(TUNABLES_FILE) if _forgets_tunables(step) else None
+    return {"kept": kept} if kept else {}
+
+
 def _said(step: Step, code: int, output: str) -> dict[str, str]:
     """What the journal keeps of a step's outcome besides its exit code: the tunables file it
     wrote or removed, by its real name."""
@@ -346,7 +357,7 @@ def _run_steps(
             if unmet:
                 journal.write("step-blocked", step=step.id, unmet=unmet)
                 raise _stopped(plan, step, done, f"its precondition does not hold: {'; '.join(unmet)}")
-            journal.write("step-begin", step=step.id, argv=list(step.argv))
+            journal.write("step-begin", step=step.id, argv=list(step.argv), **_keeps(step, state))
             report(Event("run", step, step.command))
             code, output = _run_step(step, runner, state_dir, report, plan, read)
             journal.write("step-end", step=step.id, returncode=code, **_said(step, code, output))
@@ -443,6 +454,9 @@ def _undo_steps(
             if not in_effect(step, read()):
                 continue
             undos = [Step(f"undo-{step.id}", (), write=target) for target in step.undo_writes]
+            kept = journal.kept(step.id) if _forgets_tunables(step) else None
+            if kept is not None:  # the tunables file the step removed, written back as it was
+                undos.insert(0, Step(f"undo-{step.id}", (), write=(TUNABLES_FILE, kept)))
             undos += [Step(f"undo-{step.id}", argv) for argv in step.undo]
             for undo in undos:
                 report(Event("undo", undo, undo.command))

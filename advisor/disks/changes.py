@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from advisor.disks.devices import BcacheInfo, Caching, Device, Inventory, LvmInfo, MdInfo, Unread
+from advisor.disks.devices import BcacheInfo, Caching, Device, InactiveLv, Inventory, LvmInfo, MdInfo, Unread
 
 # What a change of a device is compared on, in the order they are reported.
 COMPARED = ("name", "size_bytes", "state", "role", "caching")
@@ -58,6 +58,7 @@ def device_from_json(data: dict[str, Any]) -> Device | None:
 def inventory_from_json(data: dict[str, Any]) -> Inventory:
     """A recorded snapshot (the scan's JSON) as an Inventory; devices it cannot read are left out."""
     items, notes, memory, udev = data.get("devices"), data.get("notes"), data.get("memory_bytes"), data.get("udev")
+    inactive = data.get("inactive")
     devices = tuple(
         d
         for d in (
@@ -73,7 +74,19 @@ def inventory_from_json(data: dict[str, Any]) -> Inventory:
         devices=devices,
         notes=tuple(str(n) for n in (notes if isinstance(notes, list) else [])),
         memory_bytes=memory if isinstance(memory, int) and not isinstance(memory, bool) else None,
+        inactive=tuple(
+            lv for lv in (_inactive_lv(item) for item in (inactive if isinstance(inactive, list) else [])) if lv
+        ),
     )
+
+
+def _inactive_lv(data: object) -> InactiveLv | None:
+    """A cached LV that is not active, as a snapshot recorded it; None when it is not one."""
+    lv = _nested(InactiveLv, data)
+    texts = ("vg", "lv", "uuid", "segtype", "attr")
+    if lv is None or not all(isinstance(getattr(lv, k), str) for k in texts) or not isinstance(lv.size_bytes, int):
+        return None
+    return lv if lv.mode is None or isinstance(lv.mode, str) else None
 
 
 def key_of(dev: Device) -> str:

@@ -224,6 +224,46 @@ class Device:
         return data
 
 
+INACTIVE_IDENTITY = "lv-uuid:"  # the identity of an LV that is not active (it has no dm device yet)
+
+
+@dataclass(frozen=True)
+class InactiveLv:
+    """A cached LV that lvm2 reports but that is not active, so it is no block device: after a
+    reboot with its cache's SSD dead lvm2 refuses to activate it (``partial``), and nothing on it
+    comes up. Discovery lists it so that ``scan``, ``doctor`` and ``plan remove`` can name it and
+    get its origin back (docs/dead-ssd.md)."""
+
+    vg: str
+    lv: str
+    uuid: str
+    segtype: str  # "cache" or "writecache"
+    attr: str  # lvs lv_attr: its ninth letter ``p`` marks a part on a missing PV
+    size_bytes: int
+    mode: str | None = None  # cache_mode: writethrough, writeback (None for dm-writecache)
+
+    @property
+    def name(self) -> str:
+        return f"{self.vg}/{self.lv}"
+
+    @property
+    def path(self) -> str:
+        return f"/dev/{self.vg}/{self.lv}"
+
+    @property
+    def identity(self) -> str:
+        return f"{INACTIVE_IDENTITY}{self.uuid}"
+
+    @property
+    def partial(self) -> bool:
+        return len(self.attr) > 8 and self.attr[8] == "p"
+
+    def names(self) -> set[str]:
+        """The names a user types for it (as for an active LV: VG/LV, /dev/VG/LV, /dev/mapper/VG-LV)."""
+        mapper = f"/dev/mapper/{self.vg.replace('-', '--')}-{self.lv.replace('-', '--')}"
+        return {self.name, self.path, mapper}
+
+
 @dataclass(frozen=True)
 class Inventory:
     """One discovery pass over the machine."""
@@ -235,6 +275,7 @@ class Inventory:
     devices: tuple[Device, ...]
     notes: tuple[str, ...] = ()
     memory_bytes: int | None = None  # the machine's memory, when the snapshot says
+    inactive: tuple[InactiveLv, ...] = ()  # cached LVs that are not active (no block device)
     schema: str = field(default=SCAN_SCHEMA)
 
     def by_name(self, name: str) -> Device | None:
@@ -268,7 +309,12 @@ class Inventory:
             "notes": list(self.notes),
             "memory_bytes": self.memory_bytes,
             "devices": [d.to_json() for d in self.visible(show_all)],
+            "inactive": [asdict(lv) for lv in self.inactive],
         }
+
+    def inactive_lv(self, name: str) -> InactiveLv | None:
+        """The cached LV that is not active that ``name`` denotes (VG/LV, /dev/VG/LV, /dev/mapper/...)."""
+        return next((lv for lv in self.inactive if name in lv.names()), None)
 
     def tree(self, show_all: bool = False) -> list[tuple[int, Device]]:
         """Devices grouped by disk: each disk, its partitions, and what is stacked on them.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import replace
+from typing import Literal
 
 from advisor.disks.caches import with_caching
 from advisor.disks.collect import RawBlock, RawSystem, devnum_of
@@ -18,6 +19,7 @@ from advisor.disks.devices import (
     OTHER_SYSTEMS,
     BcacheInfo,
     Device,
+    InactiveLv,
     Inventory,
     Kind,
     LvmInfo,
@@ -25,6 +27,7 @@ from advisor.disks.devices import (
     State,
     Unread,
 )
+from advisor.disks.failure import Failure
 from advisor.errors import codes
 from advisor.readers.bcache import selected
 
@@ -403,6 +406,8 @@ def build_inventory(raw: RawSystem) -> Inventory:
     devices = {name: _owned(dev) for name, dev in devices.items()}
     notes = _notes(raw)
     ordered = tuple(devices[b.name] for b in sorted(raw.blocks, key=lambda b: b.name))
+    inactive = _inactive(raw.lvs or [])
+    notes += tuple(inactive_sentence(lv) for lv in inactive)
     return Inventory(
         taken_at=raw.taken_at,
         hostname=raw.hostname,
@@ -411,7 +416,46 @@ def build_inventory(raw: RawSystem) -> Inventory:
         devices=ordered,
         notes=notes,
         memory_bytes=raw.memory_bytes,
+        inactive=inactive,
     )
+
+
+def _inactive(rows: list[dict[str, str]]) -> tuple[InactiveLv, ...]:
+    """The cached LVs lvm2 reports that are not active (lv_attr's fifth letter is not ``a``):
+    they have no block device, so nothing else lists them."""
+    out = []
+    for row in rows:
+        name, attr, segtype = row.get("lv_name", ""), row.get("lv_attr", ""), row.get("segtype", "")
+        if name.startswith("[") or segtype not in ("cache", "writecache") or len(attr) < 5 or attr[4] == "a":
+            continue
+        out.append(
+            InactiveLv(
+                vg=row.get("vg_name", ""),
+                lv=name,
+                uuid=row.get("lv_uuid", ""),
+                segtype=segtype,
+                attr=attr,
+                size_bytes=_int(row.get("lv_size")) or 0,
+                mode=(row.get("cache_mode") or None) if segtype == "cache" else None,
+            )
+        )
+    return tuple(sorted(out, key=lambda lv: lv.name))
+
+
+def inactive_sentence(lv: InactiveLv) -> str:
+    """What a cached LV that is not active means, and the way out, in a sentence."""
+    if lv.partial:
+        return f"{inactive_failure(lv).sentence()}; removing its cache (a rescue plan) gets the origin back"
+    return (
+        f"the cached LV {lv.name} is not active, so nothing on it is reachable; `lvchange -ay {lv.name}` activates it "
+        "(lvm2 says why if it cannot)"
+    )
+
+
+def inactive_failure(lv: InactiveLv) -> Failure:
+    """A cached LV lvm2 will not activate because a part of it is on a PV it cannot find."""
+    kind: Literal["dm-cache", "dm-writecache"] = "dm-writecache" if lv.segtype == "writecache" else "dm-cache"
+    return Failure(kind, lv.name, lv.mode, failed=True, missing=("a PV lvm2 cannot find",), said="inactive")
 
 
 def _bool(value: str | None) -> bool | None:

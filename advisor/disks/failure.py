@@ -42,7 +42,7 @@ class Failure:
     needs_check: bool = False  # dm-cache's metadata asks for cache_check before the next activation
     degraded: bool = False  # a mirrored cache lost one leg and runs on the other
     missing: tuple[str, ...] = ()
-    said: str = ""
+    said: str = ""  # "inactive": an LV lvm2 will not activate (no kernel state to read)
 
     @property
     def any(self) -> bool:
@@ -103,6 +103,11 @@ class Failure:
 
     def _kernel(self) -> str:
         """What the kernel does with the cache now."""
+        if self.said == "inactive":
+            return (
+                "lvm2 does not activate an LV with a part on a missing PV, so it is no block device and nothing on "
+                "it comes up (at boot neither)"
+            )
         if self.kind == "dm-cache":
             if not self.failed:
                 return (

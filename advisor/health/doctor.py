@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from advisor.disks.caches import mirror_legs
-from advisor.disks.devices import Caching
+from advisor.disks.devices import Caching, InactiveLv
+from advisor.disks.discovery import inactive_failure
 from advisor.disks.gate import WRITECACHE_ENTRY_BYTES, WRITECACHE_HIGH_WATERMARK, WRITECACHE_MEMORY_SHARE
 from advisor.health.boot import readiness
 from advisor.health.findings import Finding, Fix, Severity, exit_code, sentences, worst
@@ -37,6 +38,7 @@ sentences(
         "cache-needs-check": "{subject}'s cache metadata is marked needs_check: it must be checked before it is "
         "activated again",
         "cache-degraded": "{subject}'s cache is degraded: {why}",
+        "cache-inactive": "{subject} is a cached LV that is not active",
         "cache-inconsistent": "{subject} was started without its cache while the cache held dirty data: what is "
         "on {backing} may be corrupt",
         "cache-io-errors": "{subject}'s {part} device has {errors} recent I/O errors (bcache disables the cache "
@@ -185,7 +187,38 @@ def cache_state(look: Look, settings: Settings) -> list[Finding]:
     out: list[Finding] = []
     for cache in look.caches:
         out += _state_of(look, cache)
+    for lv in look.inventory.inactive if look.inventory is not None else ():
+        out.append(_inactive(lv))
     return out
+
+
+def _inactive(lv: InactiveLv) -> Finding:
+    """A cached LV that is not active: lvm2 refused it (a part on a missing PV, as after a reboot
+    with its SSD dead), or it was deactivated."""
+    kind = "dm-writecache" if lv.segtype == "writecache" else "dm-cache"
+    facts = {"kind": kind, "mode": lv.mode, "why": "lvm2 will not activate it: its SSD is missing"}
+    if lv.partial:
+        return Finding(
+            "cache-failed",
+            "critical",
+            lv.name,
+            facts,
+            inactive_failure(lv).sentence(),
+            Fix(
+                "take the cache off the inactive LV so it comes up on its origin; the removal plan says what is "
+                "and is not on the origin before it runs",
+                plan="remove",
+                options={"device": lv.name},
+            ),
+        )
+    return Finding(
+        "cache-inactive",
+        "warning",
+        lv.name,
+        {"kind": kind, "mode": lv.mode},
+        "it was deactivated, or lvm2 could not activate it (at boot, or when asked): nothing on it is reachable",
+        Fix("activate it; lvm2 says why if it cannot", command=("lvchange", "-ay", lv.name)),
+    )
 
 
 def _state_of(look: Look, cache: CacheLook) -> list[Finding]:
@@ -662,6 +695,11 @@ def _health(look: Look, by_source: dict[str, tuple[Finding, ...]]) -> tuple[Cach
                 writecache_memory_bytes=_entries_memory(c),
             )
         )
+    inactive = look.inventory.inactive if look.inventory is not None else ()
+    out += [
+        CacheHealth(lv.name, "dm-writecache" if lv.segtype == "writecache" else "dm-cache", failed=lv.partial)
+        for lv in inactive
+    ]
     return tuple(out)
 
 

@@ -39,7 +39,17 @@ LVS_FIELDS = (
     "cache_policy",
     "lv_health_status",
 )
-CACHE_FIELDS = ("lv_name", "vg_name", "segtype", "cache_mode", "cache_policy", "cache_dirty_blocks", "lv_attr")
+CACHE_FIELDS = (
+    "lv_name",
+    "vg_name",
+    "segtype",
+    "cache_mode",
+    "cache_policy",
+    "cache_dirty_blocks",
+    "lv_attr",
+    "lv_uuid",
+    "lv_size",
+)
 # Formats tried in order; the first one lvm2 accepts is remembered for the rest of the process,
 # per lvm2 binary (pvs and lvs are links to the one lvm program).
 FORMATS = ("json_std", "json")

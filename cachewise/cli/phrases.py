@@ -47,6 +47,7 @@ ACTIONS = {
     "free-ssd-instead": "pass --free-ssd: a bcache cache device is wiped, not released",
     "rescue": "rescue it with `cachewise plan remove --device {target}` (it takes the cache off without its SSD and "
     "says first what the origin lacks)",
+    "activate-lv": "activate it with `lvchange -ay {target}` (lvm2 says why if it cannot), then remove its cache",
     "repair-mirror": "put a new SSD in, then repair the mirror onto it with `cachewise plan cache-repair --lv "
     "{target} --ssd NEW_SSD`",
     "accept-data-loss": "pass --accept-data-loss if losing the blocks only the dead SSD held is acceptable (a backup "

@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
+from advisor.disks.collect import RawSystem
+from advisor.disks.discovery import build_inventory
 from tests.vm.lab import HDD, GuestRun, LabDisk, LabPool, Scenario
 
-SSDS = ("SSDA001", "SSDC001", "SSDD001", "SSDF001", "SSDF002", "SSDF003")
+SSDS = ("SSDA001", "SSDC001", "SSDD001", "SSDE001", "SSDF001", "SSDF002", "SSDF003")
 SCENARIO = Scenario(
     "deadssd",
     "deadssd.sh",
@@ -117,3 +119,24 @@ def test_a_degraded_mirror_is_repaired_onto_a_new_ssd_before_any_removal(guest: 
     assert verified(guest, "f")
     after = caches(guest, "status-after.json")
     assert after["vgf/data"]["sample"]["trouble"] == ""
+
+
+def test_a_cached_lv_lvm2_will_not_activate_is_named_and_rescued_with_nothing_lost(guest: GuestRun) -> None:
+    """As after a reboot with the SSD dead: lvm2 refuses the partial LV, so it is no block device;
+    scan and doctor still name it, and the rescue takes its cache off as it is, then activates it."""
+    assert guest.read("e-deactivate.txt").strip().endswith("rc 0"), guest.read("e-deactivate.txt")
+    print(guest.read("e-vgchange.txt"))
+    (row,) = [r for r in json.loads(guest.read("e-inactive-lvs.json"))["report"][0]["lv"] if r["lv_name"] == "data"]
+    assert row["lv_attr"][4] != "a" and row["lv_attr"][8] == "p", f"vge/data is active or complete: {row}"
+    inv = build_inventory(RawSystem.load(guest.out / "e-inactive-raw.json"))
+    assert [(lv.name, lv.partial, lv.mode) for lv in inv.inactive] == [("vge/data", True, "writethrough")]
+    assert "vge/data is gone" in guest.read("scan.txt") and "nothing is lost" in guest.read("scan.txt")
+    found = {(f["code"], f["subject"]): f for f in json.loads(guest.read("doctor.json"))["findings"]}
+    failed = found.get(("cache-failed", "vge/data"))
+    assert failed is not None and failed["fix"]["plan"] == "remove", sorted(found)
+    preview = guest.read("e-preview.txt")
+    assert "Rescue vge/data" in preview and "nothing is lost" in preview, preview
+    applied(guest, "e")
+    assert verified(guest, "e"), guest.read("e-verify.txt")
+    (lv,) = [r for r in json.loads(guest.read("e-lvs.json"))["report"][0]["lv"] if r["lv_name"] == "data"]
+    assert lv["lv_attr"].startswith("-wi-a"), "a plain LV again, active"

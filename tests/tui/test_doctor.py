@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from rich.console import Console
@@ -22,7 +23,7 @@ from cachewise.core import Core
 from cachewise.core.doctor import Checkup
 from screens.app import CachewiseApp
 from screens.apply import ApplyScreen
-from screens.dialogs import ChooseDevice
+from screens.dialogs import ChooseDevice, ConfirmLoss
 from screens.disks import DisksScreen
 from screens.doctor import DoctorScreen
 from screens.flows.save_plan import SavePlan
@@ -32,6 +33,7 @@ from tests.tui.test_disks_screen import FakeDiscovery
 from tests.tui.test_fit import assert_fits
 
 SIZES = [(80, 24), (200, 55)]
+T = TypeVar("T")
 DEGRADED = FIXTURES / "lab-caches" / "raw-degraded.json"  # labvg/data: a writeback pool's mirror missing an SSD
 DEADSSD_F = FIXTURES / "lab-deadssd" / "f-pulled-raw.json"  # vgf/data's mirror lost an SSD; SSDF003 is free
 LAYERS = FIXTURES / "lab-caches" / "raw-layers.json"  # two healthy lvmcaches
@@ -190,3 +192,46 @@ async def test_doctor_that_cannot_look_says_so(size: tuple[int, int], tmp_path: 
         pane = text_of(screen.query_one("#finding", Static).content, size[0])
         assert "Doctor could not look" in pane and "press r to try again" in " ".join(pane.split())
         assert rows(screen) == []
+
+
+async def until(app: CachewiseApp, pilot: Pilot[None], kind: type[T]) -> T:
+    """The screen of this kind once it is shown (within about 5 s)."""
+    for _ in range(250):
+        if isinstance(app.screen, kind):
+            return app.screen
+        await pilot.pause(0.02)
+    raise AssertionError(f"no {kind.__name__}: {type(app.screen).__name__} is shown; {notes(app)}")
+
+
+INACTIVE = FIXTURES / "lab-deadssd" / "j-inactive-raw.json"  # vge/data: lvm2 refused it, its SSD pulled
+
+
+@pytest.mark.parametrize("mode", ["writethrough", "writeback"])
+async def test_a_cached_lv_lvm2_refused_is_rescued_from_doctor_the_loss_asked_first(mode: str, tmp_path: Path) -> None:
+    """The lab's snapshot of a cached LV lvm2 would not activate (no block device, so no row of the
+    Disks screen): doctor names it, Enter previews its rescue; in writeback (the same capture with
+    the mode changed) the loss is asked first, as the Remove flow asks, and named in the plan."""
+    import json
+
+    data = json.loads(INACTIVE.read_text())
+    for row in data["lvs"]:
+        if (row["vg_name"], row["lv_name"]) == ("vge", "data"):
+            row["cache_mode"] = mode
+    snapshot = tmp_path / "raw.json"
+    snapshot.write_text(json.dumps(data))
+    app = CachewiseApp(Core.for_snapshot(RawSystem.load(snapshot), tmp_path), watch_hotplug=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_doctor(app, pilot)
+        row = next(i for i, r in enumerate(rows(screen)) if r[:2] == ["CRITICAL", "vge/data"])
+        screen.query_one("#findings", DataTable).move_cursor(row=row)
+        await pilot.pause()
+        await pilot.press("f")
+        if mode == "writeback":  # the worker waits on the question: look for it, not for the worker's end
+            dialog = await until(app, pilot, ConfirmLoss)
+            assert "lacks the blocks that were dirty" in " ".join(str(dialog.question).split())
+            await pilot.press("x")
+        preview = await until(app, pilot, SavePlan)
+        assert isinstance(preview, SavePlan), (type(preview).__name__, notes(app))
+        assert preview.plan.title.startswith("Rescue vge/data")
+        forced = ("lvconvert", "--yes", "--force", "--uncache", "vge/data")
+        assert (preview.plan.steps[0].argv == forced) == (mode == "writeback")

@@ -349,3 +349,141 @@ def test_the_bcache_rescue_names_no_cache_set_to_stop() -> None:
     set to the set its backing device is attached to, and this one has none (the lab refused it so)."""
     plan = make("d-pulled-raw.json", "remove", RemoveOptions(device="/dev/bcache0"))
     assert cache_sets(plan) == set()
+
+
+# -- a cached LV lvm2 will not activate (after a reboot with the SSD dead) --
+
+INACTIVE = "j-inactive-raw.json"  # vge/data: lvmcache writethrough, its SSD pulled, then refused by vgchange -ay
+
+
+def inactive_variant(tmp_path: Path, **row: str) -> str:
+    """The lab's capture with vge/data's lvs row changed (another mode, all parts there), written
+    beside the fixtures' copy under tmp_path; returns its path for :func:`make`."""
+    data = json.loads((DEAD / INACTIVE).read_text())
+    for r in data["lvs"]:
+        if (r["vg_name"], r["lv_name"]) == ("vge", "data"):
+            r.update(row)
+    out = tmp_path / "variant-raw.json"
+    out.write_text(json.dumps(data))
+    return str(out)
+
+
+def test_a_cached_lv_lvm2_refused_is_listed_though_it_is_no_block_device() -> None:
+    assert "Refusing activation of partial LV vge/data" in (DEAD / "j-vgchange.txt").read_text()
+    inv = inventory(INACTIVE)
+    assert not any(d.lvm is not None and (d.lvm.vg, d.lvm.lv) == ("vge", "data") for d in inv.devices)
+    (gone,) = inv.inactive
+    assert (gone.name, gone.segtype, gone.mode, gone.partial) == ("vge/data", "cache", "writethrough", True)
+    assert gone.size_bytes == 320 * 2**20 and gone.identity.startswith("lv-uuid:")
+    assert inv.inactive_lv("/dev/vge/data") == inv.inactive_lv("/dev/mapper/vge-data") == gone
+    (note,) = [n for n in inv.notes if "vge/data" in n]
+    assert "nothing on it comes up" in note and "nothing is lost once the cache is taken off" in note
+    from advisor.disks.changes import inventory_from_json
+
+    again = inventory_from_json(json.loads(json.dumps(inv.to_json())))
+    assert again.inactive == inv.inactive, "a saved snapshot keeps it"
+
+
+def test_the_rescue_of_an_inactive_lv_takes_the_cache_off_as_it_is_then_activates_it() -> None:
+    plan = make(INACTIVE, "remove", RemoveOptions(device="vge/data", free_ssd=True))
+    assert [s.argv for s in plan.steps] == [
+        ("lvconvert", "--yes", "--uncache", "vge/data"),
+        ("vgreduce", "--removemissing", "vge"),
+        ("lvchange", "--yes", "-ay", "vge/data"),
+    ]
+    assert plan.kind == "lvmcache-uncache" and plan.title.startswith("Rescue vge/data")
+    assert "nothing is lost" in plan.layout_after[0] and "not active" in plan.layout_before[0]
+    (origin,) = plan.devices
+    assert (origin.role, origin.path, origin.identity) == (
+        "origin",
+        "/dev/vge/data",
+        inventory(INACTIVE).inactive[0].identity,
+    )
+    assert plan.target == "/dev/vge/data"  # the name the user types to confirm
+    assert Plan.loads(plan.dumps()) == plan
+
+
+def test_an_inactive_writeback_rescue_names_the_loss_and_forces_only_a_partial_lv(tmp_path: Path) -> None:
+    from advisor.plan.checks import LvPartial
+
+    wb = inactive_variant(tmp_path, cache_mode="writeback")
+    with pytest.raises(Refused) as refused:
+        make(wb, "remove", RemoveOptions(device="vge/data"))
+    assert refused.value.code == "rescue-loses-data" and "lacks the blocks that were dirty" in str(refused.value)
+    plan = make(wb, "remove", RemoveOptions(device="vge/data", accept_data_loss=True))
+    assert plan.steps[0].argv == ("lvconvert", "--yes", "--force", "--uncache", "vge/data")
+    assert LvPartial(lv="vge/data") in plan.steps[0].pre
+
+
+def test_an_inactive_lv_with_every_part_there_is_to_be_activated_first(tmp_path: Path) -> None:
+    whole = inactive_variant(tmp_path, lv_attr="Cwi---C---")
+    (lv_,) = inventory(whole).inactive
+    assert not lv_.partial and "lvchange -ay vge/data" in " ".join(inventory(whole).notes)
+    with pytest.raises(Refused) as refused:
+        make(whole, "remove", RemoveOptions(device="vge/data"))
+    assert refused.value.code == "lv-inactive" and [n.action for n in refused.value.next] == ["activate-lv"]
+
+
+def test_the_wrong_remover_keeping_or_releasing_are_refused_for_an_inactive_lv() -> None:
+    from recipes.lvmcache import UncacheOptions
+    from recipes.writecache import DetachOptions
+
+    with pytest.raises(Refused) as refused:
+        make(INACTIVE, "writecache-detach", DetachOptions(lv="vge/data"))
+    assert refused.value.code == "not-cached-with" and "lvmcache-uncache" in str(refused.value)
+    with pytest.raises(Refused, match="cannot be kept"):
+        make(INACTIVE, "lvmcache-uncache", UncacheOptions(lv="vge/data", keep_pool=True))
+    ssd = next(d for d in inventory(INACTIVE).devices if d.serial == "SSDF003")
+    with pytest.raises(Refused) as refused:
+        make(INACTIVE, "remove", RemoveOptions(device="vge/data", release_ssd=(ssd.devnode,)))
+    assert refused.value.code == "release-missing"
+
+
+def test_apply_holds_an_inactive_lv_to_its_uuid_and_size_active_or_not() -> None:
+    import dataclasses
+
+    from advisor.apply.preflight import verify_devices
+    from advisor.apply.state import LiveState
+    from advisor.readers.lvm import Lv
+
+    plan = make(INACTIVE, "remove", RemoveOptions(device="vge/data"))
+    gone = inventory(INACTIVE).inactive[0]
+    row = Lv("vge", "data", False, "cache", "writethrough", uuid=gone.uuid, size_bytes=gone.size_bytes, attr=gone.attr)
+    inv = inventory(INACTIVE)
+
+    def problems(lvs: dict[str, Lv], now: Inventory = inv) -> list[str]:
+        return [p.code for p in verify_devices(plan, LiveState(None, {}, lvs, now))]
+
+    assert problems({"vge/data": row}) == []
+    assert problems({}) == ["device-missing"]
+    assert problems({"vge/data": dataclasses.replace(row, uuid="other-uuid")}) == ["device-replaced"]
+    assert problems({"vge/data": dataclasses.replace(row, size_bytes=1 << 30)}) == ["device-resized"]
+    # activated since (the SSD came back, or the run reached its last step): the same LV by its UUID
+    a = lv(inventory("a-pulled-raw.json"), "vga/data")
+    assert a.lvm is not None
+    active = dataclasses.replace(
+        a,
+        lvm=dataclasses.replace(a.lvm, vg="vge", uuid=gone.uuid),
+        size_bytes=gone.size_bytes,
+        links=("/dev/vge/data",),
+    )
+    assert problems({}, dataclasses.replace(inv, devices=(*inv.devices, active))) == []
+
+
+def test_doctor_names_the_inactive_lv_with_the_rescue_and_one_deactivated_with_the_command(tmp_path: Path) -> None:
+    from advisor.health.doctor import examine
+    from advisor.health.look import Look
+
+    report = examine(Look(0.0, False, True, inventory(INACTIVE)))
+    (failed,) = [f for f in report.findings if f.subject == "vge/data"]
+    assert (failed.code, failed.severity) == ("cache-failed", "critical")
+    assert failed.fix is not None and (failed.fix.plan, dict(failed.fix.options)) == ("remove", {"device": "vge/data"})
+    assert [(h.name, h.failed) for h in report.caches if h.name == "vge/data"] == [("vge/data", True)]
+    core = Core.for_snapshot(raw(INACTIVE))
+    from cachewise.core.doctor import fix_plan
+
+    assert fix_plan(core, inventory(INACTIVE), failed.fix).title.startswith("Rescue vge/data")
+    whole = examine(Look(0.0, False, True, inventory(inactive_variant(tmp_path, lv_attr="Cwi---C---"))))
+    (note,) = [f for f in whole.findings if f.subject == "vge/data"]
+    assert (note.code, note.severity) == ("cache-inactive", "warning")
+    assert note.fix is not None and note.fix.command == ("lvchange", "-ay", "vge/data")

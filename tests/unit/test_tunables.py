@@ -434,6 +434,28 @@ def test_the_detach_removes_the_file_and_even_a_refused_one(etc: Path, tmp_path:
     assert not (etc / f"{UUID}.conf").exists() and FakeState().read_config(TUNABLES_FILE) is None
 
 
+def test_a_detach_rolled_back_writes_the_file_it_removed_back_as_it_was(etc: Path, tmp_path: Path) -> None:
+    """The detach removes the file first; rolled back (the flush never ended, say), the device keeps
+    its cache and its tunables, and so must the file that sets them again at boot: what the step
+    found is journaled as it begins (the plan was made without reading the file)."""
+    plan = bcache_detach(INV, "/dev/bcache/by-uuid/1c3dbe4c-c200-4e7c-adc5-2ed1669faa08")
+    one = _only(plan, plan.steps[0])
+    tunables.write(UUID, tunables.parse_settings(KEPT))
+    journal = apply(one, None, tmp_path / "state", quiet, read_state=FakeState)  # type: ignore[arg-type]
+    assert tunables.read(UUID) is None
+    begin = next(r for r in journal.records() if r["event"] == "step-begin")
+    assert begin["kept"] == KEPT
+    undone: list[Event] = []
+    rollback(journal, None, tmp_path / "state", undone.append, read_state=FakeState)  # type: ignore[arg-type]
+    assert tunables.read(UUID).settings == KEPT  # type: ignore[union-attr]
+    assert [e.message for e in undone if e.kind == "undo"] == [f"printf '%s\\n' {KEPT} > {TUNABLES_FILE}"]
+    # No file before the detach: nothing is journaled, and the rollback writes none.
+    tunables.remove(UUID)
+    journal = apply(one, None, tmp_path / "state2", quiet, read_state=FakeState)  # type: ignore[arg-type]
+    rollback(journal, None, tmp_path / "state2", quiet, read_state=FakeState)  # type: ignore[arg-type]
+    assert tunables.read(UUID) is None
+
+
 def test_a_file_that_cannot_be_written_stops_the_plan_with_a_sentence(etc: Path, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("advisor.apply.run.FAILURE_PATIENCE", 0.0)  # no other program writes it meanwhile

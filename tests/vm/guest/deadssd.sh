@@ -1,7 +1,9 @@
 # Scenario: a dead cache SSD, for each backend, and the way out (issue 29). One boot, one vCPU.
-# Four caches on four partitions of the 150-IOPS HDD, each with an XFS and files whose sha256 is
-# recorded: lvmcache writethrough, dm-writecache (files written before the attach, so they are on
-# the origin), bcache writethrough, and a mirrored (raid1) writeback lvmcache pool on two SSDs.
+# Five caches on five partitions of the 150-IOPS HDD, each with an XFS and files whose sha256 is
+# recorded: lvmcache writethrough (twice), dm-writecache (files written before the attach, so they
+# are on the origin), bcache writethrough, and a mirrored (raid1) writeback lvmcache pool on two
+# SSDs. The second lvmcache is deactivated after its pull, and `vgchange -ay` then refuses it as at
+# a boot with its SSD dead: it is rescued while it is no block device.
 # A writer runs on each while their SSDs (one leg of the mirror) are deleted from the SCSI bus;
 # `cachewise status --json` then reports each failure; the rescue plans (`plan remove`, and
 # `plan cache-repair` onto a third SSD for the mirror) run with `cachewise apply`; every sha256
@@ -14,7 +16,7 @@ export LVM_SUPPRESS_FD_WARNINGS=1 CACHEWISE_STATE_DIR="$LAB_WORK/state"
 O="$LAB_OUT"
 hdd=$(by_serial HDD0001)
 { uname -r; lvm version | head -1; cw --version; } > "$O/versions.txt"
-printf 'label: gpt\n,600M\n,600M\n,600M\n,600M\n' | sfdisk -q "$hdd"
+printf 'label: gpt\n,600M\n,600M\n,600M\n,600M\n,400M\n' | sfdisk -q "$hdd"
 udevadm settle --timeout=30
 part() { echo "${hdd}$1"; }
 fs() {  # fs DEV MNT NAME: an XFS on DEV at MNT with two files, their sums in NAME-sums.txt
@@ -35,7 +37,7 @@ pool() {  # pool VG MODE SSD...: a cache pool as cachewise makes it (raid1 on tw
   lvconvert -q -y --type cache --cachepool "$vg/data_cache" "$vg/data"
 }
 a=$(by_serial SSDA001); c=$(by_serial SSDC001); d=$(by_serial SSDD001)
-f1=$(by_serial SSDF001); f2=$(by_serial SSDF002); f3=$(by_serial SSDF003)
+f1=$(by_serial SSDF001); f2=$(by_serial SSDF002); f3=$(by_serial SSDF003); e=$(by_serial SSDE001)
 
 # --- the four caches ---
 pvcreate -q "$(part 1)" "$a"; vgcreate -q vga "$(part 1)" "$a"; lvcreate -q -y -L 320M -n data vga "$(part 1)"
@@ -57,17 +59,20 @@ fs "$bdev" /run/lab/d d
 pvcreate -q "$(part 4)" "$f1" "$f2"; vgcreate -q vgf "$(part 4)" "$f1" "$f2"; lvcreate -q -y -L 320M -n data vgf "$(part 4)"
 fs /dev/vgf/data /run/lab/f f
 pool vgf writeback "$f1" "$f2"
+pvcreate -q "$(part 5)" "$e"; vgcreate -q vge "$(part 5)" "$e"; lvcreate -q -y -L 320M -n data vge "$(part 5)"
+fs /dev/vge/data /run/lab/e e
+pool vge writethrough "$e"
 head -c 4M /dev/urandom > /run/lab/f/c; sync; (cd /run/lab/f && sha256sum c) >> "$O/f-sums.txt"
 cw status --json > "$O/status-before.json"
 
 # --- the pulls, under load ---
-for m in a c d f; do
+for m in a c d e f; do
   fio --name=load --filename=/run/lab/$m/load --rw=randrw --bs=4k --size=4M --direct=1 --ioengine=libaio \
       --iodepth=1 --rate_iops=20 --time_based --runtime=600 > "$O/$m-load.txt" 2>&1 &
   echo $! >> "$O/loads"
 done
 sleep 3
-for serial in SSDA001 SSDC001 SSDD001 SSDF002; do
+for serial in SSDA001 SSDC001 SSDD001 SSDE001 SSDF002; do
   n=$(basename "$(by_serial $serial)")
   echo "$serial $n $(cut -d' ' -f1 /proc/uptime)" >> "$O/pulls.txt"
   echo 1 > "/sys/block/$n/device/delete"
@@ -76,6 +81,12 @@ for _ in $(seq 100); do dmsetup status vga-data | grep -q Fail && break; sleep 0
 echo "vga-data $(dmsetup status vga-data) at $(cut -d' ' -f1 /proc/uptime)" >> "$O/pulls.txt"
 sleep 5
 for p in $(cat "$O/loads"); do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+# vge/data as after a reboot with its SSD dead: not active, and lvm2 will not activate it
+umount /run/lab/e > "$O/e-umount.txt" 2>&1 || true
+if lvchange -an vge/data > "$O/e-deactivate.txt" 2>&1; then echo "rc 0" >> "$O/e-deactivate.txt"; else echo "rc $?" >> "$O/e-deactivate.txt"; fi
+if vgchange -ay vge > "$O/e-vgchange.txt" 2>&1; then echo "rc 0" >> "$O/e-vgchange.txt"; else echo "rc $?" >> "$O/e-vgchange.txt"; fi
+lvs -a -o lv_name,lv_attr,segtype,cache_mode,devices --reportformat json vge > "$O/e-inactive-lvs.json" 2> "$O/e-inactive-lvs.err" || true
+cw scan --save-raw "$O/e-inactive-raw.json" > "$O/scan.txt" 2>&1 || true
 cw status --json > "$O/status.json"
 cw status > "$O/status.txt" 2>&1 || true
 dmsetup status > "$O/dmstatus.txt"
@@ -97,6 +108,11 @@ plan a remove --device /dev/vga/data --free-ssd
 apply a
 umount /run/lab/a; mount /dev/vga/data /run/lab/a > "$O/a-mount.txt" 2>&1 || true; verify /run/lab/a a
 lvs -a --reportformat json vga > "$O/a-lvs.json"
+# lvmcache writethrough, not active (lvm2 refused it): taken off as it is, then activated
+plan e remove --device vge/data
+apply e
+mount /dev/vge/data /run/lab/e > "$O/e-mount.txt" 2>&1 || true; verify /run/lab/e e
+lvs -a --reportformat json vge > "$O/e-lvs.json"
 # writecache: refused without the acceptance, then taken off inactive (unmounted first)
 plan c-refused remove --device /dev/vgc/data
 umount /run/lab/c
