@@ -24,6 +24,7 @@ from advisor.plan.canon import cache_sets, context
 from advisor.plan.feasible import barriers
 from advisor.plan.language import created_names
 from advisor.plan.model import BoundDevice, Plan
+from advisor.readers.blkid import parse_export
 from advisor.runner import TOOL_PACKAGES, CommandError, CommandRunner
 
 Code = Literal[
@@ -146,9 +147,28 @@ def verify_devices(plan: Plan, state: LiveState, resuming: bool = False) -> list
             problems.append(Problem("device-replaced", bound.path, str(dev.identity), bound.identity))
         if dev.size_bytes != bound.size_bytes:
             problems.append(Problem("device-resized", bound.path, f"{dev.size_bytes:,}", f"{bound.size_bytes:,}"))
-        if bound.path in overwritten and dev.signature and dev.signature != bound.signature:
-            problems.append(Problem("device-holds-data", bound.path, dev.signature, bound.signature or "nothing"))
+        if bound.path not in overwritten:
+            continue
+        held = dev.signature or _probed(dev.devnode, state)
+        if held and held != bound.signature:
+            problems.append(Problem("device-holds-data", bound.path, held, bound.signature or "nothing"))
     return problems
+
+
+def _probed(devnode: str, state: LiveState) -> str | None:
+    """What blkid finds on a device the plan overwrites and udev says is blank: udev's database
+    can miss a file system made a moment ago (in the lab it never saw mkfs on an LV), and root
+    must not write over it on udev's word."""
+    if state.runner is None or not devnode or state.runner.which("blkid") is None:
+        return None
+    try:
+        res = state.runner.run(["blkid", "-p", "-o", "export", devnode], check=False, timeout=15)
+    except CommandError:
+        return None
+    found = parse_export(res.stdout) if res.returncode == 0 else {}
+    if found.get("TYPE"):
+        return found["TYPE"]
+    return f"{found['PTTYPE']} partition table" if found.get("PTTYPE") else None
 
 
 def _inactive_lv(bound: BoundDevice, state: LiveState) -> list[Problem]:

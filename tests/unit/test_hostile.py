@@ -872,3 +872,40 @@ def test_every_class_has_at_least_five_cases_and_sixty_in_all() -> None:
         counts[cls] += 1
     assert all(n >= 5 for n in counts.values()), counts
     assert sum(counts.values()) >= 60, counts
+
+
+@case("plan")
+def test_a_device_udev_calls_blank_is_asked_again_before_it_is_overwritten() -> None:
+    """udev's database can miss a file system made a moment ago (in the lab it never saw mkfs on
+    an LV): apply asks blkid itself about each device the plan overwrites that discovery calls
+    blank, and refuses when blkid finds something the plan did not know of."""
+    from advisor.apply.preflight import verify_devices
+    from advisor.plan.model import Plan
+    from advisor.runner import CommandResult
+    from tests.unit.test_execute import FakeLvm
+
+    plan = Plan.from_json(plan_json())
+    state = FakeLvm().state()
+    real = state.device
+    blank = next(b for b in plan.devices if b.path in plan.destroyed_devices() and not b.signature)
+    state.device = lambda path: dataclasses.replace(real(path), fs_type=None) if path == blank.path else real(path)  # type: ignore[method-assign,misc]
+    asked: list[list[str]] = []
+
+    class Blkid:
+        def __init__(self, out: str, code: int) -> None:
+            self.out, self.code = out, code
+
+        def which(self, tool: str) -> str | None:
+            return f"/usr/sbin/{tool}" if tool == "blkid" else None
+
+        def run(self, argv: list[str], **_kw: object) -> CommandResult:
+            asked.append(argv)
+            return CommandResult(tuple(argv), self.code, self.out, "", 0.01)
+
+    state.runner = Blkid("DEVNAME=/dev/x\nUUID=1234\nTYPE=ext4\n", 0)  # type: ignore[assignment]
+    problems = [p.sentence() for p in verify_devices(plan, state)]
+    assert asked and asked[0][:3] == ["blkid", "-p", "-o"], asked
+    assert any("now holds ext4, which the plan would destroy but did not know of" in p for p in problems), problems
+    state.runner = Blkid("", 2)  # type: ignore[assignment]  # blkid: nothing found
+    assert verify_devices(plan, state) == []
+    assert verify_devices(plan, state, resuming=True) == []
