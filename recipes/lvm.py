@@ -70,6 +70,8 @@ codes(
         "mirror-degraded": "{trouble}; removing the cache now would flush it from its last copy",
         "keep-dead-cache": "the cache of {lv} has failed ({state}), so its {keeps} cannot be kept; it is taken off",
         "lv-inactive": "{lv} is a cached LV that is not active; its cache is removed (flushed) while it is active",
+        "origin-missing": "a part of the origin of {lv} (the slow device) is on a PV lvm2 cannot find, not only its "
+        "cache: removing the cache would not bring it back; bring that disk back first",
         "release-missing": "the SSD of {lv}'s cache is missing, so there is none to release; the rescue takes it out "
         "of the VG itself",
     }
@@ -504,7 +506,6 @@ def _rescue(
     *,
     drop_missing: bool,
     mounted: str | None = None,
-    activate: bool = False,
 ) -> list[Step]:
     """The steps that take a failed cache (its SSD dead or gone) off an LV, measured on lvm2
     2.03.16 (docs/dead-ssd.md). dm-cache: ``lvconvert --uncache`` skips the flush of a failed
@@ -513,8 +514,9 @@ def _rescue(
     dm-writecache: its flush at suspend fails and left the LV suspended when it was taken off
     active, so it is taken off inactive (the file system at ``mounted`` unmounted), with ``--force``
     (whatever it had not written back is lost), and activated again. An LV lvm2 would not activate
-    (``mounted`` None: it is no block device) is taken off as it is, then activated. Then the PVs
-    lvm2 cannot find leave the VG (``drop_missing``)."""
+    (``mounted`` None: it is no block device) is taken off as it is, then activated before anything
+    else (lvm2 activates a complete LV in a VG that lacks a PV). Then the PVs lvm2 cannot find leave
+    the VG (``drop_missing``)."""
     vg = vglv.split("/")[0]
     if failure.writeback and not accept_loss:
         raise RecipeError("rescue-loses-data", trouble=trouble, next=[next_step("accept-data-loss", target=vglv)])
@@ -531,10 +533,13 @@ def _rescue(
             seconds=5.0,
         )
     )
+    activation = Step("activate", ("lvchange", "--yes", "-ay", vglv))
+    if mounted is None:  # an LV lvm2 would not activate: up first, whatever else the VG still lacks
+        steps.append(activation)
     if drop_missing:
         steps.append(Step("vgreduce-missing", ("vgreduce", "--removemissing", vg), seconds=2.0))
-    if segtype == "writecache" or activate:
-        steps.append(Step("activate", ("lvchange", "--yes", "-ay", vglv)))
+    if segtype == "writecache" and mounted is not None:
+        steps.append(activation)
     return steps
 
 
@@ -566,6 +571,8 @@ def rescue_inactive(
         )
     if not lv.partial:
         raise RecipeError("lv-inactive", lv=lv.name, next=[next_step("activate-lv", target=lv.name)])
+    if lv.origin_missing:  # taking the cache off would lose its dirty blocks and bring nothing back
+        raise RecipeError("origin-missing", lv=lv.name)
     failure = inactive_failure(lv)
     if keep:
         raise RecipeError("keep-dead-cache", lv=lv.name, state="its SSD is missing", keeps=backend.keeps)
@@ -577,7 +584,7 @@ def rescue_inactive(
         for d in inv.devices
         if d.lvm is not None and d.lvm.vg == lv.vg and d.caching is not None and d.caching.missing
     )
-    steps = _rescue(lv.name, failure, failure.sentence(), segtype, accept_loss, drop_missing=not others, activate=True)
+    steps = _rescue(lv.name, failure, failure.sentence(), segtype, accept_loss, drop_missing=not others)
     notes: tuple[str, ...] = (f"{failure.sentence()[0].upper()}{failure.sentence()[1:]}.",)
     if others:
         notes += (

@@ -8,7 +8,7 @@ hold nothing but the cache) are released, a bcache cache device is wiped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.backends import by_segtype
 from advisor.disks.devices import Inventory
@@ -51,9 +51,13 @@ def remove(inv: Inventory, o: RemoveOptions) -> Plan:
         backend = by_segtype(inactive.segtype)
         recipe = remover(backend) if backend is not None else None
         assert recipe is not None  # discovery lists cache and writecache LVs only
-        return recipe.build(
+        plan = recipe.build(
             inv, recipe.options(lv=inactive.name, release_ssd=o.release_ssd, accept_data_loss=o.accept_data_loss)
         )
+        if o.free_ssd:
+            gone = "The SSD is missing, so there is none to give back; the rescue takes it out of the VG."
+            plan = replace(plan, notes=(*plan.notes, gone))
+        return plan
     if dev is None:
         raise RecipeError("no-such-device", path=o.device, next=[next_step("see-devices")])
     caching = dev.caching

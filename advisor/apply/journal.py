@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from advisor import statedir
+from advisor import statedir, tunables
 from advisor.errors import CachewiseError, codes, next_step, what_of
 from advisor.inputs import BadJson, Unreadable, decode, parse_json, read_fd
 from advisor.plan.model import Plan, PlanError
@@ -230,7 +230,11 @@ class Journal:
         """What the step found in the file it removed, recorded as it began (the tunables a
         bcache detach takes away), so that a rollback writes it back; None when nothing was."""
         found = [r.get("kept") for r in self.records() if r["event"] == "step-begin" and r.get("step") == step_id]
-        return next((k for k in reversed(found) if isinstance(k, str) and k), None)
+        kept = next((k for k in reversed(found) if isinstance(k, str) and k), None)
+        try:  # only settings the file may hold, in their own words (a damaged record is no value)
+            return tunables.settings_text(tunables.parse_settings(kept)) if kept else None
+        except ValueError:
+            return None
 
     def steps_run(self) -> list[str]:
         """The steps that ran or were found in effect, in order."""

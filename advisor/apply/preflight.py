@@ -137,7 +137,7 @@ def verify_devices(plan: Plan, state: LiveState, resuming: bool = False) -> list
             problems.append(Problem("path-untrusted", bound.path, why))
             continue
         if bound.identity and bound.identity.startswith(INACTIVE_IDENTITY):
-            problems += _inactive_lv(bound, state)
+            problems += _inactive_lv(bound, state, resuming)
             continue
         dev = state.device(bound.path)
         if dev is None:
@@ -155,31 +155,49 @@ def verify_devices(plan: Plan, state: LiveState, resuming: bool = False) -> list
     return problems
 
 
+# blkid -p's exit codes: 0 found something, 2 found nothing; 4 usage error, 8 ambivalent (more
+# than one signature: it holds data for certain).
+BLKID_FOUND, BLKID_NOTHING = 0, 2
+
+
 def _probed(devnode: str, state: LiveState) -> str | None:
     """What blkid finds on a device the plan overwrites and udev says is blank: udev's database
     can miss a file system made a moment ago (in the lab it never saw mkfs on an LV), and root
-    must not write over it on udev's word."""
-    if state.runner is None or not devnode or state.runner.which("blkid") is None:
+    must not write over it on udev's word. Anything but blkid's "nothing found" counts as data:
+    several signatures (exit 8), an error, no blkid. Without a runner (a state made by hand)
+    discovery's word stands."""
+    if state.runner is None or not devnode:
         return None
+    if state.runner.which("blkid") is None:
+        return "what blkid would find (blkid, from util-linux, is not installed to look)"
     try:
         res = state.runner.run(["blkid", "-p", "-o", "export", devnode], check=False, timeout=15)
-    except CommandError:
+    except CommandError as exc:
+        return f"what blkid could not say ({exc.what})"
+    if res.returncode == BLKID_NOTHING:
         return None
-    found = parse_export(res.stdout) if res.returncode == 0 else {}
+    if res.returncode != BLKID_FOUND:
+        why = "several signatures" if res.returncode == 8 else (res.stderr.strip() or f"blkid exit {res.returncode}")
+        return f"what blkid could not name ({why})"
+    found = parse_export(res.stdout)
     if found.get("TYPE"):
         return found["TYPE"]
-    return f"{found['PTTYPE']} partition table" if found.get("PTTYPE") else None
+    return f"{found['PTTYPE']} partition table" if found.get("PTTYPE") else "a signature blkid found"
 
 
-def _inactive_lv(bound: BoundDevice, state: LiveState) -> list[Problem]:
+def _inactive_lv(bound: BoundDevice, state: LiveState, resuming: bool) -> list[Problem]:
     """A plan's LV that was not active when it was made (a cached LV lvm2 would not activate): the
-    same LV (lvm2's UUID) and size, whether it is active now or not."""
+    same LV (lvm2's UUID) and size, still not active; active only on a resume (the plan's last step
+    activates it): one activated otherwise (its SSD came back, or forced) is not what the plan was
+    made for."""
     uuid = bound.identity.removeprefix(INACTIVE_IDENTITY) if bound.identity else ""
     vglv = bound.path.removeprefix("/dev/")
     dev = state.device(bound.path)
     row = state.lv(vglv)
     size: int | None
-    if dev is not None and dev.lvm is not None:  # activated since: the same LV if its UUID is
+    if dev is not None and not resuming:
+        return [Problem("device-replaced", bound.path, "an active LV", "an LV lvm2 would not activate")]
+    if dev is not None and dev.lvm is not None:  # activated by the plan: the same LV if its UUID is
         now, size = dev.lvm.uuid or dev.identity or "another device", dev.size_bytes
     elif row is not None and not row.hidden:
         now, size = row.uuid, row.size_bytes

@@ -241,6 +241,7 @@ class InactiveLv:
     attr: str  # lvs lv_attr: its ninth letter ``p`` marks a part on a missing PV
     size_bytes: int
     mode: str | None = None  # cache_mode: writethrough, writeback (None for dm-writecache)
+    origin_missing: bool = False  # the part on a missing PV is (also) its origin's, not only its cache's
 
     @property
     def name(self) -> str:
@@ -257,6 +258,11 @@ class InactiveLv:
     @property
     def partial(self) -> bool:
         return len(self.attr) > 8 and self.attr[8] == "p"
+
+    @property
+    def rescuable(self) -> bool:
+        """Only its cache is on a missing PV: taking the cache off gets its origin back."""
+        return self.partial and not self.origin_missing
 
     def names(self) -> set[str]:
         """The names a user types for it (as for an active LV: VG/LV, /dev/VG/LV, /dev/mapper/VG-LV)."""

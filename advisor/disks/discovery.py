@@ -406,7 +406,8 @@ def build_inventory(raw: RawSystem) -> Inventory:
     devices = {name: _owned(dev) for name, dev in devices.items()}
     notes = _notes(raw)
     ordered = tuple(devices[b.name] for b in sorted(raw.blocks, key=lambda b: b.name))
-    inactive = _inactive(raw.lvs or [])
+    active = {(d.lvm.vg or "", d.lvm.lv or "") for d in ordered if d.lvm is not None and d.lvm.role == "lv"}
+    inactive = _inactive(raw.lvs or [], active)
     notes += tuple(inactive_sentence(lv) for lv in inactive)
     return Inventory(
         taken_at=raw.taken_at,
@@ -420,30 +421,48 @@ def build_inventory(raw: RawSystem) -> Inventory:
     )
 
 
-def _inactive(rows: list[dict[str, str]]) -> tuple[InactiveLv, ...]:
-    """The cached LVs lvm2 reports that are not active (lv_attr's fifth letter is not ``a``):
-    they have no block device, so nothing else lists them."""
+def _inactive(rows: list[dict[str, str]], active: set[tuple[str, str]]) -> tuple[InactiveLv, ...]:
+    """The cached LVs lvm2 reports that are not active (lv_attr's fifth letter ``-``) and have no
+    block device (``active``: the VG/LV names of those that have one): nothing else lists them.
+    Whether the part of them on a missing PV is the cache or the origin comes from their hidden
+    sub-LVs' rows ([data_corig], [data_cache_cpool_cdata] ...)."""
+    partial = {(r.get("vg_name", ""), r.get("lv_name", "").strip("[]")) for r in rows if _attr(r, 8) == "p"}
     out = []
     for row in rows:
-        name, attr, segtype = row.get("lv_name", ""), row.get("lv_attr", ""), row.get("segtype", "")
-        if name.startswith("[") or segtype not in ("cache", "writecache") or len(attr) < 5 or attr[4] == "a":
+        vg, name, segtype = row.get("vg_name", ""), row.get("lv_name", ""), row.get("segtype", "")
+        if name.startswith("[") or segtype not in ("cache", "writecache") or _attr(row, 4) != "-":
             continue
+        if (vg, name) in active:
+            continue
+        subs = {lv for v, lv in partial if v == vg and lv.startswith(f"{name}_")}
+        origin = any(lv.endswith(("_corig", "_wcorig")) for lv in subs)
         out.append(
             InactiveLv(
-                vg=row.get("vg_name", ""),
+                vg=vg,
                 lv=name,
                 uuid=row.get("lv_uuid", ""),
                 segtype=segtype,
-                attr=attr,
+                attr=row.get("lv_attr", ""),
                 size_bytes=_int(row.get("lv_size")) or 0,
                 mode=(row.get("cache_mode") or None) if segtype == "cache" else None,
+                origin_missing=origin,
             )
         )
     return tuple(sorted(out, key=lambda lv: lv.name))
 
 
+def _attr(row: dict[str, str], index: int) -> str:
+    attr = row.get("lv_attr", "")
+    return attr[index] if len(attr) > index else ""
+
+
 def inactive_sentence(lv: InactiveLv) -> str:
     """What a cached LV that is not active means, and the way out, in a sentence."""
+    if lv.origin_missing:
+        return (
+            f"the cached LV {lv.name} is not active: a part of its origin (the slow device) is on a PV lvm2 cannot "
+            "find, so lvm2 will not activate it; bring that disk back (its cache is not the part that is missing)"
+        )
     if lv.partial:
         return f"{inactive_failure(lv).sentence()}; removing its cache (a rescue plan) gets the origin back"
     return (

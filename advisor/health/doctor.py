@@ -197,6 +197,16 @@ def _inactive(lv: InactiveLv) -> Finding:
     with its SSD dead), or it was deactivated."""
     kind = "dm-writecache" if lv.segtype == "writecache" else "dm-cache"
     facts = {"kind": kind, "mode": lv.mode, "why": "lvm2 will not activate it: its SSD is missing"}
+    if lv.origin_missing:
+        return Finding(
+            "cache-inactive",
+            "critical",
+            lv.name,
+            {"kind": kind, "mode": lv.mode},
+            "a part of its origin (the slow device) is on a PV lvm2 cannot find, so lvm2 will not activate it; "
+            "its cache is not the part that is missing, so removing the cache would not bring it back",
+            Fix("bring the missing disk back (pvs names the PV lvm2 cannot find by its UUID)"),
+        )
     if lv.partial:
         return Finding(
             "cache-failed",

@@ -140,3 +140,5 @@ def test_a_cached_lv_lvm2_will_not_activate_is_named_and_rescued_with_nothing_lo
     assert verified(guest, "e"), guest.read("e-verify.txt")
     (lv,) = [r for r in json.loads(guest.read("e-lvs.json"))["report"][0]["lv"] if r["lv_name"] == "data"]
     assert lv["lv_attr"].startswith("-wi-a"), "a plain LV again, active"
+    (origin,) = json.loads(guest.read("e-plan.json"))["devices"]
+    assert origin["identity"] == f"lv-uuid:{lv['lv_uuid']}", "the uncache keeps the LV's UUID: a resume finds it"

@@ -356,12 +356,12 @@ def test_the_bcache_rescue_names_no_cache_set_to_stop() -> None:
 INACTIVE = "j-inactive-raw.json"  # vge/data: lvmcache writethrough, its SSD pulled, then refused by vgchange -ay
 
 
-def inactive_variant(tmp_path: Path, **row: str) -> str:
-    """The lab's capture with vge/data's lvs row changed (another mode, all parts there), written
-    beside the fixtures' copy under tmp_path; returns its path for :func:`make`."""
+def inactive_variant(tmp_path: Path, lv: str = "data", **row: str) -> str:
+    """The lab's capture with one of vge's lvs rows changed (another mode, all parts there, the
+    origin partial), written under tmp_path; returns its path for :func:`make`."""
     data = json.loads((DEAD / INACTIVE).read_text())
     for r in data["lvs"]:
-        if (r["vg_name"], r["lv_name"]) == ("vge", "data"):
+        if (r["vg_name"], r["lv_name"]) == ("vge", lv):
             r.update(row)
     out = tmp_path / "variant-raw.json"
     out.write_text(json.dumps(data))
@@ -386,11 +386,12 @@ def test_a_cached_lv_lvm2_refused_is_listed_though_it_is_no_block_device() -> No
 
 def test_the_rescue_of_an_inactive_lv_takes_the_cache_off_as_it_is_then_activates_it() -> None:
     plan = make(INACTIVE, "remove", RemoveOptions(device="vge/data", free_ssd=True))
-    assert [s.argv for s in plan.steps] == [
+    assert [s.argv for s in plan.steps] == [  # up before the VG drops the PV (that may fail: another LV on it)
         ("lvconvert", "--yes", "--uncache", "vge/data"),
-        ("vgreduce", "--removemissing", "vge"),
         ("lvchange", "--yes", "-ay", "vge/data"),
+        ("vgreduce", "--removemissing", "vge"),
     ]
+    assert any("none to give back" in n for n in plan.notes), "--free-ssd is not silently ignored"
     assert plan.kind == "lvmcache-uncache" and plan.title.startswith("Rescue vge/data")
     assert "nothing is lost" in plan.layout_after[0] and "not active" in plan.layout_before[0]
     (origin,) = plan.devices
@@ -458,7 +459,8 @@ def test_apply_holds_an_inactive_lv_to_its_uuid_and_size_active_or_not() -> None
     assert problems({}) == ["device-missing"]
     assert problems({"vge/data": dataclasses.replace(row, uuid="other-uuid")}) == ["device-replaced"]
     assert problems({"vge/data": dataclasses.replace(row, size_bytes=1 << 30)}) == ["device-resized"]
-    # activated since (the SSD came back, or the run reached its last step): the same LV by its UUID
+    # active now: not what the plan was made for (its SSD came back, or it was forced up), unless
+    # a resume finds it so (the plan's own step activated it): then the same LV by its UUID
     a = lv(inventory("a-pulled-raw.json"), "vga/data")
     assert a.lvm is not None
     active = dataclasses.replace(
@@ -467,7 +469,12 @@ def test_apply_holds_an_inactive_lv_to_its_uuid_and_size_active_or_not() -> None
         size_bytes=gone.size_bytes,
         links=("/dev/vge/data",),
     )
-    assert problems({}, dataclasses.replace(inv, devices=(*inv.devices, active))) == []
+    up = dataclasses.replace(inv, devices=(*inv.devices, active))
+    assert problems({}, up) == ["device-replaced"]
+    assert verify_devices(plan, LiveState(None, {}, {}, up), resuming=True) == []
+    other = dataclasses.replace(active, lvm=dataclasses.replace(a.lvm, vg="vge", uuid="other"))
+    state = LiveState(None, {}, {}, dataclasses.replace(inv, devices=(*inv.devices, other)))
+    assert [p.code for p in verify_devices(plan, state, resuming=True)] == ["device-replaced"]
 
 
 def test_doctor_names_the_inactive_lv_with_the_rescue_and_one_deactivated_with_the_command(tmp_path: Path) -> None:
@@ -487,3 +494,40 @@ def test_doctor_names_the_inactive_lv_with_the_rescue_and_one_deactivated_with_t
     (note,) = [f for f in whole.findings if f.subject == "vge/data"]
     assert (note.code, note.severity) == ("cache-inactive", "warning")
     assert note.fix is not None and note.fix.command == ("lvchange", "-ay", "vge/data")
+
+
+def test_an_lv_whose_origin_is_missing_is_not_rescued_by_dropping_its_cache(tmp_path: Path) -> None:
+    """A partial LV is not always a dead SSD: when the origin's disk is the missing one, taking the
+    cache off would drop its dirty blocks and bring nothing back (lvm2's rows of the hidden
+    sub-LVs say which part is partial)."""
+    from advisor.health.doctor import examine
+    from advisor.health.look import Look
+
+    inv = inventory(INACTIVE)
+    assert not inv.inactive[0].origin_missing and inv.inactive[0].rescuable  # the lab's: its cache's parts
+    path = inactive_variant(tmp_path, "[data_corig]", lv_attr="owi---C-p-")
+    (gone,) = inventory(path).inactive
+    assert gone.origin_missing and not gone.rescuable
+    with pytest.raises(Refused) as refused:
+        make(path, "remove", RemoveOptions(device="vge/data", accept_data_loss=True))
+    assert refused.value.code == "origin-missing"
+    (finding,) = [f for f in examine(Look(0.0, False, True, inventory(path))).findings if f.subject == "vge/data"]
+    assert (finding.code, finding.severity) == ("cache-inactive", "critical") and finding.fix is not None
+    assert not finding.fix.plan and "bring the missing disk back" in finding.fix.how
+    assert "bring that disk back" in " ".join(inventory(path).notes)
+
+
+def test_only_lvs_that_are_not_active_and_have_no_device_are_listed_as_inactive(tmp_path: Path) -> None:
+    """lv_attr's fifth letter: ``a`` active, ``s`` suspended (a block device still: a failed
+    writecache flush leaves it so), ``-`` not active; and an LV with a block device is never listed
+    twice, whatever lvm2's report says."""
+    for state, listed in (("a", False), ("s", False), ("-", True)):
+        path = inactive_variant(tmp_path, lv_attr=f"Cwi-{state}-C-p-")
+        assert bool(inventory(path).inactive) == listed, state
+    assert inventory("a-pulled-raw.json").inactive == ()  # vga/data: active, a block device
+    data = json.loads((DEAD / "a-pulled-raw.json").read_text())
+    for r in data["lvs"]:
+        if r["lv_name"] == "data":
+            r["lv_attr"] = "Cwi---C-p-"  # a report that disagrees with the kernel's devices
+    (tmp_path / "stale.json").write_text(json.dumps(data))
+    assert inventory(str(tmp_path / "stale.json")).inactive == ()

@@ -909,3 +909,8 @@ def test_a_device_udev_calls_blank_is_asked_again_before_it_is_overwritten() -> 
     state.runner = Blkid("", 2)  # type: ignore[assignment]  # blkid: nothing found
     assert verify_devices(plan, state) == []
     assert verify_devices(plan, state, resuming=True) == []
+    # several signatures (exit 8), a usage error (4): not blank, whatever udev says
+    for code, words in ((8, "several signatures"), (4, "blkid exit 4")):
+        state.runner = Blkid("", code)  # type: ignore[assignment]
+        problems = [p.sentence() for p in verify_devices(plan, state)]
+        assert any(words in p and "would destroy" in p for p in problems), (code, problems)

@@ -449,6 +449,10 @@ def test_a_detach_rolled_back_writes_the_file_it_removed_back_as_it_was(etc: Pat
     rollback(journal, None, tmp_path / "state", undone.append, read_state=FakeState)  # type: ignore[arg-type]
     assert tunables.read(UUID).settings == KEPT  # type: ignore[union-attr]
     assert [e.message for e in undone if e.kind == "undo"] == [f"printf '%s\\n' {KEPT} > {TUNABLES_FILE}"]
+    # A damaged or hostile record is no value: the rollback writes nothing rather than fail forever.
+    for bad in ("sequential_cutoff=1 sequential_cutoff=2", "\x1b[2J", "writeback_percent=400", "rm -rf /"):
+        journal.write("step-begin", step=one.steps[0].id, argv=[], kept=bad)
+        assert journal.kept(one.steps[0].id) is None, bad
     # No file before the detach: nothing is journaled, and the rollback writes none.
     tunables.remove(UUID)
     journal = apply(one, None, tmp_path / "state2", quiet, read_state=FakeState)  # type: ignore[arg-type]

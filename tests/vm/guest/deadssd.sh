@@ -112,7 +112,7 @@ lvs -a --reportformat json vga > "$O/a-lvs.json"
 plan e remove --device vge/data
 apply e
 mount /dev/vge/data /run/lab/e > "$O/e-mount.txt" 2>&1 || true; verify /run/lab/e e
-lvs -a --reportformat json vge > "$O/e-lvs.json"
+lvs -a -o +lv_uuid --reportformat json vge > "$O/e-lvs.json"
 # writecache: refused without the acceptance, then taken off inactive (unmounted first)
 plan c-refused remove --device /dev/vgc/data
 umount /run/lab/c
