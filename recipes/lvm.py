@@ -555,9 +555,10 @@ def rescue_inactive(
 ) -> Plan:
     """The plan that gets back a cached LV lvm2 will not activate because its cache's SSD is
     missing (after a reboot with the SSD dead: discovery's :class:`InactiveLv`): the cache taken
-    off the inactive LV (lvm2 does so without activating it), the missing PV out of the VG, the LV
-    activated on its origin. An inactive LV whose parts are all there is refused: it is to be
-    activated first, then its cache removed as any other (flushed)."""
+    off the inactive LV (lvm2 does so without activating it), the LV activated on its origin, the
+    missing PV out of the VG. Refused for an inactive LV whose parts are all there (it is to be
+    activated first, then its cache removed as any other, flushed) and for one whose origin is
+    the missing part (taking the cache off would bring nothing back)."""
     segtype = backend.lvm_segtype or ""
     if lv.segtype != segtype:
         other = by_segtype(lv.segtype)
