@@ -368,16 +368,7 @@ def remove_cache(
     assert origin.lvm is not None
     vg, lv = origin.lvm.vg or "", origin.lvm.lv or ""
     vglv = f"{vg}/{lv}"
-    if origin.lvm.segtype != segtype:
-        other = by_segtype(origin.lvm.segtype)
-        instead = remover(other) if other is not None else None
-        raise RecipeError(
-            "not-cached-with",
-            lv=vglv,
-            backend=backend.family,
-            segtype=origin.lvm.segtype or "unknown",
-            instead=f" (it is {other.family}: use {instead.kind})" if other and instead else "",
-        )
+    _cached_with(vglv, origin.lvm.segtype, backend)
     caching = origin.caching
     if caching is not None and caching.degraded and not caching.failed:
         raise RecipeError("mirror-degraded", trouble=caching.trouble, next=[next_step("repair-mirror", target=vglv)])
@@ -397,12 +388,7 @@ def remove_cache(
             and set(d.caching.missing) & set(caching.missing)
         ) + sorted(o.name for o in inv.inactive if o.vg == vg and o.partial)
         steps = rescue_steps(origin, caching, segtype, accept_loss, drop_missing=not others)
-        notes: tuple[str, ...] = (f"{caching.trouble[0].upper()}{caching.trouble[1:]}.",)
-        if others:
-            notes += (
-                f"The missing SSD stays in VG {vg} while {', '.join(others)} still use it: rescue "
-                f"{'it' if len(others) == 1 else 'them'} too, and the last rescue takes it out of the VG.",
-            )
+        notes = _rescue_notes(caching.trouble, vg, others)
     else:
         flag = "--splitcache" if keep else "--uncache"
         steps = [
@@ -466,6 +452,33 @@ def remove_cache(
         layout_after=(after,) + tuple(f"{d.display_path}: free" for d in released),
         notes=notes,
     )
+
+
+def _cached_with(vglv: str, segtype: str | None, backend: Backend) -> None:
+    """Refused unless the LV's segment type is the one ``backend`` removes, naming the right remover."""
+    if segtype == backend.lvm_segtype:
+        return
+    other = by_segtype(segtype)
+    instead = remover(other) if other is not None else None
+    raise RecipeError(
+        "not-cached-with",
+        lv=vglv,
+        backend=backend.family,
+        segtype=segtype or "unknown",
+        instead=f" (it is {other.family}: use {instead.kind})" if other and instead else "",
+    )
+
+
+def _rescue_notes(trouble: str, vg: str, others: Sequence[str]) -> tuple[str, ...]:
+    """A rescue's notes: what went wrong, and (lvm2 refuses `vgreduce --removemissing` while
+    another LV still has a part on the missing SSD) why the SSD stays in the VG for now."""
+    notes: tuple[str, ...] = (f"{trouble[0].upper()}{trouble[1:]}.",)
+    if others:
+        notes += (
+            f"The missing SSD stays in VG {vg} while {', '.join(others)} still use it: rescue "
+            f"{'it' if len(others) == 1 else 'them'} too, and the last rescue takes it out of the VG.",
+        )
+    return notes
 
 
 def failure_of(origin: Device, caching: Caching) -> Failure:
@@ -560,16 +573,7 @@ def rescue_inactive(
     activated first, then its cache removed as any other, flushed) and for one whose origin is
     the missing part (taking the cache off would bring nothing back)."""
     segtype = backend.lvm_segtype or ""
-    if lv.segtype != segtype:
-        other = by_segtype(lv.segtype)
-        instead = remover(other) if other is not None else None
-        raise RecipeError(
-            "not-cached-with",
-            lv=lv.name,
-            backend=backend.family,
-            segtype=lv.segtype or "unknown",
-            instead=f" (it is {other.family}: use {instead.kind})" if other and instead else "",
-        )
+    _cached_with(lv.name, lv.segtype, backend)
     if not lv.partial:
         raise RecipeError("lv-inactive", lv=lv.name, next=[next_step("activate-lv", target=lv.name)])
     if lv.origin_missing:  # taking the cache off would lose its dirty blocks and bring nothing back
@@ -586,12 +590,7 @@ def rescue_inactive(
         if d.lvm is not None and d.lvm.vg == lv.vg and d.caching is not None and d.caching.missing
     )
     steps = _rescue(lv.name, failure, failure.sentence(), segtype, accept_loss, drop_missing=not others)
-    notes: tuple[str, ...] = (f"{failure.sentence()[0].upper()}{failure.sentence()[1:]}.",)
-    if others:
-        notes += (
-            f"The missing SSD stays in VG {lv.vg} while {', '.join(others)} still use it: rescue "
-            f"{'it' if len(others) == 1 else 'them'} too, and the last rescue takes it out of the VG.",
-        )
+    notes = _rescue_notes(failure.sentence(), lv.vg, others)
     label = "cache" if segtype == "cache" else "writecache"
     origin = BoundDevice(
         role="origin",

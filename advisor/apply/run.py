@@ -135,7 +135,7 @@ def _tunables_step(step: Step, state: LiveState) -> tuple[int, str]:
 
 
 def _forgets_tunables(step: Step) -> bool:
-    return step.write is not None and step.write == (TUNABLES_FILE, "")
+    return step.write == (TUNABLES_FILE, "")
 
 
 def _keeps(step: Step, state: LiveState) -> dict[str, str]:

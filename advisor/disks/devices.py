@@ -264,10 +264,18 @@ class InactiveLv:
         """Only its cache is on a missing PV: taking the cache off gets its origin back."""
         return self.partial and not self.origin_missing
 
+    @property
+    def kind(self) -> Literal["dm-cache", "dm-writecache"]:
+        return "dm-writecache" if self.segtype == "writecache" else "dm-cache"
+
     def names(self) -> set[str]:
-        """The names a user types for it (as for an active LV: VG/LV, /dev/VG/LV, /dev/mapper/VG-LV)."""
-        mapper = f"/dev/mapper/{self.vg.replace('-', '--')}-{self.lv.replace('-', '--')}"
-        return {self.name, self.path, mapper}
+        """The names a user types for it, as for an active LV."""
+        return lv_names(self.vg, self.lv)
+
+
+def lv_names(vg: str, lv: str) -> set[str]:
+    """The names of an LV: VG/LV, /dev/VG/LV and /dev/mapper/VG-LV (lvm2 doubles a '-' in either)."""
+    return {f"{vg}/{lv}", f"/dev/{vg}/{lv}", f"/dev/mapper/{vg.replace('-', '--')}-{lv.replace('-', '--')}"}
 
 
 @dataclass(frozen=True)

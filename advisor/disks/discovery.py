@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import replace
-from typing import Literal
 
 from advisor.disks.caches import with_caching
 from advisor.disks.collect import RawBlock, RawSystem, devnum_of
@@ -26,10 +25,12 @@ from advisor.disks.devices import (
     MdInfo,
     State,
     Unread,
+    lv_names,
 )
 from advisor.disks.failure import Failure
 from advisor.errors import codes
 from advisor.readers.bcache import selected
+from advisor.readers.lvm import Lv
 
 codes({"no-such-device": "{path} is not a block device on this machine"})
 
@@ -426,34 +427,26 @@ def _inactive(rows: list[dict[str, str]], active: set[tuple[str, str]]) -> tuple
     block device (``active``: the VG/LV names of those that have one): nothing else lists them.
     Whether the part of them on a missing PV is the cache or the origin comes from their hidden
     sub-LVs' rows ([data_corig], [data_cache_cpool_cdata] ...)."""
-    partial = {(r.get("vg_name", ""), r.get("lv_name", "").strip("[]")) for r in rows if _attr(r, 8) == "p"}
+    lvs = [Lv.from_row(r) for r in rows]
+    partial = {(lv.vg, lv.name) for lv in lvs if lv.partial}
     out = []
-    for row in rows:
-        vg, name, segtype = row.get("vg_name", ""), row.get("lv_name", ""), row.get("segtype", "")
-        if name.startswith("[") or segtype not in ("cache", "writecache") or _attr(row, 4) != "-":
+    for lv in lvs:
+        if lv.hidden or lv.segtype not in ("cache", "writecache") or lv.attr[4:5] != "-" or (lv.vg, lv.name) in active:
             continue
-        if (vg, name) in active:
-            continue
-        subs = {lv for v, lv in partial if v == vg and lv.startswith(f"{name}_")}
-        origin = any(lv.endswith(("_corig", "_wcorig")) for lv in subs)
+        subs = {name for vg, name in partial if vg == lv.vg and name.startswith(f"{lv.name}_")}
         out.append(
             InactiveLv(
-                vg=vg,
-                lv=name,
-                uuid=row.get("lv_uuid", ""),
-                segtype=segtype,
-                attr=row.get("lv_attr", ""),
-                size_bytes=_int(row.get("lv_size")) or 0,
-                mode=(row.get("cache_mode") or None) if segtype == "cache" else None,
-                origin_missing=origin,
+                vg=lv.vg,
+                lv=lv.name,
+                uuid=lv.uuid,
+                segtype=lv.segtype,
+                attr=lv.attr,
+                size_bytes=lv.size_bytes or 0,
+                mode=(lv.cache_mode or None) if lv.segtype == "cache" else None,
+                origin_missing=any(name.endswith(("_corig", "_wcorig")) for name in subs),
             )
         )
     return tuple(sorted(out, key=lambda lv: lv.name))
-
-
-def _attr(row: dict[str, str], index: int) -> str:
-    attr = row.get("lv_attr", "")
-    return attr[index] if len(attr) > index else ""
 
 
 def inactive_sentence(lv: InactiveLv) -> str:
@@ -473,8 +466,7 @@ def inactive_sentence(lv: InactiveLv) -> str:
 
 def inactive_failure(lv: InactiveLv) -> Failure:
     """A cached LV lvm2 will not activate because a part of it is on a PV it cannot find."""
-    kind: Literal["dm-cache", "dm-writecache"] = "dm-writecache" if lv.segtype == "writecache" else "dm-cache"
-    return Failure(kind, lv.name, lv.mode, failed=True, missing=("a PV lvm2 cannot find",), said="inactive")
+    return Failure(lv.kind, lv.name, lv.mode, failed=True, missing=("a PV lvm2 cannot find",), said="inactive")
 
 
 def _bool(value: str | None) -> bool | None:
@@ -625,8 +617,7 @@ def names_of(dev: Device) -> set[str]:
     if dev.dm_name:
         names.add(f"/dev/mapper/{dev.dm_name}")
     if dev.lvm is not None and dev.lvm.role == "lv" and dev.lvm.vg and dev.lvm.lv:
-        vg, lv = dev.lvm.vg, dev.lvm.lv
-        names |= {f"{vg}/{lv}", f"/dev/{vg}/{lv}", f"/dev/mapper/{vg.replace('-', '--')}-{lv.replace('-', '--')}"}
+        names |= lv_names(dev.lvm.vg, dev.lvm.lv)
     return names
 
 

@@ -195,7 +195,7 @@ def cache_state(look: Look, settings: Settings) -> list[Finding]:
 def _inactive(lv: InactiveLv) -> Finding:
     """A cached LV that is not active: lvm2 refused it (a part on a missing PV, as after a reboot
     with its SSD dead), or it was deactivated."""
-    kind = "dm-writecache" if lv.segtype == "writecache" else "dm-cache"
+    kind = lv.kind
     facts = {"kind": kind, "mode": lv.mode, "why": "lvm2 will not activate it: its SSD is missing"}
     if lv.origin_missing:
         return Finding(
@@ -706,10 +706,7 @@ def _health(look: Look, by_source: dict[str, tuple[Finding, ...]]) -> tuple[Cach
             )
         )
     inactive = look.inventory.inactive if look.inventory is not None else ()
-    out += [
-        CacheHealth(lv.name, "dm-writecache" if lv.segtype == "writecache" else "dm-cache", failed=lv.partial)
-        for lv in inactive
-    ]
+    out += [CacheHealth(lv.name, lv.kind, failed=lv.partial) for lv in inactive]
     return tuple(out)
 
 
