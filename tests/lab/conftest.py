@@ -77,4 +77,10 @@ def lab_pool(lab_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
     pool = _start_pool(tmp_path_factory, early=False)
     pool.widen()  # the lab tier has begun: the host is the lab's
     yield pool
-    print("\nlab boots: " + "; ".join(pool.log))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Each guest's wall time in the session's summary (also in CI's log, where the fixtures'
+    own prints are captured), to see which boot grew when the lab tier gets slower."""
+    if _POOL and _POOL[0].log:
+        terminalreporter.write_line("lab boots: " + "; ".join(_POOL[0].log))

@@ -89,12 +89,19 @@ rc=0; cw doctor --stuck-after 10s --dirty-above 1 --json > "$LAB_OUT/stuck-docto
 echo $rc > "$LAB_OUT/stuck-doctor.rc"
 # --- writers keep blocks dirty in every writeback cache (their scratch files are not checked) ---
 stamp dirty
-for d in wb mir; do  # smq promotes what is read often: read the scratch file, then rewrite it
-  lvchange -q --cachesettings migration_threshold=65536 pc/$d
+# dm-cache: smq cleans dirty chunks only while it is told the device is idle, which dm-cache-target.c
+# (spare_migration_bandwidth) says only after a second without I/O and with migration_threshold at
+# least one chunk; a threshold of 0 (a dm message: LVM metadata keeps its own) holds every dirty chunk
+# until the cut even if the writers pause. A write covering a whole chunk of a writeback cache with
+# free chunks is promoted at once, dirty (optimisable_bio; smq's should_promote with fast_copy): the
+# scratch file is rewritten in 256 KiB direct writes, each covering at least one whole chunk (64 KiB
+# here), rather than waiting on smq's hotspot queue to promote read blocks (one run saw none in 20 s).
+for d in wb mir; do
+  dmsetup message pc-$d 0 migration_threshold 0
   head -c 8M /dev/urandom > /run/pc/$d/scratch
   python3 -c "import os,sys; fd=os.open(sys.argv[1], os.O_RDONLY); os.fsync(fd)" /run/pc/$d/scratch
-  fio --name=warm --filename=/run/pc/$d/scratch --rw=randread --bs=4k --direct=1 --ioengine=libaio --iodepth=4 \
-      --time_based --runtime=6 --output-format=terse > /dev/null
+  fio --name=dirty --filename=/run/pc/$d/scratch --size=8M --rw=write --bs=256k --direct=1 \
+      --output-format=terse > /dev/null
 done
 for d in wb mir wc bwb; do
   [ -e /run/pc/$d/scratch ] || head -c 8M /dev/urandom > /run/pc/$d/scratch
@@ -111,8 +118,7 @@ for _ in $(seq 40); do
   dirty_now > "$LAB_OUT/dirty-before-cut.txt"
   if awk '{v=$2; sub(/[kKMG]$/,"",v); if (v+0 <= 0) bad=1} END {exit bad}' "$LAB_OUT/dirty-before-cut.txt"; then break; fi
   sleep 0.5
-done
-dirty_now > "$LAB_OUT/dirty-before-cut.txt"
+done  # the file keeps the last sample, taken just before the cut (no second sample to differ from it)
 dmsetup status > "$LAB_OUT/dmstatus-before-cut.txt"
 stamp cut
 sync -f "$LAB_OUT/timeline.txt"
