@@ -15,7 +15,9 @@ class Prediction:
 
     hit_ratio: float | None
     hot_bytes: int | None  # the hot data the cache should come to hold
-    seconds_63: float | None  # model: reads until 63% / 95% of the hot data is cached, in time
+    # seconds until 63% / 95% of the hot data is cached: the smq replay's time to 63% of its read
+    # hit ratio when the trace was replayed (an lvmcache), else the warm-up model's (C-FILL-1)
+    seconds_63: float | None
     seconds_95: float | None
     promotion_probability: float | None = None
     applied_at: float | None = None  # when the cache was made (seconds since the epoch)
@@ -40,7 +42,7 @@ class Prediction:
         return cls(
             hit,
             hot_bytes,
-            number(w.get("seconds_63")),
+            number(w.get("simulated_seconds_63")) or number(w.get("seconds_63")),
             number(w.get("seconds_95")),
             number(w.get("promotion_probability")),
         )

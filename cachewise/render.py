@@ -263,11 +263,26 @@ def analysis_report(a: Analysis, width: int = 60, curve: bool = True) -> Group:
     summary.add_row(
         "Zipf fit", f"alpha ≈ {a.zipf_alpha:.2f}" if a.zipf_alpha is not None else "too few repeated blocks to fit"
     )
+    if a.smq_sizes_blocks:
+        summary.add_row("dm-cache (smq)", smq_row(a))
     for example in a.bad_examples:
         summary.add_row("Malformed", Text(example, style="yellow"))
     if not curve:
         return Group(summary)
     return Group(summary, Text(""), Text(curve_plot(*analysis_curve(a), width=width, legend=ANALYSIS_LEGEND)))
+
+
+def smq_row(a: Analysis) -> str:
+    """The smq replay's read hit ratio at each cache size replayed (and its time to 63%)."""
+    chunk = a.smq_chunk_size or 0
+
+    def one(n: int, hit: float | None, t63: float | None) -> str:
+        if hit is None:
+            return f"{human_size(n * chunk)}: not settled"
+        return f"{human_size(n * chunk)}: {hit:.0%}" + (f" ({duration(t63)} to 63%)" if t63 is not None else "")
+
+    cells = [one(*x) for x in zip(a.smq_sizes_blocks, a.smq_read_hit_ratio, a.smq_seconds_63, strict=True)]
+    return "read hit ratio replayed, from empty: " + ", ".join(cells)
 
 
 # The Analysis chart (CLI and TUI): the LRU curve as the trace ran, every first touch a miss.

@@ -375,8 +375,9 @@ def configure(s: Situation, t: Traits, mode: Mode) -> Candidate:
     effective = int(cache / overhead(s, t))
     hit = s.prof.hit_of(t.id, effective, reads=True)  # reads: what the kernel's read counters show
     every = s.prof.hit_of(t.id, effective)  # every access, reads and writes
+    curve_read = s.prof.curves_for(t.id, effective).hit(effective, False, True)  # the same curve as `every`
     r = s.prof.read_share
-    write_hit = min(1.0, max(0.0, (every - r * hit) / (1 - r))) if r < 1 else None
+    write_hit = min(1.0, max(0.0, (every - r * curve_read) / (1 - r))) if r < 1 else None
     gain = speedup(s, t, mode, hit)
     reads = t.backend.caches_reads
     cfg = CacheConfig(
@@ -388,12 +389,20 @@ def configure(s: Situation, t: Traits, mode: Mode) -> Candidate:
         predicted_hit_ratio=round(hit, 4) if reads else None,
         predicted_write_hit_ratio=round(write_hit, 4) if write_hit is not None and reads else None,
         expected_speedup=round(gain.factor, 2),
-        warmup=warmup(s.prof, t.id, effective, hit, lvm_space(cache)[0] if t.promotes_chunks else None),
+        warmup=_replayed(
+            warmup(s.prof, t.id, effective, hit, lvm_space(cache)[0] if t.promotes_chunks else None),
+            s.prof.smq_seconds_63(t.id, effective),
+        ),
         bounded_by_ssd=bounded,
         needs_reformat=t.own_superblock and s.slow_has_data,
         mirrored_pool=s.mirror_pool and mode == "writeback" and t.on_lvm and not s.writeback_allowed,
     )
     return Candidate(t.tunables(cfg, writecache_block(s)), gain, tuple(blockers(s, t, mode)), wanted)
+
+
+def _replayed(w: Warmup | None, seconds: float | None) -> Warmup | None:
+    """The warm-up model with the smq replay's time to 63% beside it, when the trace was replayed."""
+    return replace(w, simulated_seconds_63=seconds) if w is not None and seconds is not None else w
 
 
 def chunk_threshold(s: Situation, t: Traits) -> int:
@@ -587,7 +596,9 @@ def _uncertain(s: Situation, candidates: tuple[Candidate, ...]) -> Uncertain | N
     hi_size = limit(s, t)
     if cfg.predicted_hit_ratio is not None:
         low = s.prof.hit_of(t.id, cfg.effective_bytes, raw=True, reads=True)
-        high = s.prof.hit_of(t.id, hi_size / overhead(s, t), reads=True)
+        # every first touch coming back: the steady curve (a replay only knows the trace's own)
+        high_bytes = hi_size / overhead(s, t)
+        high = s.prof.curves_for(t.id, high_bytes).hit(high_bytes, False, True)
         hit: tuple[float, float] | None = (round(low, 4), round(max(high, low), 4))
     else:
         low = high = 0.0

@@ -34,6 +34,9 @@ class Warmup:
     promotion_probability_full: float | None = None
     reads_63_full: int | None = None
     seconds_63_full: float | None = None
+    # The trace replayed through dm-cache's smq policy from an empty cache of this size: seconds
+    # until its read hit ratio reached 63% of what it settled at (K-SMQ-1; None: not replayed).
+    simulated_seconds_63: float | None = None
 
 
 @dataclass(frozen=True)

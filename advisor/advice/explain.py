@@ -6,6 +6,9 @@ as actions (each front end words them: no command or flag is named here)."""
 from __future__ import annotations
 
 from dataclasses import asdict, replace
+from typing import Any
+
+import numpy as np
 
 from advisor.advice.choice import (
     HOT_SPOT_SHARE,
@@ -22,9 +25,10 @@ from advisor.advice.choice import (
 from advisor.advice.config import CacheConfig
 from advisor.advice.lvmrules import MAX_CHUNKS, lvm_chunk_size
 from advisor.advice.model import CurveView, DeviceFacts, Option, Reason, Recommendation, Uncertain
-from advisor.advice.profile import HOT_SHARE, KNEE_SHARE, curve_knee
+from advisor.advice.profile import HOT_SHARE, KNEE_SHARE, Profile, curve_knee
 from advisor.advice.traits import DM_CACHE_CHUNK, LVMCACHE_TRAITS, TRAITS, traits
 from advisor.advice.workloads import WORKLOADS
+from advisor.backends import BackendId as Backend
 from advisor.backends import backend as backend_of
 from advisor.disks.gate import WRITECACHE_HIGH_WATERMARK, writecache_memory
 from advisor.errors import Next, next_step
@@ -524,6 +528,10 @@ def _backend_curves(d: Decision) -> dict[str, CurveView]:
         else:
             grain, source = "4 KiB blocks", prof.source
         sizes = curves.sizes_bytes * scale
+        if prof.smq_sizes_bytes is not None and t.promotes_chunks:
+            sizes, hits, replayed = _with_smq(prof, t.id, curves.sizes_bytes, hits, scale)
+            if replayed:
+                grain += ", smq replayed where it settled"
         out[t.id] = CurveView(
             source,
             [int(x) for x in sizes],
@@ -536,6 +544,20 @@ def _backend_curves(d: Decision) -> dict[str, CurveView]:
             f"{'read hit ratio' if reads else 'hit ratio'} of a full cache, {grain}",
         )
     return out
+
+
+def _with_smq(
+    prof: Profile, backend: Backend, sizes: np.ndarray[Any, Any], hits: np.ndarray[Any, Any], scale: float
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], bool]:
+    """A chunk curve with the smq replay's read hit ratios put in where the prediction takes
+    them (its replayed sizes added, so that the chart between them is the prediction's line):
+    (sizes by SSD bytes, hit ratios, whether any came from the replay)."""
+    assert prof.smq_sizes_bytes is not None
+    both = np.unique(np.concatenate([sizes, prof.smq_sizes_bytes]))
+    lru = np.interp(both, np.concatenate([[0.0], sizes]), np.concatenate([[0.0], hits]))
+    replayed = [prof.smq_read_hit(backend, float(x)) for x in both]
+    out = np.asarray([lru[i] if r is None else r for i, r in enumerate(replayed)], dtype=np.float64)
+    return both * scale, out, any(r is not None for r in replayed)
 
 
 def _size_reasons(s: Situation, cfg: CacheConfig) -> list[Reason]:
@@ -615,7 +637,17 @@ def _size_reasons(s: Situation, cfg: CacheConfig) -> list[Reason]:
         )
     if cfg.predicted_hit_ratio is not None:
         cited = ("L-SIZE-4",) if prof.source == "trace" else ("L-SIZE-2",)
-        out.append(Reason(f"Predicted hit ratio at this size: {cfg.predicted_hit_ratio:.0%}.", cited))
+        if prof.smq_read_hit(cfg.backend, cfg.effective_bytes) is not None:
+            out.append(
+                Reason(
+                    f"Predicted read hit ratio at this size: {cfg.predicted_hit_ratio:.0%}, from the trace replayed "
+                    f"through {t.backend.target}'s smq policy as the kernel runs it (the last third of the trace, "
+                    "from an empty cache).",
+                    ("L-SIZE-4", "K-SMQ-1"),
+                )
+            )
+        else:
+            out.append(Reason(f"Predicted hit ratio at this size: {cfg.predicted_hit_ratio:.0%}.", cited))
     if cfg.warmup is not None:
         w = cfg.warmup
         when = (
@@ -638,6 +670,15 @@ def _size_reasons(s: Situation, cfg: CacheConfig) -> list[Reason]:
                 w.findings,
             )
         )
+        if w.simulated_seconds_63 is not None:
+            out.append(
+                Reason(
+                    f"Replayed through smq, the trace's reads reached 63% of that hit ratio about "
+                    f"{duration(w.simulated_seconds_63)} after an empty cache was made (the plan and the history "
+                    "keep this as the warm-up prediction).",
+                    ("K-SMQ-1",),
+                )
+            )
     return out
 
 

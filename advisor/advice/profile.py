@@ -19,7 +19,7 @@ from advisor.backends import BackendId as Backend
 from advisor.errors import next_step
 from advisor.units import MiB, cache_size
 from advisor.workload import mrc
-from advisor.workload.analysis import COLD_LIMIT
+from advisor.workload.analysis import CHUNK, COLD_LIMIT
 
 KNEE_SHARE = 0.90  # of the achievable hit ratio
 HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
@@ -89,6 +89,11 @@ class Profile:
     chunk_raw_read_hits: np.ndarray[Any, Any] | None = None
     # The chunk curves at coarser chunks, for pools lvm2 gives larger chunks (coarsest last).
     coarse: tuple[Curves, ...] = ()
+    # dm-cache's smq policy replayed over the trace (Analysis.smq_*): sizes in bytes, the read hit
+    # ratio each settled at (NaN: not settled within the trace) and seconds to 63% of it (NaN: none).
+    smq_sizes_bytes: np.ndarray[Any, Any] | None = None
+    smq_read_hits: np.ndarray[Any, Any] | None = None
+    smq_t63: np.ndarray[Any, Any] | None = None
 
     def too_short_for(self, backend: Backend) -> bool:
         """Whether first touches dominate the curve this backend follows (then the trace cannot
@@ -130,8 +135,46 @@ class Profile:
     def hit_of(self, backend: Backend, size_bytes: float, raw: bool = False, reads: bool = False) -> float:
         """The predicted hit ratio of a cache holding ``size_bytes``; ``raw``: as traced, every
         first touch a miss; ``reads``: of the reads alone, as the kernel's read counters count
-        (the trace's read curve; without one, every access is taken alike)."""
+        (the trace's read curve; without one, every access is taken alike). An lvmcache's steady
+        read hit ratio comes from the smq replay where it settled (smq_read_hit)."""
+        if reads and not raw:
+            replayed = self.smq_read_hit(backend, size_bytes)
+            if replayed is not None:
+                return replayed
         return self.curves_for(backend, size_bytes).hit(size_bytes, raw, reads)
+
+    def _smq_at(
+        self, backend: Backend, size_bytes: float, values: np.ndarray[Any, Any] | None, to_zero: bool = True
+    ) -> float | None:
+        """``values`` of the smq replay at ``size_bytes``, between the two sizes replayed around it
+        (below the first: down to nothing at nothing when ``to_zero``, else the first; beyond the
+        last: the last); None when the trace was
+        not replayed, the cache is not an lvmcache of CHUNK chunks, or either value is missing."""
+        sizes = self.smq_sizes_bytes
+        if sizes is None or values is None or not len(sizes) or not traits(backend).promotes_chunks:
+            return None
+        if lvm_chunk_size(int(size_bytes)) != CHUNK:
+            return None
+        at = int(np.searchsorted(sizes, size_bytes, side="left"))
+        if at >= len(sizes):
+            return None if np.isnan(values[-1]) else float(values[-1])
+        near = values[max(at - 1, 0) : at + 1]
+        if np.isnan(near).any():
+            return None
+        if at == 0:
+            return float(values[0] * min(1.0, size_bytes / sizes[0])) if to_zero else float(values[0])
+        return float(np.interp(size_bytes, sizes[at - 1 : at + 1], values[at - 1 : at + 1]))
+
+    def smq_read_hit(self, backend: Backend, size_bytes: float) -> float | None:
+        """The read hit ratio dm-cache's smq policy settled at, replayed over the trace, for an
+        lvmcache of ``size_bytes`` (None: no replay there; the curves stand)."""
+        return self._smq_at(backend, size_bytes, self.smq_read_hits)
+
+    def smq_seconds_63(self, backend: Backend, size_bytes: float) -> float | None:
+        """Seconds the smq replay took to reach 63% of its settled read hit ratio from empty."""
+        if self.smq_read_hit(backend, size_bytes) is None:
+            return None
+        return self._smq_at(backend, size_bytes, self.smq_t63, to_zero=False)
 
     def knee_of(self, backend: Backend) -> int:
         return curve_knee(*self.curve_of(backend))
@@ -166,6 +209,10 @@ def zipf_alpha_for_hot_fraction(items: int, hot_fraction: float, share: float = 
 
 def _curve(values: list[float]) -> np.ndarray[Any, Any] | None:
     return np.asarray(values, dtype=np.float64) if values else None
+
+
+def _nan_curve(values: list[float | None]) -> np.ndarray[Any, Any]:
+    return np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
 
 
 def _steady(steady: list[float], raw: list[float]) -> np.ndarray[Any, Any]:
@@ -247,6 +294,13 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             )
             if chunked
             else (),
+            smq_sizes_bytes=(
+                np.asarray(a.smq_sizes_blocks, dtype=np.float64) * a.smq_chunk_size
+                if a.smq_sizes_blocks and a.smq_chunk_size
+                else None
+            ),
+            smq_read_hits=_nan_curve(a.smq_read_hit_ratio) if a.smq_sizes_blocks else None,
+            smq_t63=_nan_curve(a.smq_seconds_63) if a.smq_sizes_blocks else None,
             reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
         )
     wc = WORKLOADS[inp.workload] if inp.workload else None

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from advisor.workload import mrc
+from advisor.workload import mrc, smq
 from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
 from advisor.workload.traces import (
     MSR,
@@ -39,6 +39,11 @@ SIZE_BUCKETS = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1 << 20
 # lvm2 keeps a cache pool under this many chunks (M-CHUNK-1): a pool larger than about 61 GiB gets
 # chunks larger than CHUNK, and a trace that touches more chunks than this could be given one.
 LVM_MAX_CHUNKS = 1_000_000
+# dm-cache's smq policy is replayed over traces of up to this many chunk-sized pieces (about
+# 3 microseconds each in CPython, at each of SMQ_SIZES sizes); longer ones keep the LRU chunk curve.
+SMQ_PIECES = 200_000
+SMQ_SIZES = 5
+SMQ_SMALLEST = 16  # chunks: a 1 MiB cache
 
 
 # Block accesses analysed at once (8 bytes each, and a few arrays of them): a larger expansion
@@ -162,6 +167,15 @@ class Analysis:
     # curve at coarser chunks (twice CHUNK, four times, ... up to what lvm2 gives a pool of the
     # whole footprint), so an lvmcache past 61 GiB is predicted at the chunk lvm2 gives it.
     coarse_chunk_curves: list[CoarseCurve] = field(default_factory=list)
+    # dm-cache's smq policy replayed over the whole trace (advisor.workload.smq, every request:
+    # dm-cache bypasses no stream) at a few cache sizes in CHUNK chunks, each started empty: the
+    # read hit ratio it settles at (over the last third of the trace; None where the replay had
+    # not settled by then) and the seconds it took to reach 63% of that. Empty when the trace is
+    # longer than SMQ_PIECES pieces, or in analyses made before.
+    smq_chunk_size: int | None = None  # CHUNK when replayed
+    smq_sizes_blocks: list[int] = field(default_factory=list)
+    smq_read_hit_ratio: list[float | None] = field(default_factory=list)
+    smq_seconds_63: list[float | None] = field(default_factory=list)
     schema: str = ANALYSIS_SCHEMA
 
     def to_json(self) -> dict[str, Any]:
@@ -281,6 +295,7 @@ def _result(
     stats: ImportStats,
     chunk: tuple[mrc.Curve, int, int] | None = None,
     coarse: list[CoarseCurve] | None = None,
+    dmcache: SmqCurve | None = None,
 ) -> Analysis:
     counts = summary.counts()
     hot = mrc.hot_data(counts)
@@ -334,7 +349,50 @@ def _result(
         chunk_curve_read_hit_ratio=_listed(chunk[0].read_hit_ratio) if chunk is not None else [],
         chunk_curve_read_steady_hit_ratio=_listed(chunk[0].read_steady) if chunk is not None else [],
         coarse_chunk_curves=coarse or [],
+        smq_chunk_size=CHUNK if dmcache else None,
+        smq_sizes_blocks=list(dmcache.sizes) if dmcache else [],
+        smq_read_hit_ratio=list(dmcache.read_hit_ratio) if dmcache else [],
+        smq_seconds_63=list(dmcache.seconds_63) if dmcache else [],
     )
+
+
+@dataclass(frozen=True)
+class SmqCurve:
+    sizes: list[int]  # in CHUNK chunks
+    read_hit_ratio: list[float | None]
+    seconds_63: list[float | None]
+
+
+def smq_curve(requests: Requests) -> SmqCurve | None:
+    """dm-cache's smq policy replayed over the requests at SMQ_SIZES cache sizes from 1 MiB to
+    the chunks the trace touches (None: no requests, or more than SMQ_PIECES pieces). The
+    origin is taken as large as the highest chunk touched (smq's hotspot blocks depend on it
+    only below 1 GiB). A size whose replay has not reached 95% of its last third's read hit
+    ratio before that third begins has not settled: its ratio is None (its warm-up still given)."""
+    if not len(requests):
+        return None
+    split = smq.pieces(requests, CHUNK)
+    t, block = split[0], split[1]
+    if len(block) > SMQ_PIECES:
+        return None
+    footprint = len(np.unique(block))
+    top = max(footprint, SMQ_SMALLEST)
+    sizes = [int(n) for n in np.unique(np.geomspace(SMQ_SMALLEST, top, SMQ_SIZES).round().astype(np.int64))]
+    start, end = float(t[0]), float(t[-1])
+    origin = (int(block.max()) + 1) * CHUNK
+    hits: list[float | None] = []
+    seconds: list[float | None] = []
+    for n in sizes:
+        r = smq.replay_pieces(split, n, CHUNK, origin)
+        steady = smq.steady_read_hit_ratio(r, start, end)
+        if steady is None:  # no reads
+            return None
+        settled = smq.seconds_to_share(r, start, steady, 0.95)
+        t63 = smq.seconds_to_share(r, start, steady)
+        ok = settled is not None and settled <= (end - start) * 2 / 3
+        hits.append(round(steady, 6) if ok else None)
+        seconds.append(round(t63, 1) if t63 is not None else None)
+    return SmqCurve(sizes, hits, seconds)
 
 
 def _listed(values: npt.NDArray[np.float64] | None) -> list[float]:
@@ -363,6 +421,7 @@ def _analyze(
     (its caller has no further use for them), which keeps 10 million requests' 210 MB out of
     the peak."""
     _check_block_size(block_size)
+    dmcache = smq_curve(trace.requests)
     summary = _Summary(cutoff)
     bypass = summary.feed_requests(trace.requests)
     cached = trace.requests if bypass is None else trace.requests[~bypass]
@@ -395,7 +454,7 @@ def _analyze(
         chunk = _chunk_curve(in_chunks, how, chunk_reads)
         if chunk[1] > LVM_MAX_CHUNKS:
             coarse = _coarse_curves(in_chunks, per, chunk_reads, chunk[1], how)
-    return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse)
+    return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse, dmcache)
 
 
 def coarse_chunks(footprint_chunks: int) -> list[int]:

@@ -589,11 +589,24 @@ def replay(
 ) -> Replay:
     """The trace's requests through an smq cache of ``cache_bytes`` in ``chunk``s in front of an
     origin of ``origin_bytes``; ``preload``: origin chunks already cached when it starts."""
-    t, block, write, whole = pieces(requests, chunk)
-    start = float(t[0]) if len(t) else 0.0
-    policy = Smq(
-        max(1, cache_bytes // chunk), chunk // 512, max(1, origin_bytes // 512), mode, migration_threshold, start
+    return replay_pieces(
+        pieces(requests, chunk), cache_bytes // chunk, chunk, origin_bytes, mode, migration_threshold, preload
     )
+
+
+def replay_pieces(
+    split: tuple[npt.NDArray[Any], ...],
+    cache_blocks: int,
+    chunk: int,
+    origin_bytes: int,
+    mode: Mode = "writethrough",
+    migration_threshold: int = 2048,
+    preload: npt.ArrayLike | None = None,
+) -> Replay:
+    """replay() of a trace already split by pieces(), for a cache of ``cache_blocks`` chunks."""
+    t, block, write, whole = split
+    start = float(t[0]) if len(t) else 0.0
+    policy = Smq(max(1, cache_blocks), chunk // 512, max(1, origin_bytes // 512), mode, migration_threshold, start)
     if preload is not None:
         policy.load(preload)
     lookup = policy.lookup
@@ -611,3 +624,35 @@ def replay(
         line[:, 1].astype(np.int64),
         line[:, 2].astype(np.int64),
     )
+
+
+WINDOW_S = 10.0  # the warm-up is judged on the read hit ratio of the last 10 s, as the watch does
+
+
+def steady_read_hit_ratio(r: Replay, start: float, end: float) -> float | None:
+    """The replay's read hit ratio over the last third of [start, end] (the ticks' counters):
+    what a cache started empty settles at within the trace."""
+    if not len(r.times):
+        return None
+    at = int(np.searchsorted(r.times, start + (end - start) * 2 / 3, side="left"))
+    at = min(at, len(r.times) - 1)
+    before_h = r.read_hits[at - 1] if at else 0
+    before_m = r.read_misses[at - 1] if at else 0
+    hits = r.counters.read_hits - int(before_h)
+    total = hits + r.counters.read_misses - int(before_m)
+    return hits / total if total else None
+
+
+def seconds_to_share(r: Replay, start: float, steady: float, share: float = 1 - float(np.exp(-1))) -> float | None:
+    """Seconds from ``start`` until the read hit ratio over the last WINDOW_S first reaches
+    ``share`` of ``steady`` (None: not within the trace)."""
+    goal = share * steady
+    for i in range(len(r.times)):
+        # the counters WINDOW_S earlier: the last tick recorded by then (ticks are recorded only
+        # when the counters moved), or nothing before the first
+        j = int(np.searchsorted(r.times, r.times[i] - WINDOW_S, side="right")) - 1
+        dh = int(r.read_hits[i] - (r.read_hits[j] if j >= 0 else 0))
+        dm = int(r.read_misses[i] - (r.read_misses[j] if j >= 0 else 0))
+        if dh + dm and dh / (dh + dm) >= goal:
+            return float(r.times[i] - start)
+    return None

@@ -180,3 +180,78 @@ def test_the_replay_of_a_captured_run_matches_the_kernels_counters(run: str) -> 
     assert k63 is not None and s63 is not None
     assert 0.5 <= s63 / k63 <= 2, f"time to 63%: simulated {s63} s, kernel {k63:.1f} s"
     assert r.cache_blocks == 1024 and NR_LEVELS == 64
+
+
+# --- the replay in the analysis and the advice ---------------------------------------------------
+
+
+def test_the_analysis_carries_the_smq_replay_and_skips_it_past_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.workload import analysis
+
+    trace = load_trace(FIXTURES / "dmcache-wt-zipf08.iolog")
+    a = analysis.analyze(trace)
+    assert a.smq_sizes_blocks[0] == analysis.SMQ_SMALLEST and a.smq_sizes_blocks == sorted(a.smq_sizes_blocks)
+    assert len(a.smq_sizes_blocks) == len(a.smq_read_hit_ratio) == len(a.smq_seconds_63) == analysis.SMQ_SIZES
+    # the largest size holds every chunk the trace touched; its replay is that of replay() itself
+    biggest = replay(
+        load_trace(FIXTURES / "dmcache-wt-zipf08.iolog").requests, a.smq_sizes_blocks[-1] << 16, analysis.CHUNK, 1 << 40
+    )
+    settled = [h for h in a.smq_read_hit_ratio if h is not None]
+    assert settled == sorted(settled) and all(0 <= h <= 1 for h in settled)
+    assert a.smq_read_hit_ratio[-1] is None or abs(a.smq_read_hit_ratio[-1] - (biggest.read_hit_ratio or 0)) < 0.2
+    monkeypatch.setattr(analysis, "SMQ_PIECES", 1000)
+    assert analysis.analyze(load_trace(FIXTURES / "dmcache-wt-zipf08.iolog")).smq_sizes_blocks == []
+
+
+def test_an_lvmcache_prediction_is_the_smq_replay_where_it_settled() -> None:
+    from advisor.advice.model import Inputs
+    from advisor.advice.profile import profile
+    from advisor.advice.recommend import recommend
+    from advisor.prediction import Prediction
+    from tests.unit import test_home_scenarios as home
+
+    s = next(x for x in home.SCENARIOS if x.name == "vm-host")
+    inp = Inputs(
+        slow=s.slow(), fast=s.fast, analysis=s.analysis(), versions=home.KERNEL, memory_bytes=16 << 30, **s.declared
+    )
+    prof = profile(inp, inp.slow.size_bytes)
+    r = recommend(inp)
+    lvm = [c for c in (r.config, *(o.config for o in r.runner_ups)) if c is not None and c.backend == "lvmcache"]
+    assert lvm
+    for cfg in lvm:
+        replayed = prof.smq_read_hit("lvmcache", cfg.effective_bytes)
+        assert replayed is not None and cfg.predicted_hit_ratio == round(replayed, 4)
+        assert prof.curves_for("lvmcache", cfg.effective_bytes).hit(cfg.effective_bytes, False, True) != pytest.approx(
+            replayed, abs=0.005
+        ), "the replay, not the LRU curve"
+        assert cfg.warmup is not None and cfg.warmup.simulated_seconds_63 is not None
+        from dataclasses import asdict
+
+        assert Prediction.from_config(asdict(cfg)).seconds_63 == cfg.warmup.simulated_seconds_63  # type: ignore[union-attr]
+    cited = [x for x in r.reasons if "K-SMQ-1" in x.findings]
+    assert cited and any("smq" in x.text for x in cited)
+    bcache = [c for c in (r.config, *(o.config for o in r.runner_ups)) if c is not None and c.backend == "bcache"]
+    assert all(c.warmup is None or c.warmup.simulated_seconds_63 is None for c in bcache), "bcache is not smq"
+
+
+def test_a_size_the_replay_did_not_settle_at_keeps_the_curve() -> None:
+    import dataclasses
+
+    from advisor.advice.model import Inputs
+    from advisor.advice.profile import profile
+    from tests.unit import test_home_scenarios as home
+
+    s = next(x for x in home.SCENARIOS if x.name == "vm-host")
+    inp = Inputs(slow=s.slow(), fast=s.fast, analysis=s.analysis(), versions=home.KERNEL, **s.declared)
+    prof = profile(inp, inp.slow.size_bytes)
+    assert prof.smq_sizes_bytes is not None and prof.smq_read_hits is not None
+    size = float(prof.smq_sizes_bytes[2])
+    assert prof.hit_of("lvmcache", size, reads=True) == pytest.approx(prof.smq_read_hits[2])
+    unsettled = prof.smq_read_hits.copy()
+    unsettled[2] = np.nan
+    p2 = dataclasses.replace(prof, smq_read_hits=unsettled)
+    assert p2.smq_read_hit("lvmcache", size) is None
+    assert p2.hit_of("lvmcache", size, reads=True) == prof.curves_for("lvmcache", size).hit(size, False, True)
+    assert (
+        prof.smq_read_hit("bcache", size) is None and prof.smq_read_hit("lvmcache", 100 << 30) is None
+    )  # 128 KiB chunks
