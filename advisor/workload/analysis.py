@@ -369,7 +369,7 @@ def smq_curve(requests: Requests) -> SmqCurve | None:
     origin is taken as large as the highest chunk touched (smq's hotspot blocks depend on it
     only below 1 GiB). A size whose replay has not reached 95% of its last third's read hit
     ratio before that third begins has not settled: its ratio is None (its warm-up still given)."""
-    if not len(requests):
+    if not len(requests) or len(requests) > SMQ_PIECES:  # a request is at least one piece
         return None
     split = smq.pieces(requests, CHUNK)
     t, block = split[0], split[1]
