@@ -369,12 +369,10 @@ def smq_curve(requests: Requests) -> SmqCurve | None:
     origin is taken as large as the highest chunk touched (smq's hotspot blocks depend on it
     only below 1 GiB). A size whose replay has not reached 95% of its last third's read hit
     ratio before that third begins has not settled: its ratio is None (its warm-up still given)."""
-    if not len(requests) or len(requests) > SMQ_PIECES:  # a request is at least one piece
-        return None
+    if not len(requests) or len(requests) > SMQ_PIECES or smq.piece_count(requests, CHUNK) > SMQ_PIECES:
+        return None  # (a request is at least one piece: the count is not needed past the budget)
     split = smq.pieces(requests, CHUNK)
     t, block = split[0], split[1]
-    if len(block) > SMQ_PIECES:
-        return None
     footprint = len(np.unique(block))
     top = max(footprint, SMQ_SMALLEST)
     sizes = [int(n) for n in np.unique(np.geomspace(SMQ_SMALLEST, top, SMQ_SIZES).round().astype(np.int64))]

@@ -561,6 +561,13 @@ class Replay:
         }
 
 
+def piece_count(requests: Any, chunk: int) -> int:
+    """How many pieces pieces() would split the requests into."""
+    offset = requests["offset"].astype(np.int64)
+    last = (offset + np.maximum(requests["length"].astype(np.int64), 1) - 1) // chunk
+    return int((last - offset // chunk + 1).sum())
+
+
 def pieces(requests: Any, chunk: int) -> tuple[npt.NDArray[Any], ...]:
     """A trace's requests split at chunk edges as dm-cache splits bios: (time, chunk, write,
     whole) per piece, in order."""

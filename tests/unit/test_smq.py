@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from advisor.readers.dmstatus import CacheStatus
-from advisor.workload.smq import NR_LEVELS, Smq, hotspot_geometry, pieces, random_level, replay
+from advisor.workload.smq import NR_LEVELS, Smq, hotspot_geometry, piece_count, pieces, random_level, replay
 from advisor.workload.traces import REQUEST, load_trace
 from tests.vm.accuracy import observed, t63
 
@@ -255,3 +255,14 @@ def test_a_size_the_replay_did_not_settle_at_keeps_the_curve() -> None:
     assert (
         prof.smq_read_hit("bcache", size) is None and prof.smq_read_hit("lvmcache", 100 << 30) is None
     )  # 128 KiB chunks
+
+
+def test_a_few_huge_requests_are_counted_before_they_are_split() -> None:
+    from advisor.workload import analysis
+
+    req = np.zeros(300, REQUEST)
+    req["t"] = np.arange(300.0)
+    req["offset"] = np.arange(300, dtype=np.uint64) * (64 << 20)
+    req["length"] = 64 << 20  # 1,024 chunks each: 307,200 pieces, past the budget
+    assert piece_count(req, analysis.CHUNK) == 300 * 1024
+    assert analysis.smq_curve(req) is None
