@@ -42,7 +42,9 @@ class Prediction:
         return cls(
             hit,
             hot_bytes,
-            number(w.get("simulated_seconds_63")) or number(w.get("seconds_63")),
+            replayed
+            if (replayed := number(w.get("simulated_seconds_63"))) is not None
+            else number(w.get("seconds_63")),
             number(w.get("seconds_95")),
             number(w.get("promotion_probability")),
         )

@@ -641,8 +641,8 @@ def _size_reasons(s: Situation, cfg: CacheConfig) -> list[Reason]:
             out.append(
                 Reason(
                     f"Predicted read hit ratio at this size: {cfg.predicted_hit_ratio:.0%}, from the trace replayed "
-                    f"through {t.backend.target}'s smq policy as the kernel runs it (the last third of the trace, "
-                    "from an empty cache).",
+                    f"twice through {t.backend.target}'s smq policy as the kernel runs it (the second time, as a "
+                    "next day like the traced one would find the cache).",
                     ("L-SIZE-4", "K-SMQ-1"),
                 )
             )

@@ -148,8 +148,8 @@ class Profile:
     ) -> float | None:
         """``values`` of the smq replay at ``size_bytes``, between the two sizes replayed around it
         (below the first: down to nothing at nothing when ``to_zero``, else the first; beyond the
-        last: the last); None when the trace was
-        not replayed, the cache is not an lvmcache of CHUNK chunks, or either value is missing."""
+        last: the last); None when the trace was not replayed, the cache is not an lvmcache of
+        CHUNK chunks, or either value is missing."""
         sizes = self.smq_sizes_bytes
         if sizes is None or values is None or not len(sizes) or not traits(backend).promotes_chunks:
             return None

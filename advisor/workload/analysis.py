@@ -40,7 +40,8 @@ SIZE_BUCKETS = (4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1 << 20
 # chunks larger than CHUNK, and a trace that touches more chunks than this could be given one.
 LVM_MAX_CHUNKS = 1_000_000
 # dm-cache's smq policy is replayed over traces of up to this many chunk-sized pieces (about
-# 3 microseconds each in CPython, at each of SMQ_SIZES sizes); longer ones keep the LRU chunk curve.
+# 3 microseconds each in CPython, twice at each of SMQ_SIZES sizes); longer ones keep the LRU
+# chunk curve.
 SMQ_PIECES = 200_000
 SMQ_SIZES = 5
 SMQ_SMALLEST = 16  # chunks: a 1 MiB cache
@@ -168,10 +169,10 @@ class Analysis:
     # whole footprint), so an lvmcache past 61 GiB is predicted at the chunk lvm2 gives it.
     coarse_chunk_curves: list[CoarseCurve] = field(default_factory=list)
     # dm-cache's smq policy replayed over the whole trace (advisor.workload.smq, every request:
-    # dm-cache bypasses no stream) at a few cache sizes in CHUNK chunks, each started empty: the
-    # read hit ratio it settles at (over the last third of the trace; None where the replay had
-    # not settled by then) and the seconds it took to reach 63% of that. Empty when the trace is
-    # longer than SMQ_PIECES pieces, or in analyses made before.
+    # dm-cache bypasses no stream) at a few cache sizes in CHUNK chunks, each started empty and
+    # fed the trace twice (smq_curve): the read hit ratio of the second pass (None where it was
+    # still climbing) and the seconds the first pass took to reach 63% of it. Empty when the
+    # trace is longer than SMQ_PIECES pieces, or in analyses made before.
     smq_chunk_size: int | None = None  # CHUNK when replayed
     smq_sizes_blocks: list[int] = field(default_factory=list)
     smq_read_hit_ratio: list[float | None] = field(default_factory=list)
@@ -363,33 +364,38 @@ class SmqCurve:
     seconds_63: list[float | None]
 
 
-def smq_curve(requests: Requests) -> SmqCurve | None:
+def smq_curve(requests: Requests, origin_bytes: int | None = None) -> SmqCurve | None:
     """dm-cache's smq policy replayed over the requests at SMQ_SIZES cache sizes from 1 MiB to
-    the chunks the trace touches (None: no requests, or more than SMQ_PIECES pieces). The
-    origin is taken as large as the highest chunk touched (smq's hotspot blocks depend on it
-    only below 1 GiB). A size whose replay has not reached 95% of its last third's read hit
-    ratio before that third begins has not settled: its ratio is None (its warm-up still given)."""
+    the chunks the trace touches (None: no requests, or more than SMQ_PIECES pieces). Each cache
+    starts empty and is fed the trace twice, the second time just after the first, as the next day
+    would be if it were like this one: the read hit ratio of the second pass is what the cache
+    settles at, and the time to 63% of it is taken from the first pass, at the trace's own rate.
+    A size whose second pass was still climbing (its last third more than 0.05 above the whole
+    pass) has not settled: its ratio is None. ``origin_bytes``: the traced device's size (a
+    cachewise trace records it; else the highest chunk touched stands in: smq's hotspot blocks
+    depend on it below 1 GiB)."""
     if not len(requests) or len(requests) > SMQ_PIECES or smq.piece_count(requests, CHUNK) > SMQ_PIECES:
         return None  # (a request is at least one piece: the count is not needed past the budget)
-    split = smq.pieces(requests, CHUNK)
-    t, block = split[0], split[1]
+    t, block, write, whole = smq.pieces(requests, CHUNK)
+    start, end = float(t[0]), float(t[-1])
+    day = end - start + smq.TICK_S
+    twice = (np.concatenate([t, t + day]), np.tile(block, 2), np.tile(write, 2), np.tile(whole, 2))
     footprint = len(np.unique(block))
     top = max(footprint, SMQ_SMALLEST)
     sizes = [int(n) for n in np.unique(np.geomspace(SMQ_SMALLEST, top, SMQ_SIZES).round().astype(np.int64))]
-    start, end = float(t[0]), float(t[-1])
-    origin = (int(block.max()) + 1) * CHUNK
+    origin = max(origin_bytes or 0, (int(block.max()) + 1) * CHUNK)
     hits: list[float | None] = []
     seconds: list[float | None] = []
     for n in sizes:
-        r = smq.replay_pieces(split, n, CHUNK, origin)
-        steady = smq.steady_read_hit_ratio(r, start, end)
-        if steady is None:  # no reads
+        r = smq.replay_pieces(twice, n, CHUNK, origin)
+        second = smq.read_hit_ratio_since(r, start + day)
+        if second is None:  # no reads
             return None
-        settled = smq.seconds_to_share(r, start, steady, 0.95)
-        t63 = smq.seconds_to_share(r, start, steady)
-        ok = settled is not None and settled <= (end - start) * 2 / 3
-        hits.append(round(steady, 6) if ok else None)
-        seconds.append(round(t63, 1) if t63 is not None else None)
+        late = smq.steady_read_hit_ratio(r, start + day, end + day)
+        settled = late is not None and late - second <= 0.05
+        t63 = smq.seconds_to_share(r, start, second)
+        hits.append(round(second, 6) if settled else None)
+        seconds.append(round(t63, 1) if t63 is not None and t63 <= end - start + 1 else None)
     return SmqCurve(sizes, hits, seconds)
 
 
@@ -419,7 +425,8 @@ def _analyze(
     (its caller has no further use for them), which keeps 10 million requests' 210 MB out of
     the peak."""
     _check_block_size(block_size)
-    dmcache = smq_curve(trace.requests)
+    size = trace.meta.get("size_bytes")
+    dmcache = smq_curve(trace.requests, size if isinstance(size, int) and size > 0 else None)
     summary = _Summary(cutoff)
     bypass = summary.feed_requests(trace.requests)
     cached = trace.requests if bypass is None else trace.requests[~bypass]

@@ -637,16 +637,21 @@ WINDOW_S = 10.0  # the warm-up is judged on the read hit ratio of the last 10 s,
 
 
 def steady_read_hit_ratio(r: Replay, start: float, end: float) -> float | None:
-    """The replay's read hit ratio over the last third of [start, end] (the ticks' counters):
-    what a cache started empty settles at within the trace."""
+    """The replay's read hit ratio over the last third of [start, end]: what a cache started
+    empty came to within the trace (the accuracy runs judge the kernel on the same third)."""
+    return read_hit_ratio_since(r, start + (end - start) * 2 / 3)
+
+
+def read_hit_ratio_since(r: Replay, start: float) -> float | None:
+    """The replay's read hit ratio from ``start`` on: its final counters less those of the last
+    tick at or before ``start`` (ticks are recorded only when the counters moved)."""
     if not len(r.times):
         return None
-    at = int(np.searchsorted(r.times, start + (end - start) * 2 / 3, side="left"))
-    at = min(at, len(r.times) - 1)
-    before_h = r.read_hits[at - 1] if at else 0
-    before_m = r.read_misses[at - 1] if at else 0
-    hits = r.counters.read_hits - int(before_h)
-    total = hits + r.counters.read_misses - int(before_m)
+    at = int(np.searchsorted(r.times, start, side="right")) - 1
+    before_h = int(r.read_hits[at]) if at >= 0 else 0
+    before_m = int(r.read_misses[at]) if at >= 0 else 0
+    hits = r.counters.read_hits - before_h
+    total = hits + r.counters.read_misses - before_m
     return hits / total if total else None
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from advisor.advice.lvmrules import lvm_chunk_size, lvm_metadata_size
 from tests.unit.test_readme import guest_commands
+from tests.vm.accuracy import counters, observed, t63
 from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario
 
 SCENARIO = Scenario("recommend", "recommend.sh", (
@@ -54,6 +55,29 @@ def test_recommendation_from_the_lab_trace(guest: GuestRun) -> None:
     assert {"T-LVM-2", "T-SIZE-1", "M-META-1", "L-SIZE-4"} <= set(rec["findings"])
     declared = guest.read("rec.txt")  # --workload database, as text
     assert "Why" in declared and "modelled as database (random I/O)" in declared and "T-LVM-1" in declared
+
+
+def test_the_prediction_holds_on_the_next_day_through_the_cache_made(guest: GuestRun) -> None:
+    """Out of sample (issue 28): recommend predicted the read hit ratio from day 1's trace by
+    replaying it through the smq simulator; day 2 ran the workload with another seed (another hot
+    set of the same shape) through the recommended cache as lvm2 made it, started empty. The
+    kernel's read counters over day 2's last third must be within 0.10 of the prediction."""
+    rec = json.loads(guest.read("rec.json"))
+    cfg = rec["config"]
+    assert "K-SMQ-1" in rec["findings"], "the prediction came from the smq replay (day 1 settled)"
+    times, hits, misses = counters(guest.out / "day2.samples", "dmcache")
+    hits, misses = hits - hits[0], misses - misses[0]
+    kernel = observed(times, hits, misses)
+    predicted_63 = (cfg.get("warmup") or {}).get("simulated_seconds_63")
+    kernel_63 = t63(times, hits, misses, kernel)
+    print(f"predicted {cfg['predicted_hit_ratio']:.3f}, kernel {kernel:.3f} over {times[-1]:.0f} s, "
+          f"{int(hits[-1] + misses[-1]):,} reads; 63% of it after {predicted_63} s predicted, {kernel_63} s observed")
+    assert times[-1] > 50 and hits[-1] + misses[-1] > 2000
+    assert abs(cfg["predicted_hit_ratio"] - kernel) <= 0.10
+    # The time to 63% is shown, not held to 2x here: fio reads back to back, so through the cache it
+    # ran about 7 times faster than on the disk it was traced on, and smq's promotions follow its
+    # once-a-second ticks: the kernel reached 63% in 7.5 s where the replay at the traced rate took
+    # 20 s (docs/recommend.md).
 
 
 def test_lvm2_accepts_the_recommended_configuration(guest: GuestRun) -> None:
