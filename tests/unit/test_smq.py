@@ -273,3 +273,17 @@ def test_a_few_huge_requests_are_counted_before_they_are_split() -> None:
     req["length"] = 64 << 20  # 1,024 chunks each: 307,200 pieces, past the budget
     assert piece_count(req, analysis.CHUNK) == 300 * 1024
     assert analysis.smq_curve(req) is None
+
+
+def test_analyze_shows_the_replay_as_a_row_and_in_its_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from cachewise.cli import main
+
+    trace = FIXTURES / "dmcache-wt-zipf08.iolog"
+    assert main(["--state-dir", str(tmp_path), "analyze", "--json", str(trace)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["smq_chunk_size"] == 65536 and len(data["smq_sizes_blocks"]) == 5
+    assert main(["--state-dir", str(tmp_path), "analyze", str(trace)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "dm-cache (smq)" in out and "read hit ratio replayed" in out and "1.0 MiB:" in out
