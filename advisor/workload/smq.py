@@ -562,21 +562,24 @@ class Replay:
         }
 
 
+def _spans(requests: Any, chunk: int) -> tuple[npt.NDArray[np.int64], ...]:
+    """Each request's offset, length (at least 1) and first and last chunk."""
+    offset = requests["offset"].astype(np.int64)
+    length = np.maximum(requests["length"].astype(np.int64), 1)
+    return offset, length, offset // chunk, (offset + length - 1) // chunk
+
+
 def piece_count(requests: Any, chunk: int) -> int:
     """How many pieces pieces() would split the requests into."""
-    offset = requests["offset"].astype(np.int64)
-    last = (offset + np.maximum(requests["length"].astype(np.int64), 1) - 1) // chunk
-    return int((last - offset // chunk + 1).sum())
+    _, _, first, last = _spans(requests, chunk)
+    return int((last - first + 1).sum())
 
 
 def pieces(requests: Any, chunk: int) -> tuple[npt.NDArray[Any], ...]:
     """A trace's requests split at chunk edges as dm-cache splits bios: (time, chunk, write,
     whole) per piece, in order."""
-    offset = requests["offset"].astype(np.int64)
-    length = np.maximum(requests["length"].astype(np.int64), 1)
-    first = offset // chunk
-    last = (offset + length - 1) // chunk
-    n = (last - first + 1).astype(np.int64)
+    offset, length, first, last = _spans(requests, chunk)
+    n = last - first + 1
     idx = np.repeat(np.arange(len(n)), n)
     starts = np.cumsum(n) - n
     block = first[idx] + (np.arange(int(n.sum())) - starts[idx])
