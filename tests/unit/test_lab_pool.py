@@ -69,7 +69,9 @@ def test_a_guests_process_tree_is_killed_children_first(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(lab, "_GUESTS", set())
     monkeypatch.setattr(lab, "_CLOSED", False)
-    proc = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE, text=True)
+    # After its child dies the shell sleeps on as itself (exec), so it has not exited of its own
+    # accord with status 0 when its turn to be killed comes (a bare `wait` let it: a CI flake).
+    proc = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; wait; exec sleep 60"], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     child = int(proc.stdout.readline())
     lab._GUESTS.add(proc)
