@@ -42,6 +42,10 @@ ASK_WORKLOAD = (
     "Choose the workload on the left, or open a trace of it with t on the Disks screen: without one, "
     "cachewise would be guessing. Nothing was changed."
 )
+AGAIN = "Making the recommendation again with your change…"
+NOT_READY = (
+    "The recommendation is being made again with your change: nothing was changed; press the key again once it shows."
+)
 
 
 def rec_curve(rec: Recommendation | None) -> Curve | None:
@@ -82,6 +86,7 @@ class RecommendScreen(CoreScreen):
         self._reasons: list[tuple[str, Reason]] = []
         self._options: dict[int, Choice] = {}
         self._generation = 0
+        self._shown = 0  # the generation of the recommendation (or error) on the screen
 
     def compose(self) -> ComposeResult:
         choices: list[tuple[str, str]] = []
@@ -147,7 +152,14 @@ class RecommendScreen(CoreScreen):
 
     def refresh_recommendation(self) -> None:
         self._generation += 1
+        if self.recommendation is not None:  # shown until the new one comes, but not to act on
+            self.query_one("#rec-summary", Static).update(Text(AGAIN, style="dim"))
         self._compute(self.current_inputs(), self._generation)
+
+    @property
+    def pending(self) -> bool:
+        """Whether the recommendation on the screen is being made again with changed inputs."""
+        return self._shown != self._generation
 
     @work(thread=True, group="recommend", description="The recommendation", exit_on_error=False)
     def _compute(self, inputs: Inputs, generation: int) -> None:
@@ -157,18 +169,34 @@ class RecommendScreen(CoreScreen):
             self.app.call_from_thread(self._show_error, ASK_WORKLOAD if exc.code == "no-workload" else word(exc))
             return
         if generation == self._generation:  # a newer choice supersedes this one
-            self.app.call_from_thread(self._show, rec)
+            self.app.call_from_thread(self._show, rec, generation)
 
     def _show_error(self, message: str) -> None:
+        self._shown = self._generation
         self.recommendation = self.choice = None
         self.query_one("#rec-summary", Static).update(Text(message, style="red"))
         self.query_one("#rec-choice", Static).update("")
         self.query_one("#rec-config", Static).update("")
         self.query_one("#rec-curve", CurveChart).show(None)
 
-    def _show(self, rec: Recommendation) -> None:
+    def _show(self, rec: Recommendation, generation: int) -> None:
+        if generation != self._generation:  # superseded while it was on its way
+            return
+        self._shown = generation
         self.recommendation = rec
-        self.choice = None
+        # The alternative chosen before the inputs changed stays chosen when the new advice still
+        # offers a cache of the same backend and mode.
+        before = self.choice.config if self.choice is not None else None
+        self.choice = next(
+            (
+                o
+                for o in rec.runner_ups
+                if before is not None
+                and o.config is not None
+                and (o.config.backend, o.config.mode) == (before.backend, before.mode)
+            ),
+            None,
+        )
         self.query_one("#rec-summary", Static).update(Text(rec.summary, style=VERDICT_STYLE[rec.verdict]))
         self._show_choice()
         nexts = [("next", Reason(f"Next: {TUI.next_steps([step])}")) for step in rec.next]
@@ -238,6 +266,9 @@ class RecommendScreen(CoreScreen):
         if rec is None:
             self.notify("The recommendation is not ready yet: there is nothing to choose from.", severity="warning")
             return
+        if self.pending:
+            self.notify(NOT_READY, severity="warning")
+            return
         caches = [o for o in rec.runner_ups if o.config is not None]
         if not caches:
             self.notify("There is no other cache to choose here.", severity="warning")
@@ -250,6 +281,9 @@ class RecommendScreen(CoreScreen):
         """Turn the chosen cache into a plan and preview it: to apply on confirmation, or (Plan
         only) to save."""
         rec, inv = self.chosen, self.inventory
+        if self.pending and self.recommendation is not None:
+            self.notify(NOT_READY, severity="warning")
+            return
         if rec is None or inv is None:
             self.notify("There is no recommendation to set up yet.", severity="warning")
             return

@@ -3,6 +3,8 @@ choice, the numbers, the curve with the chosen size marked, and the Why panel's 
 
 from __future__ import annotations
 
+import pytest
+from textual.pilot import Pilot
 from textual.widgets import Checkbox, OptionList, Select, Static
 
 from cachewise.core import Core
@@ -78,6 +80,19 @@ def test_ticks_read_without_colour() -> None:
     assert tick.BUTTON_INNER == "✓"
 
 
+async def database_advice(pilot: Pilot[None], app: CachewiseApp) -> RecommendScreen:
+    """The Recommend screen for the lab's disks, with the database workload chosen and advised."""
+    await app.workers.wait_for_complete()
+    await recommend_for(pilot, app)
+    screen = app.screen
+    assert isinstance(screen, RecommendScreen)
+    screen.query_one("#workload", Select).value = "database"
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    return screen
+
+
 async def test_a_writeback_alternative_on_one_ssd_needs_the_acceptance_box() -> None:
     """Writeback on one unmirrored SSD is offered as an alternative, with its trade-off; planning
     it with "Accept writeback risk" unticked is refused with the box named (issue 30), and with
@@ -86,14 +101,7 @@ async def test_a_writeback_alternative_on_one_ssd_needs_the_acceptance_box() -> 
 
     app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), live=False), watch_hotplug=False)
     async with app.run_test(size=(120, 35)) as pilot:
-        await app.workers.wait_for_complete()
-        await recommend_for(pilot, app)
-        screen = app.screen
-        assert isinstance(screen, RecommendScreen)
-        screen.query_one("#workload", Select).value = "database"
-        await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        screen = await database_advice(pilot, app)
         rec = screen.recommendation
         assert rec is not None and not screen.query_one("#accept", Checkbox).value
         assert rec.config is None or rec.config.mode == "writethrough", "never writeback without the acceptance"
@@ -117,8 +125,11 @@ async def test_a_writeback_alternative_on_one_ssd_needs_the_acceptance_box() -> 
         await pilot.pause()
         rec = screen.recommendation
         assert rec is not None and rec.inputs["accept_writeback_risk"]
-        chosen = rec.config if rec.config is not None and rec.config.mode == "writeback" else next(
-            o.config for o in rec.runner_ups if o.config is not None and o.config.mode == "writeback")
+        chosen = (
+            rec.config
+            if rec.config is not None and rec.config.mode == "writeback"
+            else next(o.config for o in rec.runner_ups if o.config is not None and o.config.mode == "writeback")
+        )
         for _ in range(len(rec.runner_ups) + 1):
             if screen.chosen is not None and screen.chosen.config == chosen:
                 break
@@ -128,3 +139,48 @@ async def test_a_writeback_alternative_on_one_ssd_needs_the_acceptance_box() -> 
         await pilot.pause()
         await app.workers.wait_for_complete()
         assert isinstance(app.screen, ApplyScreen), [str(n.message) for n in app._notifications]
+
+
+async def test_keys_wait_while_the_recommendation_is_made_again_and_the_choice_is_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ticking a box makes the recommendation again in a worker. Until it shows, `a` and `o` act
+    on nothing (the old advice was for other inputs: a lab run planned it under load and was
+    refused) and say so; when it shows, the alternative chosen before stays chosen."""
+    import threading
+
+    from screens import recommend as module
+
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), live=False), watch_hotplug=False)
+    async with app.run_test(size=(120, 35)) as pilot:
+        screen = await database_advice(pilot, app)
+        rec = screen.recommendation
+        assert rec is not None
+        writeback = next(o for o in rec.runner_ups if o.config is not None and o.config.mode == "writeback")
+        while screen.choice is not writeback:
+            await pilot.press("o")
+            await pilot.pause()
+        gate = threading.Event()
+        real = module.advise.recommend
+
+        def held(inputs: object) -> object:
+            gate.wait(10)
+            return real(inputs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(module.advise, "recommend", held)
+        screen.query_one("#accept", Checkbox).value = True
+        await pilot.pause()
+        assert screen.pending and module.AGAIN in static_text(app, "#rec-summary")
+        for key in ("a", "o"):
+            await pilot.press(key)
+            await pilot.pause()
+        said = [str(n.message) for n in app._notifications]
+        assert said.count(module.NOT_READY) == 2, said
+        assert isinstance(app.screen, RecommendScreen) and screen.choice is writeback
+        gate.set()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not screen.pending and screen.recommendation is not rec
+        assert screen.recommendation is not None and screen.recommendation.inputs["accept_writeback_risk"]
+        shown = screen.chosen
+        assert shown is not None and shown.config is not None and shown.config.mode == "writeback"

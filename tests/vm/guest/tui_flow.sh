@@ -35,6 +35,16 @@ wait_for() {  # wait_for TEXT SECONDS NAME: until the screen shows TEXT; saved a
   echo "timed out waiting for: $1" >> "$LAB_OUT/flow-errors.txt"
   return 1
 }
+wait_gone() {  # wait_gone TEXT SECONDS NAME: until the screen no longer shows TEXT
+  local i
+  for i in $(seq "$2"); do
+    if ! screen | tr '\n' ' ' | tr -s ' ' | grep -qF -- "$1"; then return 0; fi
+    sleep 1
+  done
+  save "$3-timeout"
+  echo "timed out waiting for this to go: $1" >> "$LAB_OUT/flow-errors.txt"
+  return 1
+}
 key() { tmux send-keys -t flow "$@"; sleep 0.3; }
 highlight() {  # highlight TEXT: press Down until the step's 'Highlighted:' line shows TEXT
   local i
@@ -92,7 +102,9 @@ choose_writeback
 save add-choice
 key a  # writeback on one SSD: refused until the risk is accepted, and the focus is on that box
 wait_for "Nothing was changed" 30 add-refused  # the notice (the box's own label is always there)
-key Space; sleep 3  # tick it: the recommendation is made again, with the acceptance
+key Space; sleep 1  # tick it: the recommendation is made again, with the acceptance
+# (the choice of writeback is kept; keys that act on it wait until the new advice shows)
+wait_gone "Making the recommendation again" 60 add-again
 choose_writeback
 save add-choice-accepted
 key a
