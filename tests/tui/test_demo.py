@@ -34,10 +34,10 @@ async def play(name: str, size: tuple[int, int], monkeypatch: pytest.MonkeyPatch
     update = Static.update
 
     def spy(self: Static, content: object = "", *args: object, **kwargs: object) -> None:
-        if self.id == "glance":
+        if self.id in ("glance", "stall-text"):  # the stall's text is set only while it shows
             console = Console(width=400, record=True, file=io.StringIO())
             console.print(content)
-            seen.append(console.export_text())
+            seen.append(("STALL:" if self.id == "stall-text" else "") + console.export_text())
         update(self, content, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Static, "update", spy)
