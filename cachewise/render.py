@@ -265,6 +265,8 @@ def analysis_report(a: Analysis, width: int = 60, curve: bool = True) -> Group:
     )
     if a.smq_sizes_blocks:
         summary.add_row("dm-cache (smq)", smq_row(a))
+    if a.bcache_sizes_bytes:
+        summary.add_row("bcache", bcache_row(a))
     for example in a.bad_examples:
         summary.add_row("Malformed", Text(example, style="yellow"))
     if not curve:
@@ -275,13 +277,21 @@ def analysis_report(a: Analysis, width: int = 60, curve: bool = True) -> Group:
 def smq_row(a: Analysis) -> str:
     """The smq replay's read hit ratio at each cache size replayed (and its time to 63%)."""
     chunk = a.smq_chunk_size or 0
+    return _replay_row([n * chunk for n in a.smq_sizes_blocks], a.smq_read_hit_ratio, a.smq_seconds_63)
 
-    def one(n: int, hit: float | None, t63: float | None) -> str:
+
+def bcache_row(a: Analysis) -> str:
+    """The bcache replay's read hit ratio (of the reads it does not bypass) at each cache size."""
+    return _replay_row(a.bcache_sizes_bytes, a.bcache_read_hit_ratio, a.bcache_seconds_63) + " (reads not bypassed)"
+
+
+def _replay_row(sizes: list[int], hits: list[float | None], seconds: list[float | None]) -> str:
+    def one(size: int, hit: float | None, t63: float | None) -> str:
         if hit is None:
-            return f"{human_size(n * chunk)}: not settled"
-        return f"{human_size(n * chunk)}: {hit:.0%}" + (f" ({duration(t63)} to 63%)" if t63 is not None else "")
+            return f"{human_size(size)}: not settled"
+        return f"{human_size(size)}: {hit:.0%}" + (f" ({duration(t63)} to 63%)" if t63 is not None else "")
 
-    cells = [one(*x) for x in zip(a.smq_sizes_blocks, a.smq_read_hit_ratio, a.smq_seconds_63, strict=True)]
+    cells = [one(*x) for x in zip(sizes, hits, seconds, strict=True)]
     return "read hit ratio replayed, from empty: " + ", ".join(cells)
 
 

@@ -317,7 +317,7 @@ def size(s: Situation, t: Traits, mode: Mode = "writethrough") -> tuple[int, int
     if not t.backend.caches_reads and s.prof.write_backlog[0]:
         wanted = float(max(burst, MIN_CACHE))  # sized from the writes, not the read curve
     else:
-        wanted = max(s.prof.knee_of(t.id) * overhead(s, t), hot, burst, MIN_CACHE)
+        wanted = max(s.prof.knee_of(t.id) * overhead(s, t), hot, burst, MIN_CACHE, t.smallest)
     most = limit(s, t)
     cache = min(round_up(wanted, t.size_unit), most)
     return cache, t.space(cache), cache < round_up(wanted, t.size_unit)
@@ -391,7 +391,7 @@ def configure(s: Situation, t: Traits, mode: Mode) -> Candidate:
         expected_speedup=round(gain.factor, 2),
         warmup=_replayed(
             warmup(s.prof, t.id, effective, hit, lvm_space(cache)[0] if t.promotes_chunks else None),
-            s.prof.smq_seconds_63(t.id, effective),
+            s.prof.replayed_seconds_63(t.id, effective),
         ),
         bounded_by_ssd=bounded,
         needs_reformat=t.own_superblock and s.slow_has_data,
@@ -401,7 +401,8 @@ def configure(s: Situation, t: Traits, mode: Mode) -> Candidate:
 
 
 def _replayed(w: Warmup | None, seconds: float | None) -> Warmup | None:
-    """The warm-up model with the smq replay's time to 63% beside it, when the trace was replayed."""
+    """The warm-up model with the replay's time to 63% beside it, when the trace was replayed
+    through the backend's kernel code (smq for an lvmcache, bcache's own)."""
     return replace(w, simulated_seconds_63=seconds) if w is not None and seconds is not None else w
 
 

@@ -26,7 +26,7 @@ from advisor.advice.config import CacheConfig
 from advisor.advice.lvmrules import MAX_CHUNKS, lvm_chunk_size
 from advisor.advice.model import CurveView, DeviceFacts, Option, Reason, Recommendation, Uncertain
 from advisor.advice.profile import HOT_SHARE, KNEE_SHARE, Profile, curve_knee
-from advisor.advice.traits import DM_CACHE_CHUNK, LVMCACHE_TRAITS, TRAITS, traits
+from advisor.advice.traits import DM_CACHE_CHUNK, LVMCACHE_TRAITS, TRAITS, Traits, traits
 from advisor.advice.workloads import WORKLOADS
 from advisor.backends import BackendId as Backend
 from advisor.backends import backend as backend_of
@@ -528,10 +528,10 @@ def _backend_curves(d: Decision) -> dict[str, CurveView]:
         else:
             grain, source = "4 KiB blocks", prof.source
         sizes = curves.sizes_bytes * scale
-        if prof.smq_sizes_bytes is not None and t.promotes_chunks:
-            sizes, hits, replayed = _with_smq(prof, t.id, curves.sizes_bytes, hits, scale)
+        if prof.replay_of(t.id) is not None:
+            sizes, hits, replayed = _with_replay(prof, t.id, curves.sizes_bytes, hits, scale)
             if replayed:
-                grain += ", smq replayed where it settled"
+                grain += f", {_policy(t)} replayed where it settled"
         out[t.id] = CurveView(
             source,
             [int(x) for x in sizes],
@@ -546,16 +546,26 @@ def _backend_curves(d: Decision) -> dict[str, CurveView]:
     return out
 
 
-def _with_smq(
+def _replay_finding(t: Traits) -> str:
+    return "K-SMQ-1" if t.replayed_by == "smq" else "K-BC-SIM-1"
+
+
+def _policy(t: Traits) -> str:
+    """What the replay ran: dm-cache's smq policy, or bcache's own code."""
+    return "smq" if t.replayed_by == "smq" else t.backend.target
+
+
+def _with_replay(
     prof: Profile, backend: Backend, sizes: np.ndarray[Any, Any], hits: np.ndarray[Any, Any], scale: float
 ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], bool]:
-    """A chunk curve with the smq replay's read hit ratios put in where the prediction takes
-    them (its replayed sizes added, so that the chart between them is the prediction's line):
-    (sizes by SSD bytes, hit ratios, whether any came from the replay)."""
-    assert prof.smq_sizes_bytes is not None
-    both = np.unique(np.concatenate([sizes, prof.smq_sizes_bytes]))
+    """A curve with the replay's read hit ratios put in where the prediction takes them (its
+    replayed sizes added, so that the chart between them is the prediction's line): (sizes by
+    SSD bytes, hit ratios, whether any came from the replay)."""
+    replay = prof.replay_of(backend)
+    assert replay is not None
+    both = np.unique(np.concatenate([sizes, replay[0]]))
     lru = np.interp(both, np.concatenate([[0.0], sizes]), np.concatenate([[0.0], hits]))
-    replayed = [prof.smq_read_hit(backend, float(x)) for x in both]
+    replayed = [prof.replayed_read_hit(backend, float(x)) for x in both]
     out = np.asarray([lru[i] if r is None else r for i, r in enumerate(replayed)], dtype=np.float64)
     return both * scale, out, any(r is not None for r in replayed)
 
@@ -637,13 +647,18 @@ def _size_reasons(s: Situation, cfg: CacheConfig) -> list[Reason]:
         )
     if cfg.predicted_hit_ratio is not None:
         cited = ("L-SIZE-4",) if prof.source == "trace" else ("L-SIZE-2",)
-        if prof.smq_read_hit(cfg.backend, cfg.effective_bytes) is not None:
+        if prof.replayed_read_hit(cfg.backend, cfg.effective_bytes) is not None:
+            how = (
+                f"{t.backend.target}'s smq policy"
+                if t.replayed_by == "smq"
+                else f"{t.backend.target} (its buckets, its sequential cutoff; reads it bypasses not counted)"
+            )
             out.append(
                 Reason(
                     f"Predicted read hit ratio at this size: {cfg.predicted_hit_ratio:.0%}, from the trace replayed "
-                    f"twice through {t.backend.target}'s smq policy as the kernel runs it (the second time, as a "
-                    "next day like the traced one would find the cache).",
-                    ("L-SIZE-4", "K-SMQ-1"),
+                    f"twice through {how} as the kernel runs it (the second time, as a next day like the traced "
+                    "one would find the cache).",
+                    ("L-SIZE-4", _replay_finding(t)),
                 )
             )
         else:
@@ -673,10 +688,10 @@ def _size_reasons(s: Situation, cfg: CacheConfig) -> list[Reason]:
         if w.simulated_seconds_63 is not None:
             out.append(
                 Reason(
-                    f"Replayed through smq, the trace's reads reached 63% of that hit ratio about "
+                    f"Replayed through {_policy(t)}, the trace's reads reached 63% of that hit ratio about "
                     f"{duration(w.simulated_seconds_63)} after an empty cache was made (the plan and the history "
                     "keep this as the warm-up prediction).",
-                    ("K-SMQ-1",),
+                    (_replay_finding(t),),
                 )
             )
     return out

@@ -94,6 +94,11 @@ class Profile:
     smq_sizes_bytes: np.ndarray[Any, Any] | None = None
     smq_read_hits: np.ndarray[Any, Any] | None = None
     smq_t63: np.ndarray[Any, Any] | None = None
+    # bcache replayed over the trace (Analysis.bcache_*), alike: sizes in bytes, the read hit
+    # ratio of the reads it does not bypass (NaN: not settled), seconds to 63% of it (NaN: none).
+    bcache_sizes_bytes: np.ndarray[Any, Any] | None = None
+    bcache_read_hits: np.ndarray[Any, Any] | None = None
+    bcache_t63: np.ndarray[Any, Any] | None = None
 
     def too_short_for(self, backend: Backend) -> bool:
         """Whether first touches dominate the curve this backend follows (then the trace cannot
@@ -135,25 +140,44 @@ class Profile:
     def hit_of(self, backend: Backend, size_bytes: float, raw: bool = False, reads: bool = False) -> float:
         """The predicted hit ratio of a cache holding ``size_bytes``; ``raw``: as traced, every
         first touch a miss; ``reads``: of the reads alone, as the kernel's read counters count
-        (the trace's read curve; without one, every access is taken alike). An lvmcache's steady
-        read hit ratio comes from the smq replay where it settled (smq_read_hit)."""
+        (the trace's read curve; without one, every access is taken alike). An lvmcache's or a
+        bcache's steady read hit ratio comes from the kernel's policy replayed over the trace
+        where it settled (replayed_read_hit)."""
         if reads and not raw:
-            replayed = self.smq_read_hit(backend, size_bytes)
+            replayed = self.replayed_read_hit(backend, size_bytes)
             if replayed is not None:
                 return replayed
         return self.curves_for(backend, size_bytes).hit(size_bytes, raw, reads)
 
-    def _smq_at(
-        self, backend: Backend, size_bytes: float, values: np.ndarray[Any, Any] | None, to_zero: bool = True
-    ) -> float | None:
-        """``values`` of the smq replay at ``size_bytes``, between the two sizes replayed around it
-        (below the first: down to nothing at nothing when ``to_zero``, else the first; beyond the
-        last: the last); None when the trace was not replayed, the cache is not an lvmcache of
-        CHUNK chunks, or either value is missing."""
-        sizes = self.smq_sizes_bytes
-        if sizes is None or values is None or not len(sizes) or not traits(backend).promotes_chunks:
+    def replay_of(
+        self, backend: Backend
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+        """(sizes in bytes, settled read hit ratios, seconds to 63%) of the replay through this
+        backend's kernel code, when the trace was replayed through it."""
+        by = traits(backend).replayed_by
+        if by == "bcachesim":
+            sizes, hits, t63 = self.bcache_sizes_bytes, self.bcache_read_hits, self.bcache_t63
+        elif by == "smq":
+            sizes, hits, t63 = self.smq_sizes_bytes, self.smq_read_hits, self.smq_t63
+        else:
             return None
-        if lvm_chunk_size(int(size_bytes)) != CHUNK:
+        if sizes is None or hits is None or t63 is None or not len(sizes):
+            return None
+        return sizes, hits, t63
+
+    def _replayed_at(self, backend: Backend, size_bytes: float, column: int) -> float | None:
+        """A column of the replay (1: read hit ratio, 2: seconds to 63%) at ``size_bytes``,
+        between the two sizes replayed around it (beyond the last: the last); None when the trace
+        was not replayed through this backend, the size is below the smallest replayed (smq's
+        1 MiB; bcache's smallest cache in its default buckets), an lvmcache of that size does not
+        get CHUNK chunks, or either value is missing."""
+        replay = self.replay_of(backend)
+        if replay is None:
+            return None
+        sizes, values = replay[0], replay[column]
+        if traits(backend).promotes_chunks and lvm_chunk_size(int(size_bytes)) != CHUNK:
+            return None
+        if size_bytes < sizes[0]:  # (the advice sizes no bcache below it: Traits.smallest)
             return None
         at = int(np.searchsorted(sizes, size_bytes, side="left"))
         if at >= len(sizes):
@@ -161,20 +185,20 @@ class Profile:
         near = values[max(at - 1, 0) : at + 1]
         if np.isnan(near).any():
             return None
-        if at == 0:
-            return float(values[0] * min(1.0, size_bytes / sizes[0])) if to_zero else float(values[0])
+        if at == 0:  # the smallest size itself
+            return float(values[0])
         return float(np.interp(size_bytes, sizes[at - 1 : at + 1], values[at - 1 : at + 1]))
 
-    def smq_read_hit(self, backend: Backend, size_bytes: float) -> float | None:
-        """The read hit ratio dm-cache's smq policy settled at, replayed over the trace, for an
-        lvmcache of ``size_bytes`` (None: no replay there; the curves stand)."""
-        return self._smq_at(backend, size_bytes, self.smq_read_hits)
+    def replayed_read_hit(self, backend: Backend, size_bytes: float) -> float | None:
+        """The read hit ratio the backend's kernel code settled at, replayed over the trace, for a
+        cache of ``size_bytes`` (None: no replay there; the curves stand)."""
+        return self._replayed_at(backend, size_bytes, 1)
 
-    def smq_seconds_63(self, backend: Backend, size_bytes: float) -> float | None:
-        """Seconds the smq replay took to reach 63% of its settled read hit ratio from empty."""
-        if self.smq_read_hit(backend, size_bytes) is None:
+    def replayed_seconds_63(self, backend: Backend, size_bytes: float) -> float | None:
+        """Seconds the replay took to reach 63% of its settled read hit ratio from empty."""
+        if self.replayed_read_hit(backend, size_bytes) is None:
             return None
-        return self._smq_at(backend, size_bytes, self.smq_t63, to_zero=False)
+        return self._replayed_at(backend, size_bytes, 2)
 
     def knee_of(self, backend: Backend) -> int:
         return curve_knee(*self.curve_of(backend))
@@ -301,6 +325,9 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             ),
             smq_read_hits=_nan_curve(a.smq_read_hit_ratio) if a.smq_sizes_blocks else None,
             smq_t63=_nan_curve(a.smq_seconds_63) if a.smq_sizes_blocks else None,
+            bcache_sizes_bytes=np.asarray(a.bcache_sizes_bytes, dtype=np.float64) if a.bcache_sizes_bytes else None,
+            bcache_read_hits=_nan_curve(a.bcache_read_hit_ratio) if a.bcache_sizes_bytes else None,
+            bcache_t63=_nan_curve(a.bcache_seconds_63) if a.bcache_sizes_bytes else None,
             reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
         )
     wc = WORKLOADS[inp.workload] if inp.workload else None

@@ -16,7 +16,7 @@ from advisor.advice.config import BLOCK, CacheConfig
 from advisor.advice.lvmrules import LVM_EXTENT, lvm_max_cache, lvm_space, round_down
 from advisor.advice.thesis import Promotion, tables
 from advisor.backends import BCACHE, LVMCACHE, WRITECACHE, Backend, BackendId
-from advisor.disks.gate import WRITECACHE_HIGH_WATERMARK
+from advisor.disks.gate import BCACHE_BUCKET, BCACHE_MIN_CACHE, WRITECACHE_HIGH_WATERMARK
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF, KiB, MiB
 
 DM_CACHE_CHUNK = 64 * KiB  # the unit dm-cache promotes, when the trace gave no chunk size
@@ -80,6 +80,10 @@ class Traits:
     space: Callable[[int], int]  # the fast device's space a cache of this size takes
     tunables: Callable[[CacheConfig, int], CacheConfig]  # (config, dm-writecache block) -> set up
     living_with: str = ""  # what it costs to live with, for an alternative's trade-off
+    # The kernel code a trace is replayed through for its prediction (advisor.workload.smq,
+    # advisor.workload.bcachesim; Analysis.smq_*, Analysis.bcache_*), None: not replayed.
+    replayed_by: Literal["smq", "bcachesim"] | None = None
+    smallest: int = 0  # the smallest cache the kernel takes
 
     @property
     def id(self) -> BackendId:
@@ -112,6 +116,7 @@ LVMCACHE_TRAITS = Traits(
     space=_pool_space,
     tunables=_pool_tunables,
     living_with="in place, attached and removed with lvconvert",
+    replayed_by="smq",
 )
 WRITECACHE_TRAITS = Traits(
     WRITECACHE,
@@ -145,6 +150,9 @@ BCACHE_TRAITS = Traits(
     space=_same_space,
     tunables=_bcache_tunables,
     living_with="bcache owns the whole backing device (its superblock); removal needs a detach",
+    replayed_by="bcachesim",
+    # more than 512 buckets of make-bcache's default bucket (super.c cache_alloc), in whole MiB
+    smallest=-(-(BCACHE_MIN_CACHE + BCACHE_BUCKET) // MiB) * MiB,
 )
 # In the order the choice weighs them (of equal speed-ups, the first is chosen).
 TRAITS: tuple[Traits, ...] = (LVMCACHE_TRAITS, BCACHE_TRAITS, WRITECACHE_TRAITS)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from advisor.workload import mrc, smq
+from advisor.workload import bcachesim, mrc, smq, timeline
 from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
 from advisor.workload.traces import (
     MSR,
@@ -45,6 +45,11 @@ LVM_MAX_CHUNKS = 1_000_000
 SMQ_PIECES = 200_000
 SMQ_SIZES = 5
 SMQ_SMALLEST = 16  # chunks: a 1 MiB cache
+# bcache is replayed over traces of up to this many 4 KiB blocks (about 4 microseconds a request
+# in CPython, twice at each of SMQ_SIZES sizes), in make-bcache's default 512 KiB buckets, from
+# the smallest cache the kernel takes in them (513 buckets).
+BCACHE_BLOCKS = 200_000
+BCACHE_SMALLEST = 513 * bcachesim.BUCKET
 
 
 # Block accesses analysed at once (8 bytes each, and a few arrays of them): a larger expansion
@@ -177,6 +182,17 @@ class Analysis:
     smq_sizes_blocks: list[int] = field(default_factory=list)
     smq_read_hit_ratio: list[float | None] = field(default_factory=list)
     smq_seconds_63: list[float | None] = field(default_factory=list)
+    # bcache replayed over the whole trace (advisor.workload.bcachesim: its buckets and their
+    # priorities, its sequential cutoff per run, only a read's first missing run read in) at a
+    # few cache sizes from the smallest the kernel takes in 512 KiB buckets, each started empty and
+    # fed the trace twice: the read hit ratio of the second pass over the reads bcache does not
+    # bypass, as stats_total's cache_hits / (cache_hits + cache_misses) (None where it was still
+    # climbing), and the seconds the first pass took to reach 63% of it. Empty when the trace is
+    # longer than BCACHE_BLOCKS blocks, or in analyses made before.
+    bcache_bucket_size: int | None = None
+    bcache_sizes_bytes: list[int] = field(default_factory=list)
+    bcache_read_hit_ratio: list[float | None] = field(default_factory=list)
+    bcache_seconds_63: list[float | None] = field(default_factory=list)
     schema: str = ANALYSIS_SCHEMA
 
     def to_json(self) -> dict[str, Any]:
@@ -296,7 +312,8 @@ def _result(
     stats: ImportStats,
     chunk: tuple[mrc.Curve, int, int] | None = None,
     coarse: list[CoarseCurve] | None = None,
-    dmcache: SmqCurve | None = None,
+    dmcache: ReplayCurve | None = None,
+    bcache: ReplayCurve | None = None,
 ) -> Analysis:
     counts = summary.counts()
     hot = mrc.hot_data(counts)
@@ -354,26 +371,44 @@ def _result(
         smq_sizes_blocks=list(dmcache.sizes) if dmcache else [],
         smq_read_hit_ratio=list(dmcache.read_hit_ratio) if dmcache else [],
         smq_seconds_63=list(dmcache.seconds_63) if dmcache else [],
+        bcache_bucket_size=bcachesim.BUCKET if bcache else None,
+        bcache_sizes_bytes=list(bcache.sizes) if bcache else [],
+        bcache_read_hit_ratio=list(bcache.read_hit_ratio) if bcache else [],
+        bcache_seconds_63=list(bcache.seconds_63) if bcache else [],
     )
 
 
 @dataclass(frozen=True)
-class SmqCurve:
-    sizes: list[int]  # in CHUNK chunks
+class ReplayCurve:
+    sizes: list[int]  # SMQ chunks, or bytes for bcache
     read_hit_ratio: list[float | None]
     seconds_63: list[float | None]
 
 
-def smq_curve(requests: Requests, origin_bytes: int | None = None) -> SmqCurve | None:
+def _settled(r: timeline.Replay, start: float, end: float, day: float) -> tuple[float | None, float | None] | None:
+    """A replay of the trace fed twice: (the read hit ratio of the second pass, None when its
+    last third was more than 0.05 above the whole pass: still climbing; the seconds the first
+    pass took to reach 63% of it, None when not within the trace). None: no reads counted."""
+    second = timeline.read_hit_ratio_since(r, start + day)
+    if second is None:
+        return None
+    late = timeline.steady_read_hit_ratio(r, start + day, end + day)
+    settled = late is not None and late - second <= 0.05
+    t63 = timeline.seconds_to_share(r, start, second)
+    return (
+        round(second, 6) if settled else None,
+        round(t63, 1) if t63 is not None and t63 <= end - start + 1 else None,
+    )
+
+
+def smq_curve(requests: Requests, origin_bytes: int | None = None) -> ReplayCurve | None:
     """dm-cache's smq policy replayed over the requests at SMQ_SIZES cache sizes from 1 MiB to
     the chunks the trace touches (None: no requests, or more than SMQ_PIECES pieces). Each cache
     starts empty and is fed the trace twice, the second time just after the first, as the next day
     would be if it were like this one: the read hit ratio of the second pass is what the cache
-    settles at, and the time to 63% of it is taken from the first pass, at the trace's own rate.
-    A size whose second pass was still climbing (its last third more than 0.05 above the whole
-    pass) has not settled: its ratio is None. ``origin_bytes``: the traced device's size (a
-    cachewise trace records it; else the highest chunk touched stands in: smq's hotspot blocks
-    depend on it below 1 GiB)."""
+    settles at, and the time to 63% of it is taken from the first pass, at the trace's own rate
+    (_settled). ``origin_bytes``: the traced device's size (a cachewise trace records it; else
+    the highest chunk touched stands in: smq's hotspot blocks depend on it below 1 GiB)."""
     if not len(requests) or len(requests) > SMQ_PIECES or smq.piece_count(requests, CHUNK) > SMQ_PIECES:
         return None  # (a request is at least one piece: the count is not needed past the budget)
     t, block, write, whole = smq.pieces(requests, CHUNK)
@@ -387,16 +422,48 @@ def smq_curve(requests: Requests, origin_bytes: int | None = None) -> SmqCurve |
     hits: list[float | None] = []
     seconds: list[float | None] = []
     for n in sizes:
-        r = smq.replay_pieces(twice, n, CHUNK, origin)
-        second = smq.read_hit_ratio_since(r, start + day)
-        if second is None:  # no reads
+        outcome = _settled(smq.replay_pieces(twice, n, CHUNK, origin), start, end, day)
+        if outcome is None:  # no reads
             return None
-        late = smq.steady_read_hit_ratio(r, start + day, end + day)
-        settled = late is not None and late - second <= 0.05
-        t63 = smq.seconds_to_share(r, start, second)
-        hits.append(round(second, 6) if settled else None)
-        seconds.append(round(t63, 1) if t63 is not None and t63 <= end - start + 1 else None)
-    return SmqCurve(sizes, hits, seconds)
+        hits.append(outcome[0])
+        seconds.append(outcome[1])
+    return ReplayCurve(sizes, hits, seconds)
+
+
+def bcache_curve(requests: Requests) -> ReplayCurve | None:
+    """bcache replayed over the requests at up to SMQ_SIZES cache sizes (in bytes, whole
+    buckets) from BCACHE_SMALLEST to a little more than the 4 KiB blocks the trace touches, fed
+    twice as smq_curve's are (None: no requests or no reads cached, or more than BCACHE_BLOCKS
+    blocks)."""
+    if not len(requests) or len(requests) > BCACHE_BLOCKS:
+        return None
+    offset = requests["offset"].astype(np.int64)
+    first = offset // bcachesim.BLOCK
+    last = (offset + np.maximum(requests["length"].astype(np.int64), 1) - 1) // bcachesim.BLOCK
+    if int((last - first + 1).sum()) > BCACHE_BLOCKS:
+        return None
+    start, end = float(requests["t"][0]), float(requests["t"][-1])
+    day = end - start + bcachesim.TICK_S
+    footprint = len(_touched_blocks(first, last))
+    smallest = BCACHE_SMALLEST // bcachesim.BUCKET
+    top = max(-(-footprint * bcachesim.BLOCK * 5 // 4) // bcachesim.BUCKET, smallest)
+    buckets = np.unique(np.geomspace(smallest, top, SMQ_SIZES).round().astype(np.int64))
+    sizes = [int(b) * bcachesim.BUCKET for b in buckets]
+    hits: list[float | None] = []
+    seconds: list[float | None] = []
+    for size in sizes:
+        outcome = _settled(bcachesim.replay(requests, size, passes=2), start, end, day)
+        if outcome is None:  # every read bypassed
+            return None
+        hits.append(outcome[0])
+        seconds.append(outcome[1])
+    return ReplayCurve(sizes, hits, seconds)
+
+
+def _touched_blocks(first: npt.NDArray[np.int64], last: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    n = last - first + 1
+    idx = np.repeat(np.arange(len(n)), n)
+    return np.unique(first[idx] + (np.arange(int(n.sum())) - (np.cumsum(n) - n)[idx]))
 
 
 def _listed(values: npt.NDArray[np.float64] | None) -> list[float]:
@@ -427,6 +494,7 @@ def _analyze(
     _check_block_size(block_size)
     size = trace.meta.get("size_bytes")
     dmcache = smq_curve(trace.requests, size if isinstance(size, int) and size > 0 else None)
+    bcache = bcache_curve(trace.requests)
     summary = _Summary(cutoff)
     bypass = summary.feed_requests(trace.requests)
     cached = trace.requests if bypass is None else trace.requests[~bypass]
@@ -459,7 +527,9 @@ def _analyze(
         chunk = _chunk_curve(in_chunks, how, chunk_reads)
         if chunk[1] > LVM_MAX_CHUNKS:
             coarse = _coarse_curves(in_chunks, per, chunk_reads, chunk[1], how)
-    return _result(summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse, dmcache)
+    return _result(
+        summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse, dmcache, bcache
+    )
 
 
 def coarse_chunks(footprint_chunks: int) -> list[int]:

@@ -45,6 +45,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from advisor.workload.timeline import ReadHitRatio, columns
+
 NR_LEVELS = 64  # NR_HOTSPOT_LEVELS and NR_CACHE_LEVELS
 HIT_THRESHOLD = NR_LEVELS * 3 // 4  # stats_init: a hotspot access at level 48 or above is a "hit"
 HOTSPOT_TOP_LEVELS = 8
@@ -535,7 +537,7 @@ class Smq:
 
 
 @dataclass
-class Replay:
+class Replay(ReadHitRatio):
     """What the kernel's counters would show after the trace, and at each tick."""
 
     counters: Counters
@@ -545,12 +547,6 @@ class Replay:
     times: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
     read_hits: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
     read_misses: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
-
-    @property
-    def read_hit_ratio(self) -> float | None:
-        c = self.counters
-        total = c.read_hits + c.read_misses
-        return c.read_hits / total if total else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -625,50 +621,10 @@ def replay_pieces(
         lookup(b, w, full, now)
     if len(t):
         policy.advance(float(t[-1]))
-    line = np.asarray(policy.timeline, dtype=np.float64).reshape(-1, 3)
     return Replay(
         policy.counters,
         policy.resident,
         policy.dirty_blocks,
         policy.cache_blocks,
-        line[:, 0],
-        line[:, 1].astype(np.int64),
-        line[:, 2].astype(np.int64),
+        *columns(policy.timeline),
     )
-
-
-WINDOW_S = 10.0  # the warm-up is judged on the read hit ratio of the last 10 s, as the watch does
-
-
-def steady_read_hit_ratio(r: Replay, start: float, end: float) -> float | None:
-    """The replay's read hit ratio over the last third of [start, end]: what a cache started
-    empty came to within the trace (the accuracy runs judge the kernel on the same third)."""
-    return read_hit_ratio_since(r, start + (end - start) * 2 / 3)
-
-
-def read_hit_ratio_since(r: Replay, start: float) -> float | None:
-    """The replay's read hit ratio from ``start`` on: its final counters less those of the last
-    tick at or before ``start`` (ticks are recorded only when the counters moved)."""
-    if not len(r.times):
-        return None
-    at = int(np.searchsorted(r.times, start, side="right")) - 1
-    before_h = int(r.read_hits[at]) if at >= 0 else 0
-    before_m = int(r.read_misses[at]) if at >= 0 else 0
-    hits = r.counters.read_hits - before_h
-    total = hits + r.counters.read_misses - before_m
-    return hits / total if total else None
-
-
-def seconds_to_share(r: Replay, start: float, steady: float, share: float = 1 - float(np.exp(-1))) -> float | None:
-    """Seconds from ``start`` until the read hit ratio over the last WINDOW_S first reaches
-    ``share`` of ``steady`` (None: not within the trace)."""
-    goal = share * steady
-    for i in range(len(r.times)):
-        # the counters WINDOW_S earlier: the last tick recorded by then (ticks are recorded only
-        # when the counters moved), or nothing before the first
-        j = int(np.searchsorted(r.times, r.times[i] - WINDOW_S, side="right")) - 1
-        dh = int(r.read_hits[i] - (r.read_hits[j] if j >= 0 else 0))
-        dm = int(r.read_misses[i] - (r.read_misses[j] if j >= 0 else 0))
-        if dh + dm and dh / (dh + dm) >= goal:
-            return float(r.times[i] - start)
-    return None

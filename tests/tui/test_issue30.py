@@ -304,7 +304,9 @@ async def test_recommend_chart_matches_the_text(size: tuple[int, int], tmp_path:
         under = drawn[chart.plot_height + 1:]  # the axis's sizes, then the mark's size, then the legend
         assert "↑" in under[0] and human_size(cfg.size_bytes) in under[0], under
         legend = " ".join(line.strip() for line in under[1:] if line.strip())
-        assert curve.legend == "read hit ratio of a full cache, 4 KiB blocks", "the curve the prediction is read from"
+        assert curve.legend == "read hit ratio of a full cache, 4 KiB blocks, bcache replayed where it settled", (
+            "the curve the prediction is read from"
+        )
         assert curve.legend in legend, (curve.legend, legend)
 
 

@@ -187,7 +187,8 @@ def test_the_replay_of_a_captured_run_matches_the_kernels_counters(run: str) -> 
 
 def test_the_analysis_carries_the_smq_replay_and_skips_it_past_its_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     from advisor.workload import analysis
-    from advisor.workload.smq import TICK_S, read_hit_ratio_since
+    from advisor.workload.smq import TICK_S
+    from advisor.workload.timeline import read_hit_ratio_since
 
     trace = load_trace(FIXTURES / "dmcache-wt-zipf08.iolog")
     requests = trace.requests.copy()
@@ -226,7 +227,7 @@ def test_an_lvmcache_prediction_is_the_smq_replay_where_it_settled() -> None:
     lvm = [c for c in (r.config, *(o.config for o in r.runner_ups)) if c is not None and c.backend == "lvmcache"]
     assert lvm
     for cfg in lvm:
-        replayed = prof.smq_read_hit("lvmcache", cfg.effective_bytes)
+        replayed = prof.replayed_read_hit("lvmcache", cfg.effective_bytes)
         assert replayed is not None and cfg.predicted_hit_ratio == round(replayed, 4)
         assert prof.curves_for("lvmcache", cfg.effective_bytes).hit(cfg.effective_bytes, False, True) != pytest.approx(
             replayed, abs=0.005
@@ -238,7 +239,11 @@ def test_an_lvmcache_prediction_is_the_smq_replay_where_it_settled() -> None:
     cited = [x for x in r.reasons if "K-SMQ-1" in x.findings]
     assert cited and any("smq" in x.text for x in cited)
     bcache = [c for c in (r.config, *(o.config for o in r.runner_ups)) if c is not None and c.backend == "bcache"]
-    assert all(c.warmup is None or c.warmup.simulated_seconds_63 is None for c in bcache), "bcache is not smq"
+    for cfg in bcache:  # bcache's prediction and warm-up come from its own replay, never smq's
+        own = prof.replayed_read_hit("bcache", cfg.effective_bytes)
+        assert own is None or cfg.predicted_hit_ratio == round(own, 4)
+        seconds = prof.replayed_seconds_63("bcache", cfg.effective_bytes)
+        assert cfg.warmup is None or cfg.warmup.simulated_seconds_63 == seconds
 
 
 def test_a_size_the_replay_did_not_settle_at_keeps_the_curve() -> None:
@@ -257,11 +262,10 @@ def test_a_size_the_replay_did_not_settle_at_keeps_the_curve() -> None:
     unsettled = prof.smq_read_hits.copy()
     unsettled[2] = np.nan
     p2 = dataclasses.replace(prof, smq_read_hits=unsettled)
-    assert p2.smq_read_hit("lvmcache", size) is None
+    assert p2.replayed_read_hit("lvmcache", size) is None
     assert p2.hit_of("lvmcache", size, reads=True) == prof.curves_for("lvmcache", size).hit(size, False, True)
-    assert (
-        prof.smq_read_hit("bcache", size) is None and prof.smq_read_hit("lvmcache", 100 << 30) is None
-    )  # 128 KiB chunks
+    assert prof.replayed_read_hit("lvmcache-writecache", size) is None  # caches no reads
+    assert prof.replayed_read_hit("lvmcache", 100 << 30) is None  # 128 KiB chunks
 
 
 def test_a_few_huge_requests_are_counted_before_they_are_split() -> None:
