@@ -166,13 +166,19 @@ class RecommendScreen(CoreScreen):
         try:
             rec = advise.recommend(inputs)
         except RecommendError as exc:
-            self.app.call_from_thread(self._show_error, ASK_WORKLOAD if exc.code == "no-workload" else word(exc))
+            message = ASK_WORKLOAD if exc.code == "no-workload" else word(exc)
+            self.app.call_from_thread(self._show_error, message, generation)
             return
-        if generation == self._generation:  # a newer choice supersedes this one
-            self.app.call_from_thread(self._show, rec, generation)
+        except Exception:
+            # any other failure ends the wait too (worker_failed says what went wrong)
+            self.app.call_from_thread(self._show_error, "The recommendation could not be made.", generation)
+            raise
+        self.app.call_from_thread(self._show, rec, generation)
 
-    def _show_error(self, message: str) -> None:
-        self._shown = self._generation
+    def _show_error(self, message: str, generation: int) -> None:
+        if generation != self._generation:  # a newer choice supersedes this one
+            return
+        self._shown = generation
         self.recommendation = self.choice = None
         self.query_one("#rec-summary", Static).update(Text(message, style="red"))
         self.query_one("#rec-choice", Static).update("")
@@ -256,6 +262,9 @@ class RecommendScreen(CoreScreen):
         """Enter on an alternative makes it the choice; on the chosen one, back to the recommendation."""
         option = self._options.get(event.option_index)
         if option is None:
+            return
+        if self.pending:
+            self.notify(NOT_READY, severity="warning")
             return
         self.choice = None if option is self.choice else option
         self._show_choice()

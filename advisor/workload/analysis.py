@@ -446,7 +446,7 @@ def bcache_curve(requests: Requests) -> ReplayCurve | None:
     day = end - start + bcachesim.TICK_S
     footprint = len(_touched_blocks(first, last))
     smallest = BCACHE_SMALLEST // bcachesim.BUCKET
-    top = max(-(-footprint * bcachesim.BLOCK * 5 // 4) // bcachesim.BUCKET, smallest)
+    top = max(-(-footprint * bcachesim.BLOCK * 5 // (4 * bcachesim.BUCKET)), smallest)  # whole buckets, up
     buckets = np.unique(np.geomspace(smallest, top, SMQ_SIZES).round().astype(np.int64))
     sizes = [int(b) * bcachesim.BUCKET for b in buckets]
     hits: list[float | None] = []

@@ -11,8 +11,8 @@ from a description of it, and checked against the counters of the lab's 6.1 kern
   5 s without a continuation; an I/O that starts where one ended continues it, any other takes
   the least recently used. A task's sequential size is its run's, or the average of its earlier
   runs (an exponentially weighted average of weight 8) if that is larger; at
-  ``sequential_cutoff`` (4 MiB) or more the I/O goes to the disk. In writeback mode a
-  synchronous write (O_DIRECT, fsync'd) is never bypassed for being sequential;
+  ``sequential_cutoff`` (4 MiB) or more the I/O goes to the disk (kernels before 4.18 kept a
+  synchronous write of a writeback cache in it; 6.1 does not);
 - **a read** looks every block up: a found block's bucket gets its priority back (32768);
   a read missing anything counts as a miss (``stats_total/cache_misses``), and only its first
   missing run, at most 1 MiB, is read into the cache (cached_dev_cache_miss); a bypassed read
@@ -29,7 +29,7 @@ from a description of it, and checked against the counters of the lab's 6.1 kern
   the btree and the reserves the allocator keeps full are never data;
 - **writeback** of dirty data in LBA order at the rate the PD controller sets every 5 s
   (proportional term 1/40 of the dirty data above ``writeback_percent``, integral term
-  1/10000, at least 8 sectors/s), and at full speed once the cache set has been idle for 30 s.
+  1/10000, at least 8 sectors/s), and at full speed from the 6th update without I/O.
 
 Simplified, and said so: one open bucket takes all insertions (the kernel keeps one per task
 and per sequential run); btree nodes are counted as full as 2/3 for the cache's whole capacity;
@@ -69,7 +69,7 @@ WRITEBACK_UPDATE_S = 5.0
 P_TERM_INVERSE = 40
 I_TERM_INVERSE = 10000
 RATE_MINIMUM_SECTORS = 8
-IDLE_FULL_SPEED_S = 6 * WRITEBACK_UPDATE_S  # set_at_max_writeback_rate: 6 idle updates per device
+IDLE_UPDATES = 6  # set_at_max_writeback_rate: the 6th rate update without I/O (one device)
 KEY_BYTES = 24  # an extent's bkey with one pointer
 BTREE_NODE_MAX = 256 * 1024  # BTREE_MAX_PAGES
 BTREE_FILL = 2 / 3
@@ -174,7 +174,7 @@ class Bcache:
         self.integral = 0.0
         self.next_update = start + WRITEBACK_UPDATE_S
         self.cursor = 0
-        self.last_io = start
+        self.idle_updates = 0
         self.timeline: list[tuple[float, int, int]] = []
         self.next_tick = start + TICK_S
 
@@ -198,7 +198,7 @@ class Bcache:
             self.rescales += 1
             self.rescale_left += self.rescale_every
             prio = INITIAL_PRIO - (self.rescales - self.touched)
-            counted = (prio > 0) & ~self.queued
+            counted = (prio >= 0) & ~self.queued  # above 0 before this rescale's decrement
             if self.open >= 0:
                 counted[self.open] = False
             self.min_prio = int(prio[counted].min()) if counted.any() else None
@@ -286,6 +286,7 @@ class Bcache:
             run = [0.0, 0.0]
         run[0] += sectors
         run[1] = now + SEQUENTIAL_EXPIRY_S
+        recent.pop(sector + sectors, None)  # list_move_tail: the entry is the most recent
         recent[sector + sectors] = run
         if task is None:  # each run its own task, the other requests one more
             if found:
@@ -302,9 +303,8 @@ class Bcache:
             return True
         if write and self.mode == "writearound":
             return True
-        if self.cutoff_sectors and not (write and self.mode == "writeback" and self.sync_writes):
-            if self._sequential(now, sector, sectors, task) >= self.cutoff_sectors:
-                return True
+        if self.cutoff_sectors and self._sequential(now, sector, sectors, task) >= self.cutoff_sectors:
+            return True
         self._rescale(sectors)
         return False
 
@@ -322,9 +322,11 @@ class Bcache:
 
     def _update_writeback(self, at: float) -> None:
         if not self.dirty:
+            self.idle_updates += 1
             self.integral = 0.0
             return
-        if at - self.last_io >= IDLE_FULL_SPEED_S:
+        self.idle_updates += 1
+        if self.idle_updates >= IDLE_UPDATES:  # set_at_max_writeback_rate
             self._write_back(len(self.dirty))
             return
         error = (len(self.dirty) - self.target_blocks) * (BLOCK // SECTOR)
@@ -348,7 +350,7 @@ class Bcache:
     # --- I/O -----------------------------------------------------------------------------
     def request(self, now: float, offset: int, length: int, write: bool, task: Any = None) -> None:
         self.advance(now)
-        self.last_io = now
+        self.idle_updates = 0  # any I/O resets c->idle_counter
         first, last = offset // BLOCK, (offset + max(length, 1) - 1) // BLOCK
         sector, sectors = offset // SECTOR, max(length // SECTOR, 1)
         bypass = self._bypass(now, sector, sectors, write, task)

@@ -138,13 +138,17 @@ def test_a_bucket_whose_data_was_overwritten_is_invalidated_before_older_ones() 
 
 def test_writeback_keeps_dirty_buckets_and_cleans_them_once_idle() -> None:
     c = Bcache(SMALL, BUCKET, mode="writeback")
-    for i in range(32):
+    for i in range(200):
         c.request(i * 0.01, (1 + 2 * i) * 4096, 4096, True)
-    assert len(c.dirty) == 32 and c.dirty_buckets == 2
+    assert len(c.dirty) == 200 and c.dirty_buckets == 13  # 16 blocks a bucket
     c.request(4.0, 1 * 4096, 4096, False)
     assert c.counters.read_hits == 1
-    c.advance(40.0)  # 8 sectors/s while busy; after 30 s without I/O, at full speed
-    assert not c.dirty and c.dirty_buckets == 0 and c.counters.written_back_blocks == 32
+    # below writeback_percent the rate is its minimum, 8 sectors/s: 5 blocks at each 5 s update;
+    # at the 6th update without I/O (30 s) set_at_max_writeback_rate writes back the rest
+    c.advance(29.0)
+    assert len(c.dirty) == 200 - 5 * 5
+    c.advance(30.0)
+    assert not c.dirty and c.dirty_buckets == 0 and c.counters.written_back_blocks == 200
 
 
 def test_writeback_below_its_target_cleans_at_the_minimum_rate() -> None:
@@ -224,12 +228,19 @@ def test_the_sizes_replayed_run_from_the_smallest_cache_past_the_footprint() -> 
 
     r = np.zeros(3000, REQUEST)
     r["t"] = np.arange(3000) * 0.01
-    r["offset"] = (np.arange(3000) % 1000) * 2 * 4096 * 200  # 1,000 blocks 800 KiB apart
+    r["offset"] = (np.arange(3000) % 1000) * 2 * 4096 * 200  # 1,000 blocks 800 KiB apart: 4 MB
     r["length"] = 4096
     small = analysis.bcache_curve(r)
-    assert small is not None and small.sizes == [analysis.BCACHE_SMALLEST]  # 4 MB touched
-    r["offset"] = (np.arange(3000) % 3000) * 4096 * 2 * 200  # 3,000 blocks: 12 MB, still below
-    assert analysis.bcache_curve(r) is not None
+    assert small is not None and small.sizes == [analysis.BCACHE_SMALLEST]
+    n = 80_000  # 80,000 blocks two apart, each read twice: 312.5 MiB touched
+    r = np.zeros(2 * n, REQUEST)
+    r["t"] = np.arange(2 * n) * 0.001
+    r["offset"] = np.tile(np.arange(n) * 2 * 4096, 2)
+    r["length"] = 4096
+    big = analysis.bcache_curve(r)
+    assert big is not None and len(big.sizes) > 1 and big.sizes == sorted(big.sizes)
+    assert big.sizes[0] == analysis.BCACHE_SMALLEST and all(x % (512 * KiB) == 0 for x in big.sizes)
+    assert big.sizes[-1] >= 1.25 * n * 4096 > big.sizes[-1] - 512 * KiB
 
 
 def test_a_bcache_prediction_is_its_replay_where_it_settled() -> None:
