@@ -3,7 +3,7 @@ hot-data ratio (L-SIZE-4: measure the real workload before sizing a cache)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -419,15 +419,7 @@ def smq_curve(requests: Requests, origin_bytes: int | None = None) -> ReplayCurv
     top = max(footprint, SMQ_SMALLEST)
     sizes = [int(n) for n in np.unique(np.geomspace(SMQ_SMALLEST, top, SMQ_SIZES).round().astype(np.int64))]
     origin = max(origin_bytes or 0, (int(block.max()) + 1) * CHUNK)
-    hits: list[float | None] = []
-    seconds: list[float | None] = []
-    for n in sizes:
-        outcome = _settled(smq.replay_pieces(twice, n, CHUNK, origin), start, end, day)
-        if outcome is None:  # no reads
-            return None
-        hits.append(outcome[0])
-        seconds.append(outcome[1])
-    return ReplayCurve(sizes, hits, seconds)
+    return _replayed(sizes, lambda n: smq.replay_pieces(twice, n, CHUNK, origin), start, end, day)
 
 
 def bcache_curve(requests: Requests) -> ReplayCurve | None:
@@ -435,35 +427,30 @@ def bcache_curve(requests: Requests) -> ReplayCurve | None:
     buckets) from BCACHE_SMALLEST to a little more than the 4 KiB blocks the trace touches, fed
     twice as smq_curve's are (None: no requests or no reads cached, or more than BCACHE_BLOCKS
     blocks)."""
-    if not len(requests) or len(requests) > BCACHE_BLOCKS:
-        return None
-    offset = requests["offset"].astype(np.int64)
-    first = offset // bcachesim.BLOCK
-    last = (offset + np.maximum(requests["length"].astype(np.int64), 1) - 1) // bcachesim.BLOCK
-    if int((last - first + 1).sum()) > BCACHE_BLOCKS:
-        return None
+    if not len(requests) or len(requests) > BCACHE_BLOCKS or smq.piece_count(requests, bcachesim.BLOCK) > BCACHE_BLOCKS:
+        return None  # (counted before the blocks are listed, as smq_curve's pieces are)
     start, end = float(requests["t"][0]), float(requests["t"][-1])
     day = end - start + bcachesim.TICK_S
-    footprint = len(_touched_blocks(first, last))
+    footprint = len(np.unique(to_blocks(requests, bcachesim.BLOCK)))
     smallest = BCACHE_SMALLEST // bcachesim.BUCKET
     top = max(-(-footprint * bcachesim.BLOCK * 5 // (4 * bcachesim.BUCKET)), smallest)  # whole buckets, up
     buckets = np.unique(np.geomspace(smallest, top, SMQ_SIZES).round().astype(np.int64))
     sizes = [int(b) * bcachesim.BUCKET for b in buckets]
-    hits: list[float | None] = []
-    seconds: list[float | None] = []
+    return _replayed(sizes, lambda size: bcachesim.replay(requests, size, passes=2), start, end, day)
+
+
+def _replayed(
+    sizes: list[int], run: Callable[[int], timeline.Replay], start: float, end: float, day: float
+) -> ReplayCurve | None:
+    """Each size's replay of the trace fed twice, settled (_settled); None when one counted no
+    reads (none, or every one bypassed)."""
+    outcomes = []
     for size in sizes:
-        outcome = _settled(bcachesim.replay(requests, size, passes=2), start, end, day)
-        if outcome is None:  # every read bypassed
+        outcome = _settled(run(size), start, end, day)
+        if outcome is None:
             return None
-        hits.append(outcome[0])
-        seconds.append(outcome[1])
-    return ReplayCurve(sizes, hits, seconds)
-
-
-def _touched_blocks(first: npt.NDArray[np.int64], last: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    n = last - first + 1
-    idx = np.repeat(np.arange(len(n)), n)
-    return np.unique(first[idx] + (np.arange(int(n.sum())) - (np.cumsum(n) - n)[idx]))
+        outcomes.append(outcome)
+    return ReplayCurve(sizes, [o[0] for o in outcomes], [o[1] for o in outcomes])
 
 
 def _listed(values: npt.NDArray[np.float64] | None) -> list[float]:

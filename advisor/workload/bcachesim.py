@@ -312,7 +312,7 @@ class Bcache:
     def advance(self, now: float) -> None:
         """Run the writeback and the timeline up to ``now``."""
         while self.next_update <= now:
-            self._update_writeback(self.next_update)
+            self._update_writeback()
             self.next_update += WRITEBACK_UPDATE_S
         if now >= self.next_tick:
             c = self.counters
@@ -320,7 +320,7 @@ class Bcache:
                 self.timeline.append((now, c.read_hits, c.read_misses))
             self.next_tick = math.floor(now / TICK_S) * TICK_S + TICK_S
 
-    def _update_writeback(self, at: float) -> None:
+    def _update_writeback(self) -> None:
         if not self.dirty:
             self.idle_updates += 1
             self.integral = 0.0
