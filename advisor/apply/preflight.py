@@ -182,7 +182,14 @@ def _probed(devnode: str, state: LiveState) -> str | None:
     found = parse_export(res.stdout)
     if found.get("TYPE"):
         return found["TYPE"]
-    return f"{found['PTTYPE']} partition table" if found.get("PTTYPE") else "a signature blkid found"
+    if found.get("PTTYPE"):
+        return f"{found['PTTYPE']} partition table"
+    # On a partition blkid -p always reports its entry in the disk's table (PART_ENTRY_SCHEME,
+    # _OFFSET, _SIZE...) and exits 0: that is where the partition is, not what it holds. A new,
+    # empty partition has nothing else (seen in the lab: bcache planned on a fresh partition was
+    # refused as holding "a signature").
+    content = {k for k in found if k != "DEVNAME" and not k.startswith("PART_ENTRY_")}
+    return "a signature blkid found" if content else None
 
 
 def _inactive_lv(bound: BoundDevice, state: LiveState, resuming: bool) -> list[Problem]:

@@ -908,6 +908,13 @@ def test_a_device_udev_calls_blank_is_asked_again_before_it_is_overwritten() -> 
     assert any("now holds ext4, which the plan would destroy but did not know of" in p for p in problems), problems
     state.runner = Blkid("", 2)  # type: ignore[assignment]  # blkid: nothing found
     assert verify_devices(plan, state) == []
+    # A new, empty partition: blkid -p names only its entry in the disk's table, and exits 0
+    # (tests/fixtures/blkid/empty-partition.txt, captured in the lab guest).
+    state.runner = Blkid((FIXTURES / "blkid" / "empty-partition.txt").read_text(), 0)  # type: ignore[assignment]
+    assert verify_devices(plan, state) == []
+    # ... and one that holds something blkid recognises but cannot name as a type
+    state.runner = Blkid("DEVNAME=/dev/sdb1\nPART_ENTRY_SCHEME=dos\nUUID_SUB=5\n", 0)  # type: ignore[assignment]
+    assert any("a signature blkid found" in p.sentence() for p in verify_devices(plan, state))
     assert verify_devices(plan, state, resuming=True) == []
     # several signatures (exit 8), a usage error (4): not blank, whatever udev says
     for code, words in ((8, "several signatures"), (4, "blkid exit 4")):
