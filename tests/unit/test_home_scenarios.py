@@ -8,6 +8,7 @@ DeviceFacts as discovery and the probe give them, or built devices put through t
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,16 +53,21 @@ def zipf_blocks(n: int, items: int, a: float = 1.2) -> np.ndarray[Any, Any]:
     return r.permutation(items)[np.searchsorted(cdf, r.random(n))].astype(np.int64)
 
 
+# Each trace is analysed once per worker: test_advice_stages, test_smq and test_bcachesim
+# recommend from the same analyses (an Analysis is frozen).
+@functools.cache
 def media_streams() -> Analysis:  # films read start to end in 1 MiB requests
     starts = rng().integers(0, 4000, 40) * (4 << 30)
     offs = np.concatenate([s + np.arange(2000) * (1 << 20) for s in starts])
     return trace(offs, length=1 << 20)
 
 
+@functools.cache
 def backup_once() -> Analysis:  # a nightly backup written once, never read
     return trace(np.arange(150_000) * 65536, writes=True, length=65536)
 
 
+@functools.cache
 def log_appends() -> Analysis:  # appends to a few log files, 4 KiB at a time
     r = rng()
     files = r.integers(0, 8, 150_000)
@@ -73,6 +79,7 @@ def log_appends() -> Analysis:  # appends to a few log files, 4 KiB at a time
     return trace(offs, writes=True)
 
 
+@functools.cache
 def hot_with_scan() -> Analysis:  # a Zipf hot set, and a nightly scan read straight through beside it
     hot = zipf_blocks(120_000, 200_000) * 4096
     scan = (1 << 40) + np.arange(60_000) * (1 << 20)
@@ -84,6 +91,7 @@ def hot_with_scan() -> Analysis:  # a Zipf hot set, and a nightly scan read stra
     return analyze(Trace(req, "fio", "synthetic", ImportStats(lines=n, requests=n)))
 
 
+@functools.cache
 def write_hot_read_cold() -> Analysis:
     r = rng()
     n = 200_000
@@ -92,20 +100,24 @@ def write_hot_read_cold() -> Analysis:
     return trace(off * 4096, writes=write)
 
 
+@functools.cache
 def first_touches() -> Analysis:  # a short recording: most blocks seen once or twice, far apart
     return trace(rng().integers(0, 20_000, 40_000) * 16 * 4096)
 
 
+@functools.cache
 def hot_larger_than_ssd() -> Analysis:  # 160 MB read evenly in rounds, for a 40 MB SSD
     r = rng()
     return trace(np.concatenate([r.permutation(40_000) for _ in range(6)]) * 65536)
 
 
+@functools.cache
 def vm_host() -> Analysis:  # VMs' random I/O, a Zipf hot set, a third writes
     r = rng()
     return trace(zipf_blocks(200_000, 500_000) * 4096, writes=r.random(200_000) < 0.33)
 
 
+@functools.cache
 def moving_hot_set() -> Analysis:  # the morning's hot set, then the afternoon's
     a = zipf_blocks(100_000, 100_000)
     return trace(np.concatenate([a, a + 1_000_000]) * 4096)
