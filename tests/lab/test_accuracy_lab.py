@@ -2,7 +2,7 @@
 on the 150-IOPS HDD and the SSD, each started empty under fio's zipf:1.2 random reads; the
 steady hit ratio cachewise predicts from fio's own iolog of the run against the kernel's
 counters. The full suite (both modes, four workloads, empty and full of older data) is
-`python -m tests.vm.accuracy`, whose table is docs/accuracy.md."""
+`python -m tests.vm.accuracy`, whose table is docs/accuracy-calibration.md (the calibration set)."""
 
 from __future__ import annotations
 

@@ -555,7 +555,7 @@ def test_thesis_factors_only_where_the_setting_matches_and_scaled_by_what_the_ca
 
 def test_dm_cache_warm_up_counts_chunks_promotes_eagerly_while_free_and_slowly_once_full() -> None:
     """Point 6: smq promotes about a third of read misses while it has free chunks and a few
-    percent once full (measured in the lab, docs/accuracy.md); the warm-up counts the pool's
+    percent once full (measured in the lab, docs/accuracy-calibration.md); the warm-up counts the pool's
     chunks, not 4 KiB blocks, and a cache full of older data says how much longer it takes."""
     from advisor.advice.thesis import tables
 
