@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 from advisor.advice.lvmrules import lvm_chunk_size, lvm_metadata_size
+from advisor.workload.traces import load_trace
 from tests.unit.test_readme import guest_commands
-from tests.vm.accuracy import counters, observed, t63
+from tests.vm.accuracy import counters, settled_after
 from tests.vm.lab import HDD, NVME, SATA_SSD, GuestRun, LabDisk, LabPool, Scenario
 
 SCENARIO = Scenario("recommend", "recommend.sh", (
@@ -57,22 +59,37 @@ def test_recommendation_from_the_lab_trace(guest: GuestRun) -> None:
     assert "Why" in declared and "modelled as database (random I/O)" in declared and "T-LVM-1" in declared
 
 
+def hottest(offsets: np.ndarray[Any, Any], k: int = 100) -> set[int]:
+    """The ``k`` offsets read most often."""
+    values, counts = np.unique(offsets, return_counts=True)
+    return {int(v) for v in values[np.argsort(-counts, kind="stable")[:k]]}
+
+
 def test_the_prediction_holds_on_the_next_day_through_the_cache_made(guest: GuestRun) -> None:
     """Out of sample (issue 28): recommend predicted the read hit ratio from day 1's trace by
-    replaying it through the smq simulator; day 2 ran the workload with another seed (another hot
-    set of the same shape) through the recommended cache as lvm2 made it, started empty. The
-    kernel's read counters over day 2's last third must be within 0.10 of the prediction."""
+    replaying it through the smq simulator; days 2 and 3 ran the workload drawn afresh (other
+    requests in another order, the same hot spot) through the recommended cache as lvm2 made
+    it: day 2 warmed it from empty, and the kernel's read counters over day 3 must be within 0.10
+    of the prediction (the out-of-sample suite's method, docs/accuracy.md)."""
+    # The days are not day 1 again: fio's own logs differ request by request, and share their
+    # hottest blocks. (fio 3.33's offsets did not change with --randseed: with a seed for each
+    # day, day 2 had repeated day 1's requests in the same order.)
+    day1, day2, day3 = (load_trace(guest.out / f"day{n}.iolog").requests["offset"] for n in (1, 2, 3))
+    for other in (day2, day3):
+        n = min(len(day1), len(other), 2000)
+        assert n > 1000 and np.mean(day1[:n] == other[:n]) < 0.2
+        assert len(hottest(day1) & hottest(other)) >= 50
     rec = json.loads(guest.read("rec.json"))
     cfg = rec["config"]
     assert "K-SMQ-1" in rec["findings"], "the prediction came from the smq replay (day 1 settled)"
-    times, hits, misses = counters(guest.out / "day2.samples", "dmcache")
-    hits, misses = hits - hits[0], misses - misses[0]
-    kernel = observed(times, hits, misses)
+    samples = guest.out / "day2.samples"
+    kernel, kernel_63, _ = settled_after(samples, "dmcache", float(guest.read("day3.start")))
+    times, hits, misses = counters(samples, "dmcache")
     predicted_63 = (cfg.get("warmup") or {}).get("simulated_seconds_63")
-    kernel_63 = t63(times, hits, misses, kernel)
-    print(f"predicted {cfg['predicted_hit_ratio']:.3f}, kernel {kernel:.3f} over {times[-1]:.0f} s, "
-          f"{int(hits[-1] + misses[-1]):,} reads; 63% of it after {predicted_63} s predicted, {kernel_63} s observed")
-    assert times[-1] > 50 and hits[-1] + misses[-1] > 2000
+    print(f"predicted {cfg['predicted_hit_ratio']:.3f}, kernel {kernel:.3f} on day 3, {times[-1]:.0f} s and "
+          f"{int(hits[-1] - hits[0] + misses[-1] - misses[0]):,} reads from the cache's making; 63% of it after "
+          f"{predicted_63} s predicted, {kernel_63} s observed")
+    assert times[-1] > 90 and hits[-1] - hits[0] + misses[-1] - misses[0] > 3000
     assert abs(cfg["predicted_hit_ratio"] - kernel) <= 0.10
     # The time to 63% is shown, not held to 2x here: fio reads back to back, so through the cache it
     # ran about 7 times faster than on the disk it was traced on, and smq's promotions follow its

@@ -107,6 +107,23 @@ def counters(path: Path, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     return times, np.asarray(hits, dtype=np.float64), np.asarray(misses, dtype=np.float64)
 
 
+def settled_after(samples: Path, kind: str, stamp: float) -> tuple[float, float | None, bool]:
+    """Counters sampled from a cache's making (``counters``), read as a warm-up day and a next day
+    that begins at ``stamp`` (the guest's clock, as the samples' own): the read hit ratio from the
+    first sample at or after ``stamp`` to the last (what the warmed cache settled at); the seconds
+    until the windowed ratio first reached 63% of it before then; and whether that time is only
+    an upper bound (the counters had not moved sooner: bcache folds them in steps)."""
+    times, hits, misses = counters(samples, kind)
+    first = float(samples.read_text().split(" ", 1)[0])
+    at = min(int(np.searchsorted(times, stamp - first)), len(times) - 1)
+    dh, dm = hits[-1] - hits[at], misses[-1] - misses[at]
+    steady = float(dh / (dh + dm)) if dh + dm > 0 else 0.0
+    when = t63(times[: at + 1], hits[: at + 1], misses[: at + 1], steady)
+    changed = np.flatnonzero(np.diff(hits + misses) > 0)
+    first_update = float(times[changed[0] + 1]) if len(changed) else None
+    return steady, when, when is not None and first_update is not None and when <= first_update
+
+
 def t63(times: np.ndarray, hits: np.ndarray, misses: np.ndarray, steady: float) -> float | None:
     """When the hit ratio over the last WINDOW_S first reaches 63% of ``steady``."""
     for i in range(1, len(times)):

@@ -25,18 +25,6 @@ uname -r > "$LAB_OUT/kernel.txt"
 lvm version > "$LAB_OUT/lvm-version.txt"
 fio --version > "$LAB_OUT/fio-version.txt"
 
-sample() {  # sample NAME KIND DEV: every 2 s, the time and the kernel's counters, until killed
-  while :; do
-    if [ "$2" = dmcache ]; then
-      echo "$(date +%s.%N) $(dmsetup status "$3")"
-    else
-      s=/sys/block/$3/bcache/stats_total
-      echo "$(date +%s.%N) $(cat $s/cache_hits $s/cache_misses $s/cache_bypass_hits $s/cache_bypass_misses | tr '\n' ' ')$(cat /sys/block/$3/bcache/dirty_data)"
-    fi
-    sleep 2
-  done > "$LAB_OUT/$1.samples"
-}
-
 run_fio() {  # run_fio NAME TARGET WORKLOAD: one measured run, fio's iolog recorded
   local common="--filename=$2 --bs=4k --direct=1 --ioengine=libaio --iodepth=4 --norandommap --randrepeat=1"
   case "$3" in
@@ -95,7 +83,7 @@ for backend in ${ACC_BACKENDS:-dmcache-wt bcache-wt}; do
           > "$LAB_OUT/$run.lvs.json"
       dev=/dev/labvg/data
       case "$name" in old*) prefill $dev; echo "$(date +%s.%N) prefilled $run" >> "$LAB_OUT/timeline.txt" ;; esac
-      sample "$run" dmcache labvg-data & sampler=$!
+      sample_counters "$LAB_OUT/$run.samples" labvg-data & sampler=$!
       run_fio "$run" $dev "$workload"
       kill $sampler; wait $sampler 2>/dev/null || true
       dmsetup status labvg-data > "$LAB_OUT/$run.final"
@@ -122,7 +110,7 @@ for backend in ${ACC_BACKENDS:-dmcache-wt bcache-wt}; do
       cat /sys/block/bcache0/bcache/state > "$LAB_OUT/$run.state"
       dev=/dev/bcache0
       case "$name" in old*) prefill $dev; echo "$(date +%s.%N) prefilled $run" >> "$LAB_OUT/timeline.txt" ;; esac
-      sample "$run" bcache bcache0 & sampler=$!
+      sample_counters "$LAB_OUT/$run.samples" bcache0 & sampler=$!
       run_fio "$run" $dev "$workload"
       kill $sampler; wait $sampler 2>/dev/null || true
       teardown_bcache

@@ -48,6 +48,22 @@ as_nobody() {
   su -s /bin/bash nobody -c "$*"
 }
 
+# sample_counters FILE DEV: every 2 s, the time and the cache's counters, until killed: a bcache
+# device's stats_total (hits, misses, bypass hits, bypass misses) and its dirty data; else
+# `dmsetup status` of the dm device DEV (tests/vm/accuracy.py's counters() reads both).
+sample_counters() {
+  local s
+  while :; do
+    if [ -e "/sys/block/$2/bcache" ]; then
+      s=/sys/block/$2/bcache/stats_total
+      echo "$(date +%s.%N) $(cat $s/cache_hits $s/cache_misses $s/cache_bypass_hits $s/cache_bypass_misses | tr '\n' ' ')$(cat /sys/block/$2/bcache/dirty_data)"
+    else
+      echo "$(date +%s.%N) $(dmsetup status "$2")"
+    fi
+    sleep 2
+  done > "$1"
+}
+
 # keep_dirty FILE SAMPLES: make a writeback dm-cache (labvg/data) hold dirty blocks. smq
 # promotes only blocks read often and cleans them as soon as the device is idle, so FILE is
 # read to get it promoted, then a 40-IOPS writer keeps rewriting it; returns once dmsetup shows
