@@ -8,15 +8,26 @@
 #              docs/accuracy-scale.md, about 15 minutes
 #   --oracle   the older suite (tests/vm/accuracy.py): each run predicted from its own fio log,
 #              as the calibration runs were made; prints its table
-# Other arguments go to the module (--runs, --workloads, --backends, --seconds, --workdir, --set).
+# Other arguments go to the module that runs: the out-of-sample suite takes --runs, --set,
+# --workloads, --backends, --seconds, --workdir, --evaluate-only; the older one (--scale, --oracle)
+# takes --seconds, --backends, --workloads, --workdir, --evaluate-only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . packaging/common.sh
 venv_python
 .venv/bin/python -m pip install -q -e '.[test,lab]'
 export NPY_DISABLE_CPU_FEATURES=X86_V3
-case "${1:-}" in
-  --scale) exec .venv/bin/python -m tests.vm.accuracy --out docs/accuracy-scale.md "$@" ;;
-  --oracle) shift; exec .venv/bin/python -m tests.vm.accuracy "$@" ;;
-  *) exec .venv/bin/python -m tests.vm.outofsample --out docs/accuracy.md "$@" ;;
+args=()
+suite=outofsample
+for arg in "$@"; do
+  case "$arg" in
+    --scale) suite=scale; args+=("$arg") ;;
+    --oracle) suite=oracle ;;
+    *) args+=("$arg") ;;
+  esac
+done
+case $suite in
+  scale) exec .venv/bin/python -m tests.vm.accuracy --out docs/accuracy-scale.md "${args[@]}" ;;
+  oracle) exec .venv/bin/python -m tests.vm.accuracy "${args[@]}" ;;
+  *) exec .venv/bin/python -m tests.vm.outofsample --out docs/accuracy.md --notes docs/accuracy-notes.md "${args[@]}" ;;
 esac

@@ -66,36 +66,60 @@ def test_a_run_is_read_as_the_kernel_counted_it(workdir: Path) -> None:
 
 def test_the_report_counts_explains_and_says_what_is_missing(workdir: Path) -> None:
     r = oos.evaluate(CELL, workdir / "cells" / CELL.name)
-    assert r.observed is not None
-    drift = dataclasses.replace(r, cell="drift", predicted=r.observed + 0.2, oracle=r.observed + 0.02)
-    wrong = dataclasses.replace(r, cell="wrong", predicted=r.observed - 0.15, oracle=r.observed + 0.3)
+    assert r.observed is not None and r.observed_t63 is not None
+    on_time = {"predicted_t63": r.observed_t63}  # so that only what each case is about can miss
+    drift = dataclasses.replace(r, cell="drift", predicted=r.observed + 0.2, oracle=r.observed + 0.02, **on_time)
+    wrong = dataclasses.replace(r, cell="wrong", predicted=r.observed - 0.15, oracle=r.observed + 0.3, **on_time)
+    slow = dataclasses.replace(r, cell="slow", predicted=r.observed, predicted_t63=r.observed_t63 * 3, basis="replay")
     unsure = dataclasses.replace(r, cell="unsure", choice="range", predicted=None, band=(0.1, 0.2))
-    nothing = dataclasses.replace(r, cell="nothing", choice="none", predicted=None, observed=None, verdict="dont-cache")
-    good = dataclasses.replace(r, cell="good", predicted=r.observed + 0.05, oracle=r.observed)
-    text = oos.report([good, drift, wrong, unsure, nothing], {"kernel": "6.1"}, 3, 12)
-    assert "**Partial**: 5 of the 12 runs planned" in text
-    assert "Read hit ratio within 0.10: **1 of 3 runs**" in text
-    diffs = [0.05, 0.2, -0.15]
+    nothing = dataclasses.replace(r, cell="nothing", choice="none", predicted=None, observed=None, oracle=None,
+                                  predicted_t63=None, observed_t63=None, observed_speedup=None, verdict="dont-cache")
+    good = dataclasses.replace(r, cell="good", predicted=r.observed + 0.05, oracle=r.observed, **on_time)
+    text = oos.report([good, drift, wrong, slow, unsure, nothing], {"kernel": "6.1"}, 3, 12)
+    assert "**Partial**: 6 of the 12 runs planned" in text
+    assert "Read hit ratio within 0.10: **2 of 4 runs**" in text
+    diffs = [0.05, 0.2, -0.15, 0.0]
     assert f"- lvmcache: bias {np.mean(diffs):+.3f}" in text
+    assert "Time to 63% within 2x: **3 of 4 runs**" in text
     assert '"Can\'t judge yet": day 3 fell within the range given in 0 of 1 runs' in text
-    misses = text.split("### Every miss")[1]
-    assert "- drift: read hit ratio off by +0.200" in misses and "the workload changed between the days" in misses
-    assert "- wrong: read hit ratio off by -0.150" in misses and "the model, not the workload" in misses
-    assert "- unsure:" in misses and "range of 0.100-0.200" in misses
-    assert "- nothing:" in misses and "offered no lvmcache" in misses
-    assert all("read hit ratio off" not in line for line in misses.splitlines() if line.startswith("- good:"))
+    misses = {line.split(":", 1)[0][2:]: line for line in text.split("### Every miss")[1].splitlines() if line[:2] == "- "}
+    assert set(misses) == {"drift", "wrong", "slow", "unsure", "nothing"}, "good is no miss"
+    assert "read hit ratio off by +0.200" in misses["drift"] and "nearer the kernel, so day 3 differed" in misses["drift"]
+    assert "read hit ratio off by -0.150" in misses["wrong"] and "no nearer the kernel" in misses["wrong"]
+    assert "warm-up 3.00x" in misses["slow"] and "the replay's, at day 1's request rate" in misses["slow"]
+    assert "read hit ratio" not in misses["slow"] and "day 3's own requests" not in misses["slow"]
+    assert "outside the range given" in misses["unsure"] and "range of 0.100-0.200" in misses["unsure"]
+    assert "not scored" in misses["nothing"] and "offered no lvmcache" in misses["nothing"]
     assert text.index("## Method") < text.index("## Results")
 
 
-def test_the_suite_resumes_from_the_runs_it_kept(workdir: Path) -> None:
-    """A cell kept under WORKDIR/cells is not run again; --evaluate-only reports on what is kept and
-    writes the report whole (a temporary file, then renamed)."""
+def test_jobs_that_start_later_are_placed_in_their_third_of_the_day(workdir: Path) -> None:
+    """fio's iolog counts each job's time from its own start: the nightly scan (fio's
+    --startdelay, a third of the day) is placed in the day's middle third."""
+    d = workdir / "cells" / CELL.name
+    for day in ("day1", "day2", "day3"):
+        length = oos.day_seconds(d)
+        assert length == 40
+        requests = oos.day_trace(d, day, "scan").requests
+        scan = requests[requests["length"] == 1 << 20]
+        hot = requests[requests["length"] == 4096]
+        assert len(scan) > 50 and len(hot) > 1000
+        assert length // 3 <= scan["t"].min() and scan["t"].max() <= 2 * (length // 3) + 1.5, day
+        assert hot["t"].min() < 1 and hot["t"].max() > length - 2
+
+
+def test_the_suite_resumes_from_the_runs_it_kept(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cell kept under WORKDIR/cells is not run again: only the others are booted; the report
+    covers what is kept and is written whole (a temporary file, then renamed)."""
+    booted: list[list[str]] = []
+    monkeypatch.setattr(oos, "run_pending", lambda todo, *_a: booted.append([c.name for c in todo]))
     out = workdir / "accuracy.md"
     rc = oos.main(["--workdir", str(workdir), "--set", "calibrate", "--runs", "1", "--backends", "lvmcache",
-                   "--workloads", "scan,zipf", "--evaluate-only", "--out", str(out)])
-    assert rc == 0
+                   "--workloads", "scan,zipf", "--out", str(out)])
+    assert rc == 0 and booted == [["calibrate-lvmcache-zipf-0"]]
     text = out.read_text()
     assert "**Partial**: 1 of the 2 runs planned" in text and CELL.name in text
+    assert "`bash packaging/accuracy.sh --set calibrate --runs 1` goes on with the others" in text
     assert "kernel 6.1.0-56-amd64" in text and not list(workdir.glob("*.tmp"))
     assert "**The runs below are calibration runs**" in text and "runs below are the report set" not in text
     saved = json.loads((workdir / "results.json").read_text())

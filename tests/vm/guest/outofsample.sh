@@ -33,11 +33,17 @@ wipe_all() {  # nothing left of the last cell: bcache stopped, the VG gone, no s
   local b cs
   for b in /sys/block/bcache*/bcache; do [ -e "$b/stop" ] && echo 1 > "$b/stop"; done 2>/dev/null || true
   for cs in /sys/fs/bcache/*-*; do [ -d "$cs" ] && echo 1 > "$cs/stop"; done 2>/dev/null || true
-  for _ in $(seq 30); do ls -d /sys/block/bcache* > /dev/null 2>&1 || break; sleep 1; done
+  # the kernel lets go of a stopped bcache and its cache set asynchronously
+  for _ in $(seq 30); do ls -d /sys/block/bcache* /sys/fs/bcache/*-* > /dev/null 2>&1 || break; sleep 1; done
   vgremove -q -y -ff labvg > /dev/null 2>&1 || true
   pvremove -q -y -ff "$hdd" "$ssd" > /dev/null 2>&1 || true
-  for p in $(lsblk -nrpo NAME "$ssd" | sed 1d); do wipefs -q -a "$p" || true; done
-  wipefs -q -a "$hdd" "$ssd"
+  local p tries
+  for tries in $(seq 10); do  # wipefs opens with O_EXCL: busy until every holder is gone
+    for p in $(lsblk -nrpo NAME "$ssd" | sed 1d); do wipefs -q -a "$p" 2>/dev/null || true; done
+    wipefs -q -a "$hdd" "$ssd" 2>/dev/null && break
+    sleep 1
+  done
+  [ "$tries" -lt 10 ] || wipefs -q -a "$hdd" "$ssd"  # the tenth try's error, then set -e stops the boot
   udevadm settle --timeout=30
 }
 wipe_all
@@ -45,7 +51,7 @@ cw probe --yes --json "$hdd" "$ssd" > "$LAB_OUT/probe.json"
 
 day_fio() {  # day_fio DIR N DEV WORKLOAD: day N of the workload, fio's iolog and IOPS log kept
   local dir=$1 day=day$2 dev=$3 w=$4
-  # Each day draws afresh (randrepeat=0: fio 3.33's Zipf draws ignore --randseed, so a seed would
+  # Each day draws afresh (randrepeat=0: fio 3.33's offsets did not change with --randseed, so a seed would
   # repeat day 1's requests in the same order); the Zipf hot spot stays where it was (its center
   # given), as a database's hot rows stay hot from one day to the next. Every job logs its IOPS
   # (dayN_iops.J.log, J the job's index) and its requests (dayN.iolog for the first job,
@@ -88,22 +94,12 @@ day_fio() {  # day_fio DIR N DEV WORKLOAD: day N of the workload, fio's iolog an
   esac
 }
 
-sampler() {  # sampler FILE KIND DEV: every 2 s, the time and the kernel's counters, until killed
-  while :; do
-    if [ "$2" = lvmcache ]; then
-      echo "$(date +%s.%N) $(dmsetup status "$3")"
-    else
-      s=/sys/block/$3/bcache/stats_total
-      echo "$(date +%s.%N) $(cat $s/cache_hits $s/cache_misses $s/cache_bypass_hits $s/cache_bypass_misses | tr '\n' ' ')$(cat /sys/block/$3/bcache/dirty_data)"
-    fi
-    sleep 2
-  done > "$1"
-}
-
 step() { echo "$(date +%s.%N) $*" >> "$dir/steps.txt"; }
 
 cell() {  # cell NAME WORKLOAD BACKEND
   local name=$1 w=$2 backend=$3
+  # a cell stopped by set -e leaves no tracer, sampler or fio running into the next one
+  trap 'kill $(jobs -p) 2>/dev/null || true; wait' EXIT
   dir="$LAB_OUT/cells/$name"
   rm -rf "$dir"; mkdir -p "$dir"
   step setup
@@ -157,9 +153,10 @@ PY
     echo ",$(( $(cat "$dir/size.txt") / 1048576 + 1 ))M" | sfdisk -q "$ssd" > /dev/null
     udevadm settle --timeout=30
     part=$(lsblk -nrpo NAME "$ssd" | sed -n 2p)
-    # The new partition starts where the last cell's cache pool had its data: what blkid finds
-    # there is an earlier cell's, wiped as a user clearing an old SSD would (apply checks the
-    # device again and refuses a signature the plan did not know of).
+    # The new partition starts where an earlier cell's cache pool had its data. blkid found only
+    # the partition's entry in the calibration runs (part-blkid.txt); it is wiped anyway, as a
+    # user clearing an old SSD would (apply checks the device again and refuses a signature the
+    # plan did not know of).
     blkid -p -o export "$part" > "$dir/part-blkid.txt" 2>&1 || true
     wipefs -q -a "$part"
     udevadm settle --timeout=30
@@ -170,20 +167,24 @@ PY
   echo 3 > /proc/sys/vm/drop_caches
   if [ "$backend" = lvmcache ]; then
     dmsetup table labvg-data > "$dir/table.txt"
-    sampler "$dir/after.samples" lvmcache labvg-data & local s=$!
+    sample_counters "$dir/after.samples" labvg-data & local s=$!
     dev=/dev/labvg/data
   else
     udevadm settle --timeout=30
-    bdev=$(basename "$(ls -d /sys/block/bcache*/bcache | head -1 | xargs dirname)")
+    bdev=$(basename "$(readlink -f "/sys/block/$(basename "$hdd")/bcache/dev")")  # this HDD's bcacheN
     cat /sys/block/$bdev/bcache/cache_mode /sys/block/$bdev/bcache/sequential_cutoff > "$dir/table.txt"
     cat /sys/fs/bcache/*-*/bucket_size /sys/fs/bcache/*-*/cache0/nbuckets >> "$dir/table.txt" 2>/dev/null || true
-    sampler "$dir/after.samples" bcache "$bdev" & local s=$!
+    sample_counters "$dir/after.samples" "$bdev" & local s=$!
     dev=/dev/$bdev
   fi
   step day2
   day_fio "$dir" 2 "$dev" "$w"
+  # bcache folds its counters into stats_total about every 13.6 s: a pause after each day lets
+  # the day's last reads be counted before the next day begins (and before the sampler stops)
+  [ "$backend" = bcache ] && sleep 15
   step day3
   day_fio "$dir" 3 "$dev" "$w"
+  [ "$backend" = bcache ] && sleep 15
   kill $s; wait $s 2>/dev/null || true
   step end
 }
