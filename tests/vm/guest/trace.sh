@@ -50,9 +50,15 @@ as_nobody "'$CW_PY' -m cachewise trace $hdd --duration 1s -o /tmp/x.cwtrace" > /
 cw trace "$hdd" --duration 1s -o "$LAB_OUT/hdd.cwtrace" 2> "$LAB_OUT/bad-exists.err" || true
 # Signals: SIGTERM during start-up, SIGTERM while capturing, SIGKILL while capturing. A killed
 # trace leaves its kernel instance (nothing can run in a killed process); the next trace removes it.
+running() {  # running PID: the process has not ended (a child that ended stays a zombie, Z, until waited for)
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2> /dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ]
+}
 sig_trace() {  # sig_trace NAME SIGNAL WHEN (startup: 3 s after start; capture: once tracing)
   local out="$LAB_OUT/sig-$1.cwtrace" pid
-  "$CW_PY" -m cachewise trace "$hdd" --duration 60s -o "$out" --json > "$LAB_OUT/sig-$1.json" 2> "$LAB_OUT/sig-$1.err" &
+  "$CW_PY" -X faulthandler -m cachewise trace "$hdd" --duration 60s -o "$out" --json > "$LAB_OUT/sig-$1.json" \
+      2> "$LAB_OUT/sig-$1.err" &
   pid=$!
   if [ "$3" = capture ]; then
     # The instance appears before its block event is enabled and tracing is on: wait for both,
@@ -68,6 +74,14 @@ sig_trace() {  # sig_trace NAME SIGNAL WHEN (startup: 3 s after start; capture: 
     sleep 3
   fi
   kill -"$2" $pid
+  # A trace still running 30 s after the signal hangs (once, 2026-11-26, after SIGHUP): its
+  # kernel stack and Python's (faulthandler answers SIGABRT) go to sig-NAME-hung.txt and .err,
+  # and its exit code (134) fails the test rather than the whole boot's timeout.
+  for _ in $(seq 300); do running $pid || break; sleep 0.1; done
+  if running $pid; then
+    { cat /proc/$pid/stack; ls -l /proc/$pid/task; } > "$LAB_OUT/sig-$1-hung.txt" 2>&1
+    kill -ABRT $pid
+  fi
   wait $pid; echo $? > "$LAB_OUT/sig-$1.rc"
   ls /sys/kernel/tracing/instances/ > "$LAB_OUT/sig-$1-instances.txt"
   if [ -e "$out" ]; then stat -c %s "$out"; else echo none; fi > "$LAB_OUT/sig-$1-size.txt"
