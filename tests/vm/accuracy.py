@@ -171,13 +171,18 @@ def simulate(blocks: np.ndarray, times: np.ndarray, capacity: int, admit: tuple[
 
 def load_run(out: Path, run: str) -> Trace:
     """The run's trace: fio's iolog, with the backup job's merged in by time when there is one."""
-    trace = load_trace(out / f"{run}.iolog")
     backup = out / f"{run}.backup.iolog"
+    parts = [load_trace(out / f"{run}.iolog").requests]
     if backup.exists():
-        both = np.concatenate([trace.requests, load_trace(backup).requests])
-        both = both[np.argsort(both["t"], kind="stable")]
-        trace = Trace(both, "fio", str(out / f"{run}.iolog"), ImportStats(lines=len(both), requests=len(both)))
-    return trace
+        parts.append(load_trace(backup).requests)
+    return merged(parts, out / f"{run}.iolog")
+
+
+def merged(parts: list[np.ndarray], path: Path) -> Trace:
+    """fio jobs' requests as one trace (named ``path``), merged by time."""
+    both = np.concatenate(parts)
+    both = both[np.argsort(both["t"], kind="stable")]
+    return Trace(both, "fio", str(path), ImportStats(lines=len(both), requests=len(both)))
 
 
 def predict(trace: Trace, backend: str, cache_bytes: int, full: bool) -> tuple[float, float | None, float | None, int]:

@@ -35,9 +35,9 @@ import numpy as np
 from advisor.advice.model import DeviceFacts, Inputs
 from advisor.advice.profile import profile
 from advisor.workload.analysis import analyze
-from advisor.workload.traces import ImportStats, Trace, load_trace
+from advisor.workload.traces import Trace, load_trace
 from tests.vm import accuracy
-from tests.vm.accuracy import T63_GOAL, settled_after
+from tests.vm.accuracy import T63_GOAL, merged, settled_after
 from tests.vm.lab import HDD, SATA_SSD, Lab
 
 MiB = 1 << 20
@@ -194,9 +194,7 @@ def day_trace(d: Path, day: str, workload: str = "") -> Trace:
             requests = requests.copy()
             requests["t"] += thirds * (length // 3)  # bash's $((seconds / 3))
         parts.append(requests)
-    both = np.concatenate(parts)
-    both = both[np.argsort(both["t"], kind="stable")]
-    return Trace(both, "fio", str(d / f"{day}.iolog"), ImportStats(lines=len(both), requests=len(both)))
+    return merged(parts, d / f"{day}.iolog")
 
 
 def iops(d: Path, day: str, skip: tuple[int, ...]) -> float | None:
