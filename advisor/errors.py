@@ -98,6 +98,7 @@ ACTIONS: dict[str, str] = {
     "name-fast": "name the SSD to cache with",
     "give-data-size": "give the size of the data",
     "trace-format": "name the trace's format",
+    "capture-elsewhere": "move the finished capture away (or analyse it), or capture into another folder",
     "trace-columns": "describe the CSV columns",
     "scratch-only": "replay writes only onto a scratch device that holds nothing (named twice), or replay the reads "
     "only",

@@ -93,6 +93,14 @@ def ensure(path: Path) -> Path:
     return path
 
 
+def open_dir(path: Path) -> int:
+    """A descriptor for the directory ``path``, made if missing (0700) and checked as the state
+    directory is (see :func:`check`); the caller closes it. StateDirError, or OSError."""
+    if not os.path.lexists(path):
+        _makedirs(path)
+    return _open_checked(path)
+
+
 def open_in(state: Path, *parts: str, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
     """A descriptor for ``state/parts...``, opened relative to the state directory's own
     descriptor and never through a link (each directory on the way is opened with O_NOFOLLOW).

@@ -16,7 +16,7 @@ KiB, MiB, GiB, TiB = 1 << 10, 1 << 20, 1 << 30, 1 << 40
 # the recommendation and the bcache recipe all start from it).
 BCACHE_SEQUENTIAL_CUTOFF = 4 * MiB
 SIZE_SUFFIX = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
-DURATION_SUFFIX = {"": 1, "s": 1, "m": 60, "h": 3600}
+DURATION_SUFFIX = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_DURATION = 31 * 86400
 
 
@@ -51,10 +51,10 @@ def parse_size(text: str, minimum: int = 1, maximum: int = MAX_SIZE) -> int:
 
 
 def parse_duration(text: str) -> float:
-    """'90', '90s', '10m', '2h' -> seconds (more than zero)."""
-    match = re.fullmatch(r"\s*(\d{1,9}(?:\.\d{1,9})?)\s*([smh]?)\s*", text.lower())
+    """'90', '90s', '10m', '2h', '7d' -> seconds (more than zero)."""
+    match = re.fullmatch(r"\s*(\d{1,9}(?:\.\d{1,9})?)\s*([smhd]?)\s*", text.lower())
     if match is None or float(match[1]) <= 0:
-        raise UnitError(f"not a duration: {text!r} (use 90s, 10m or 2h)")
+        raise UnitError(f"not a duration: {text!r} (use 90s, 10m, 2h or 7d)")
     seconds = float(match[1]) * DURATION_SUFFIX[match[2]]
     if seconds > MAX_DURATION:
         raise UnitError(f"{text.strip()} is longer than {MAX_DURATION // 86400:.0f} days")

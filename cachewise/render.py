@@ -233,7 +233,14 @@ def analysis_report(a: Analysis, width: int = 60, curve: bool = True) -> Group:
     summary.add_column(style="bold")
     summary.add_column()
     total = a.read_requests + a.write_requests
-    summary.add_row("Trace", f"{a.source} ({a.source_format}, {a.lines:,} lines, {a.bad_lines} malformed)")
+    if a.source_format == "capture":
+        summary.add_row(
+            "Trace",
+            f"{a.source} (a capture: {a.lines:,} requests kept of {a.requests:,}, sampled at "
+            f"{a.curve_sample_rate:.3g} by where they fall; sizes below are scaled to the whole device)",
+        )
+    else:
+        summary.add_row("Trace", f"{a.source} ({a.source_format}, {a.lines:,} lines, {a.bad_lines} malformed)")
     # A trace without timestamps (a CSV of offsets, an iolog without times) has an order, no rate.
     span = f"over {a.duration_s:,.1f} s ({rate(a.iops)})" if a.duration_s > 0 else "(the trace has no times: no rate)"
     summary.add_row(

@@ -90,6 +90,8 @@ ACTIONS = {
     "name-fast": "mark the SSD(s) with Space",
     "give-data-size": "choose a device whose size is known",
     "trace-format": "analyse it in a shell, naming its format (cachewise analyze FILE --format fio)",
+    "capture-elsewhere": "analyse the finished capture in a shell (cachewise analyze FOLDER), move it away, or "
+    "capture into another folder (cachewise capture start DEV --dir FOLDER)",
     "trace-columns": "analyse it in a shell, naming its CSV columns (cachewise analyze FILE --csv-columns ...)",
     "scratch-only": "replay writes only onto a scratch device that holds nothing, or replay the reads only",
 }

@@ -21,9 +21,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from advisor.disks.collect import devnum_of
 from advisor.disks.devices import Device, Inventory
@@ -63,6 +64,13 @@ class CapturePlan:
     sector_start: int  # a partition's first sector on its disk (0 otherwise)
     sector_count: int  # sectors to keep (0: all)
     size_bytes: int
+    identity: str | None = None  # discovery's stable identity (wwn:..., dm-uuid:...): the same after a reboot
+
+    @property
+    def stable(self) -> str:
+        """What names the device across reboots (its kernel name may change): the identity, or
+        else the device node."""
+        return self.identity or self.devnode
 
     @property
     def filter(self) -> str:
@@ -85,7 +93,9 @@ def plan_capture(inv: Inventory, path: str) -> CapturePlan:
 def plan_for(dev: Device, inv: Inventory) -> CapturePlan:
     if dev.kind in ("disk", "loop"):
         major, minor = (int(x) for x in dev.devnum.split(":"))
-        return CapturePlan(dev.name, dev.devnode, "block_rq_issue", major << 20 | minor, 0, 0, dev.size_bytes)
+        return CapturePlan(
+            dev.name, dev.devnode, "block_rq_issue", major << 20 | minor, 0, 0, dev.size_bytes, dev.identity
+        )
     if dev.kind == "partition":
         disk = inv.by_name(dev.parent or "")
         start = _partition_start(dev.name)
@@ -93,10 +103,19 @@ def plan_for(dev: Device, inv: Inventory) -> CapturePlan:
             raise CaptureError(f"cannot tell where {dev.name} starts on its disk; nothing was traced.")
         major, minor = (int(x) for x in disk.devnum.split(":"))
         return CapturePlan(
-            dev.name, dev.devnode, "block_rq_issue", major << 20 | minor, start, dev.size_bytes // 512, dev.size_bytes
+            dev.name,
+            dev.devnode,
+            "block_rq_issue",
+            major << 20 | minor,
+            start,
+            dev.size_bytes // 512,
+            dev.size_bytes,
+            dev.identity,
         )
     major, minor = (int(x) for x in dev.devnum.split(":"))
-    return CapturePlan(dev.name, dev.devnode, "block_bio_queue", major << 20 | minor, 0, 0, dev.size_bytes)
+    return CapturePlan(
+        dev.name, dev.devnode, "block_bio_queue", major << 20 | minor, 0, 0, dev.size_bytes, dev.identity
+    )
 
 
 def _partition_start(name: str) -> int | None:
@@ -158,7 +177,7 @@ def parse_line(line: str, plan: CapturePlan) -> tuple[float, int, int, bool] | N
 class Capture:
     """One tracefs instance tracing one device; a context manager that always cleans up."""
 
-    def __init__(self, plan: CapturePlan, runner: CommandRunner) -> None:
+    def __init__(self, plan: CapturePlan, runner: CommandRunner, clock: str | None = None) -> None:
         if os.geteuid() != 0:
             raise CaptureError(
                 "tracing block I/O needs root (tracefs); nothing was traced", next=[next_step("become-root")]
@@ -167,6 +186,8 @@ class Capture:
         self.root = tracefs(runner)
         self.instance = self.root / "instances" / f"cachewise-{os.getpid()}"
         self.event_dir = self.instance / "events" / "block" / plan.event
+        self.clock = clock  # the instance's trace clock to ask for ("mono": CLOCK_MONOTONIC)
+        self.clock_set = False
 
     def remove_stale(self) -> list[str]:
         """Remove the instances earlier cachewise processes left when they were killed (SIGKILL
@@ -192,6 +213,12 @@ class Capture:
         try:
             self.instance.mkdir()
             (self.instance / "buffer_size_kb").write_text(str(BUFFER_KB))
+            if self.clock:
+                try:
+                    (self.instance / "trace_clock").write_text(self.clock)
+                    self.clock_set = True
+                except OSError:
+                    pass  # an older kernel's clocks: the default ("local") is kept
             (self.event_dir / "filter").write_text(self.plan.filter)
             (self.event_dir / "enable").write_text("1")
         except OSError as exc:
@@ -225,6 +252,8 @@ class Capture:
         on_progress: Callable[[CaptureProgress], None] | None = None,
         should_stop: Callable[[], bool] | None = None,
     ) -> CaptureResult:
+        """Trace into the compact trace file ``out`` for ``duration`` seconds (or until
+        ``should_stop`` says so, or Ctrl-C): its header, then the records as they come."""
         write_header(
             out,
             {
@@ -237,6 +266,31 @@ class Capture:
                 "started": time.time(),
             },
         )
+        try:
+            stream = self.stream(duration, lambda records: records.tofile(out), on_progress, should_stop)
+        finally:
+            out.flush()
+        return CaptureResult(
+            out.name if hasattr(out, "name") else "",
+            stream.events,
+            stream.seconds,
+            self.lost(),
+            stream.bad_lines,
+            stream.stopped_by,
+        )
+
+    def stream(
+        self,
+        duration: float,
+        on_records: Callable[[npt.NDArray[Any]], None],
+        on_progress: Callable[[CaptureProgress], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
+    ) -> CaptureResult:
+        """Read the instance's trace pipe for ``duration`` seconds (or until ``should_stop``
+        says so, or Ctrl-C), handing the requests to ``on_records`` in batches (REQUEST dtype,
+        times in the trace clock's seconds): at least every FLUSH_RECORDS requests, whenever
+        ``should_stop`` or ``on_progress`` is consulted with requests pending, and at the end
+        whatever ended it. The result's path and lost count are left empty."""
         buf = np.empty(FLUSH_RECORDS, REQUEST)
         n = events = bad = 0
         start = time.monotonic()
@@ -249,9 +303,13 @@ class Capture:
                 now = time.monotonic()
                 if now - start >= duration:
                     break
-                if should_stop is not None and should_stop():
-                    stopped_by = "request"
-                    break
+                if should_stop is not None:
+                    if n:
+                        on_records(buf[:n].copy())
+                        n = 0
+                    if should_stop():
+                        stopped_by = "request"
+                        break
                 ready, _, _ = select.select([fd], [], [], min(0.25, max(0.0, duration - (now - start))))
                 chunk = b""
                 if ready:
@@ -272,7 +330,7 @@ class Capture:
                         n += 1
                         events += 1
                         if n == FLUSH_RECORDS:
-                            buf.tofile(out)
+                            on_records(buf.copy())
                             n = 0
                 if on_progress is not None and now - last_report >= 0.5:
                     last_report = now
@@ -282,16 +340,8 @@ class Capture:
             stopped_by = "interrupt"
         finally:
             os.close(fd)
-            buf[:n].tofile(out)
-            out.flush()
-        return CaptureResult(
-            out.name if hasattr(out, "name") else "",
-            events,
-            round(time.monotonic() - start, 3),
-            self.lost(),
-            bad,
-            stopped_by,
-        )
+            on_records(buf[:n].copy())
+        return CaptureResult("", events, round(time.monotonic() - start, 3), 0, bad, stopped_by)
 
 
 def capture_with_blktrace(plan: CapturePlan, runner: CommandRunner, out: IO[bytes], duration: float) -> CaptureResult:

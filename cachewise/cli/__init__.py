@@ -27,6 +27,7 @@ COMMANDS = {
     "probe": "disks:cmd_probe",
     "history": "disks:cmd_history",
     "trace": "workload:cmd_trace",
+    "capture": "capture:cmd_capture",
     "analyze": "workload:cmd_analyze",
     "replay": "workload:cmd_replay",
     "recommend": "advice:cmd_recommend",

@@ -137,6 +137,54 @@ def build_parser() -> argparse.ArgumentParser:
         help="tracefs tracepoints (default), or blktrace and blkparse where tracefs cannot be used",
     )
 
+    cap = sub.add_parser(
+        "capture",
+        help="record a device's block I/O for days, sampled (the capture service)",
+        description="Record a device's block I/O for days: requests are sampled by where they fall (SHARDS, at a "
+        "rate chosen from the device's size and lowered when the budget would be overrun), written in frames a "
+        "power cut cannot corrupt (at most the last minute is lost), a file per hour, with each hour's counts of "
+        "every request. A capture that was cut short (a reboot) resumes in the same folder. The package ships "
+        "cachewise-capture@.service and .timer, off by default. Analyse the folder with `cachewise analyze FOLDER`.",
+    )
+    cap_sub = cap.add_subparsers(dest="capture_command", metavar="ACTION", required=True)
+    cap_start = cap_sub.add_parser(
+        "start",
+        help="capture DEVICE until --for has passed, or resume its unfinished capture (root)",
+        description="Capture DEVICE's block I/O into --dir until --for has passed, the budget is spent or the file "
+        "system holding it is nearly full; Ctrl-C, SIGTERM or SIGHUP stop it cleanly. When --dir holds this "
+        "device's unfinished capture it is resumed, to its own end and at its own sampling rate.",
+    )
+    cap_start.add_argument("device", metavar="DEVICE", help="the device: a disk, partition or LV (/dev/VG/LV)")
+    cap_start.add_argument(
+        "--dir", type=Path, metavar="FOLDER", help="where the files go (default: STATE_DIR/captures/NAME)"
+    )
+    cap_start.add_argument("--for", dest="duration", default="7d", help="how long: 2h, 1d, 7d (default)")
+    cap_start.add_argument(
+        "--budget", default="200m", help="at most this much for all the capture's files (default 200m)"
+    )
+    _common(cap_start, json="a summary, schema cachewise.capture-run/1")
+    cap_show = cap_sub.add_parser(
+        "show",
+        help="what a capture holds: its span, sampling, hours and any damage",
+        description="Summarise a capture folder (or one of its files): the sampling rate, the span, each hour's "
+        "requests, reads and writes, sequential share and new footprint, how each run ended, and any damaged tail.",
+    )
+    cap_show.add_argument("path", type=Path, metavar="FOLDER", help="the capture's folder, or one .cwcap file")
+    _common(cap_show, json="schema cachewise.capture/1")
+    cap_export = cap_sub.add_parser(
+        "export",
+        help="write a capture as libCacheSim's oracleGeneral binary trace",
+        description="Write the capture's sampled requests as libCacheSim's oracleGeneral binary trace (one "
+        "24-byte record per block touched: time, block number, block size, the index of its next request), so "
+        "its other policies can be tried on the same capture. The sample's rate is printed: scale sizes by it.",
+    )
+    cap_export.add_argument("path", type=Path, metavar="FOLDER", help="the capture's folder, or one .cwcap file")
+    cap_export.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="FILE", help="the file to write (must not exist)"
+    )
+    cap_export.add_argument("--block-size", default="4k", help="the object size: 4k (default), 64k ...")
+    _common(cap_export, json="a summary, schema cachewise.capture-export/1")
+
     analyze = sub.add_parser(
         "analyze",
         help="analyse a block trace: miss-ratio curve, hot-data ratio, mix",

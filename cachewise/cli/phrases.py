@@ -82,14 +82,16 @@ ACTIONS = {
     "record-trace": "give --trace FILE (see `cachewise trace`)",
     "accept-writeback-risk": "pass --accept-writeback-risk if losing written data with the SSD is acceptable, or "
     "choose writethrough",
-    "record-longer": "trace again over the workload's whole cycle (`cachewise trace DEV -o FILE --duration 24h`, or a "
-    "week with its nightly and weekly jobs)",
+    "record-longer": "record the workload's whole cycle: a week with its nightly and weekly jobs (`cachewise capture "
+    "start DEV`, sampled into bounded space; then `--trace` its folder), or a day (`cachewise trace DEV -o FILE "
+    "--duration 24h`)",
     "probe-device": "measure {device} with `cachewise probe {device}` (a few seconds of read-only fio)",
     "choose-workload": "give --workload TYPE",
     "declare-hot-fraction": "give --hot-fraction for a Zipf-like random workload",
     "name-fast": "name the SSD to cache with (--fast DEV)",
     "give-data-size": "give --data-size",
     "trace-format": "name the format with --format",
+    "capture-elsewhere": "analyse it with `cachewise analyze FOLDER`, move it away, or give --dir for a new capture",
     "trace-columns": "give --csv-columns time=N,op=N,offset=N,size=N (0-based column numbers)",
     "scratch-only": "replay writes only onto a scratch device that holds nothing (--allow-writes --disposable DEV), "
     "or drop --allow-writes to replay the reads",

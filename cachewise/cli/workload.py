@@ -31,6 +31,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
             flush=True,
         )
 
+    def started(devnode: str) -> None:  # for scripts: the requests from now on are in the trace
+        print(f"cachewise: tracing {devnode}; Ctrl-C or SIGTERM stops", file=sys.stderr, flush=True)
+
     def blktrace(devnode: str) -> None:
         print(f"tracing {devnode} with blktrace for {seconds:,.0f} s…", file=sys.stderr)
 
@@ -42,6 +45,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
         args.tracer,
         progress if showing else None,
         blktrace if showing else None,
+        None if showing else started,
     )
     if showing:
         print(file=sys.stderr)

@@ -40,11 +40,11 @@ def check_output(path: Path, what: str = "nothing was written") -> None:
         raise Refused("output-folder-unwritable", folder=folder, what=what, next=choose)
 
 
-def write_new(path: Path, text: str, what: str) -> None:
-    """Write ``text`` to the new file ``path``: all of it or nothing."""
+def write_new(path: Path, text: str | bytes, what: str) -> None:
+    """Write ``text`` (or bytes) to the new file ``path``: all of it or nothing."""
     check_output(path, what)
     try:
-        outputs.write_new(path, text.encode())
+        outputs.write_new(path, text.encode() if isinstance(text, str) else text)
     except FileExistsError:
         raise Refused(
             "output-exists", path=path, how="appeared meanwhile", what=what, next=[next_step("choose-output")]

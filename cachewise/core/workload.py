@@ -3,6 +3,7 @@ replayed onto a device."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from advisor.disks.discovery import find_device
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.inputs import BadJson, MiB, Unreadable, load_json
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
+from advisor.workload import capfile, sampled
 from advisor.workload import replay as replaying
 from advisor.workload.analysis import Analysis, analyze_path
 from advisor.workload.capture import (
@@ -26,6 +28,7 @@ from advisor.workload.capture import (
 )
 from advisor.workload.replay import ReplayResult
 from advisor.workload.traces import MSR, CsvLayout, Format, file_sha256
+from cachewise.core import capture as capturing
 from cachewise.core.context import Core, Refused, is_root
 from cachewise.core.discover import scan
 from cachewise.core.files import check_output
@@ -57,6 +60,8 @@ def analyze(core: Core, request: AnalyzeRequest | Path) -> tuple[Analysis, dict[
     """Analyse a trace file: (analysis, the trace's own metadata). TraceError when the file
     cannot be read as a trace; Refused for a bad block size."""
     r = request if isinstance(request, AnalyzeRequest) else AnalyzeRequest(request)
+    if is_capture(r.path):
+        return _analyze_capture(r)
     try:
         return analyze_path(r.path, r.block_size, r.mode, r.fmt, r.layout, r.sequential_cutoff)
     except CachewiseError:
@@ -65,8 +70,38 @@ def analyze(core: Core, request: AnalyzeRequest | Path) -> tuple[Analysis, dict[
         raise Refused("bad-analysis-input", why=exc) from None
 
 
+def is_capture(path: Path) -> bool:
+    """Whether ``path`` is a capture: a folder (of capture files), or one capture file."""
+    return path.is_dir() or path.name.endswith(capfile.SUFFIX)
+
+
+def _analyze_capture(r: AnalyzeRequest) -> tuple[Analysis, dict[str, Any]]:
+    if r.sequential_cutoff != capfile.CUTOFF:
+        raise Refused(
+            "bad-analysis-input",
+            why=f"a capture's streams were told apart at capture time, at the {capfile.CUTOFF >> 20} MiB "
+            "sequential cutoff; leave --sequential-cutoff out",
+        )
+    captured = capturing.read(r.path, "analysed")
+    try:
+        result = sampled.analyze_capture(captured, str(r.path), r.block_size, r.mode)
+    except ValueError as exc:
+        raise Refused("bad-analysis-input", why=exc) from None
+    meta = {**captured.meta, "sample_rate": captured.rate, "files": [str(p) for p in captured.files]}
+    return result, meta
+
+
+def _digest(path: Path) -> str:
+    if not path.is_dir():
+        return file_sha256(path)
+    digest = hashlib.sha256()
+    for p in capfile.capture_files(path):
+        digest.update(file_sha256(p).encode())
+    return digest.hexdigest()
+
+
 def record_analysis(core: Core, analysis: Analysis, path: Path, meta: dict[str, Any]) -> CachewiseError | None:
-    return core.record(lambda h: h.record_analysis(analysis, file_sha256(path), meta))
+    return core.record(lambda h: h.record_analysis(analysis, _digest(path), meta))
 
 
 @dataclass(frozen=True)
@@ -104,10 +139,11 @@ def trace(
     tracer: str = "auto",
     on_progress: Callable[[CaptureProgress], None] | None = None,
     on_blktrace: Callable[[str], None] | None = None,
+    on_started: Callable[[str], None] | None = None,
 ) -> TraceSummary:
     """Record ``device``'s block I/O to ``output`` for ``seconds`` through tracefs (or
-    blktrace). Refused before anything is traced, or when the capture fails (an empty output
-    is removed)."""
+    blktrace); ``on_started`` hears the device node once tracing is on. Refused before anything
+    is traced, or when the capture fails (an empty output is removed)."""
     if not is_root():
         raise Refused("trace-needs-root", next=[next_step("become-root")])
     check_output(output, "nothing was traced")
@@ -123,6 +159,8 @@ def trace(
                 tracer = "blktrace"
         if tracer == "tracefs":
             with Capture(plan, core.runner) as cap, output.open("xb") as out:
+                if on_started is not None:
+                    on_started(plan.devnode)  # the event is enabled: requests from now on are traced
                 result = cap.run(out, seconds, on_progress)
         else:
             if on_blktrace is not None:

@@ -62,6 +62,8 @@ def test_installs_works_and_purges_clean_in_a_fresh_chroot(deb: Path, tmp_path: 
         assert "thin-provisioning-tools" in recommends and "lvm2" in recommends  # lvm2's cache_check
         assert (root / "lib/systemd/system/cachewise-exporter.timer").is_file()
         assert (root / "lib/systemd/system/cachewise-doctor.timer").is_file()
+        for unit in ("cachewise-capture@.service", "cachewise-capture@.timer"):  # templates, enabled per device
+            assert "ExecStart" in (root / "lib/systemd/system" / unit).read_text() or unit.endswith(".timer"), unit
         for name in ("cachewise-alerts.yml", "cachewise-alerts.test.yml", "cachewise-dashboard.json"):
             assert (root / "usr/share/cachewise" / name).is_file(), name
         # doctor with Debian's python3-prometheus-client: its JSON, its exit code, the textfile

@@ -24,9 +24,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from advisor.workload import capfile
 from advisor.workload.traces import load_trace, write_trace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -157,6 +159,22 @@ def test_every_guest_command_is_in_the_lab_scenario_word_for_word() -> None:
 # --- the host's commands, run as written ---
 
 
+def week_of(folder: Path, requests: Any) -> None:
+    """A capture folder of these requests, as the capture service writes it (one run, ended)."""
+    folder.mkdir(mode=0o700)
+    reqs = requests.copy()
+    reqs["t"] += 1_790_000_000.0 - reqs["t"][0]
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        end = float(reqs["t"][-1]) + 1
+        rec = capfile.Recorder(folder, fd, {"device": "dm-uuid:LVM-vg0data", "until": end}, 1.0,
+                               capfile.Limits(end, 200 << 20), clock=lambda: end)
+        rec.add(reqs)
+        rec.close("interrupt")
+    finally:
+        os.close(fd)
+
+
 @pytest.fixture
 def reader(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """A reader's folder (with the trace the README's `trace` example records) and environment:
@@ -165,6 +183,7 @@ def reader(tmp_path: Path) -> tuple[Path, dict[str, str]]:
     cwd.mkdir()
     fio = load_trace(FIXTURES / "traces" / "fio-v3.iolog")
     write_trace(cwd / "data.cwtrace", fio.requests, {"device": "/dev/vg0/data", "tracer": "block_rq_issue"})
+    week_of(cwd / "week", fio.requests)  # what `capture start --dir week` leaves
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "CACHEWISE"))},
         "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",

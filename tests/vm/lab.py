@@ -250,7 +250,10 @@ class Lab:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill(proc)
-            proc.communicate()
+            out, err = proc.communicate()
+            # what the guest's console said before it stopped answering (a kernel oops or hung
+            # task report shows here), kept beside its outputs
+            (self.workdir / "console-timeout.log").write_text((out or "") + (err or ""))
             raise
         finally:
             with _GUESTS_LOCK:

@@ -171,3 +171,12 @@ install_package_udev_rules() {
     > /etc/udev/rules.d/70-cachewise-bcache-tunables.rules
   udevadm control --reload
 }
+
+# started FILE: wait (up to 60 s) until `cachewise trace` or `capture start`, its standard error in
+# FILE, says tracing is on. Scripts wait for that line rather than reading the instance's files in
+# tracefs while cachewise sets it up: twice the guest hung in such a read (2026-11-26 and -27, a
+# grep of the new instance's tracing_on), with nothing on its console.
+started() {
+  for _ in $(seq 600); do grep -qs -e '^cachewise: tracing ' -e '^cachewise: capturing ' "$1" && return 0; sleep 0.1; done
+  return 1
+}

@@ -199,6 +199,12 @@ sleep 0.5
 fio --name=zipf --filename=/dev/vg0/data --readonly --direct=1 --ioengine=libaio --iodepth=4 --rw=randread \
     --bs=4k --size=256M --random_distribution=zipf:1.2 --norandommap --time_based --runtime=15 --output-format=terse > /dev/null
 readme_ctrl_c
+readme_tty 'sudo cachewise capture start /dev/vg0/data --dir week --for 7d'
+for _ in $(seq 1200); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
+sleep 0.5
+fio --name=zipf --filename=/dev/vg0/data --readonly --direct=1 --ioengine=libaio --iodepth=4 --rw=randread \
+    --bs=4k --size=256M --random_distribution=zipf:1.2 --norandommap --time_based --runtime=5 --output-format=terse > /dev/null
+readme_ctrl_c
 readme 'cachewise recommend --slow /dev/vg0/data --fast /dev/sdc --trace data.cwtrace'
 readme 'cachewise recommend --slow /dev/vg0/data --fast /dev/sdc --trace data.cwtrace --json > rec.json'
 readme 'cachewise recommend --slow /dev/vg0/data --fast /dev/sdc --workload database --fs xfs'

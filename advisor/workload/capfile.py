@@ -1,0 +1,607 @@
+"""The capture service's files: block I/O recorded for days, spatially sampled, in frames that
+a power cut cannot corrupt.
+
+A capture is a folder of files, one per hour (``capture-YYYYmmddTHHMMSSZ.cwcap``), written only
+by appending; the folder holds one device's capture, named by its stable identity (its kernel
+name may differ after a reboot). Each file is a header (a magic line and a JSON line: the device, the sampling
+unit, the format version) and then frames. A frame is a fixed head (tag, kind, payload length,
+CRC-32 of the payload) and its payload:
+
+- ``R`` records: the time base (seconds since the epoch), the sampling threshold in force,
+  and zlib-compressed packed records of 16 bytes (microseconds after the base, the sector,
+  the sector count with the write flag in its top bit). One frame is written and flushed
+  to disk at least every minute, so a power cut loses at most that minute.
+- ``S`` a summary of one hour (JSON), counted from every request, sampled or not: requests,
+  reads and writes with their bytes, the sequential share, the new footprint (sampled units
+  seen for the first time, scaled by the sampling rate), events the kernel lost.
+- ``E`` the end of a run, and why (JSON): duration reached, stopped, the budget or the file
+  system nearly full.
+
+A reader takes every frame up to the first one that is short or fails its CRC (a torn tail
+after a power cut, or damage) and says how many bytes it left. Nothing in a frame is trusted:
+lengths are bounded before anything is allocated.
+
+Sampling (SHARDS, Waldspurger et al., FAST '15): a request is kept when the hash of the
+64 KiB unit it starts in falls under a threshold, so every block of a sampled unit is kept
+whole (the 4 KiB curve and dm-cache's 64 KiB chunk curve both stay valid) and the sample's
+stack distances scale by 1/rate. The threshold only ever goes down (when the budget says the
+files would grow too large): a reader keeps only the records under the lowest threshold of
+the capture, which is exactly the sample a capture at that rate from the start would hold.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import struct
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from advisor.inputs import BadJson, parse_json
+from advisor.workload.mrc import HASH_MULTIPLIER, HASH_RANGE, HASH_SHIFT
+from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
+
+MAGIC = b"CACHEWISE-CAPTURE 1\n"
+MAGIC_PREFIX = b"CACHEWISE-CAPTURE "
+SUFFIX = ".cwcap"
+CUTOFF = SEQUENTIAL_CUTOFF  # streams are classed at capture time at bcache's default cutoff
+UNIT = 64 << 10  # the sampling unit: dm-cache's default chunk; a request goes with its first byte's unit
+SALT = 0x9E3779B97F4A7C15  # the capture's own hash salt, apart from the analysis's samples
+FRAME = struct.Struct("<4sBxxxII")  # tag, kind, payload length, CRC-32 of the payload
+FRAME_TAG = b"CWFR"
+RECORDS = struct.Struct("<dQI")  # time base (epoch s), threshold, records in the frame
+PACKED = np.dtype([("us", "<u4"), ("sector", "<u8"), ("sectors", "<u4")])
+WRITE_BIT = np.uint32(1 << 31)
+STREAM_SHIFT = 29  # bits 29-30: the request's class in the full stream (streams.StreamDetector)
+SECTORS_MASK = np.uint32((1 << STREAM_SHIFT) - 1)
+MAX_PAYLOAD = 64 << 20  # a frame larger than this is damage, never a frame cachewise wrote
+MAX_FRAME_RECORDS = 1 << 21
+MAX_HEADER = 1 << 16
+PREFIX = "capture"
+NAME = re.compile(r"^capture-(?P<stamp>\d{8}T\d{6}Z)(?:-(?P<n>\d+))?\.cwcap$")
+
+REQUEST = np.dtype([("t", "<f8"), ("offset", "<u8"), ("length", "<u4"), ("write", "u1")])
+# A captured request: with its class in the whole stream, found at capture time from every
+# request (sampling breaks streams apart): 0 random or a stream's start, 1 continues a
+# stream, 2 continues one past the sequential cutoff (bcache bypasses it).
+CAPTURED = np.dtype([("t", "<f8"), ("offset", "<u8"), ("length", "<u4"), ("write", "u1"), ("stream", "u1")])
+
+
+class CaptureFileError(ValueError):
+    """A capture file or folder that cannot be read: ``why``."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def unit_hash(offsets: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """The sampling hash (0 to HASH_RANGE - 1) of the 64 KiB units these byte offsets are in."""
+    units = offsets // np.uint64(UNIT)
+    with np.errstate(over="ignore"):
+        hashed: npt.NDArray[np.uint64] = ((units ^ np.uint64(SALT)) * HASH_MULTIPLIER) >> HASH_SHIFT
+    return hashed
+
+
+def threshold_for(rate: float) -> int:
+    return max(1, min(HASH_RANGE, round(rate * HASH_RANGE)))
+
+
+def rate_of(threshold: int) -> float:
+    return threshold / HASH_RANGE
+
+
+def initial_rate(device_bytes: int, sampled_bytes: int = 16 << 30) -> float:
+    """The starting rate: all of a device up to ``sampled_bytes`` (16 GiB: the analysis holds its
+    blocks in memory), that much of a larger one (a 4 TB disk: 0.4%). A power of two, so each
+    cut by the budget halves it exactly."""
+    if device_bytes <= sampled_bytes:
+        return 1.0
+    rate = 1.0
+    while device_bytes * rate > sampled_bytes:
+        rate /= 2
+    return rate
+
+
+def pack(requests: npt.NDArray[Any], base: float) -> bytes:
+    """Requests (CAPTURED, or REQUEST as class 0; times in epoch seconds at or after ``base``)
+    as a compressed payload."""
+    out = np.empty(len(requests), PACKED)
+    out["us"] = np.clip(np.round((requests["t"] - base) * 1e6), 0, 0xFFFFFFFF).astype(np.uint32)
+    out["sector"] = requests["offset"] // np.uint64(512)
+    sectors = np.minimum((requests["length"].astype(np.uint64) + 511) // 512, np.uint64(SECTORS_MASK))
+    classes = requests["stream"] if "stream" in (requests.dtype.names or ()) else np.zeros(len(requests), np.uint8)
+    stream = np.minimum(classes, 3).astype(np.uint32) << np.uint32(STREAM_SHIFT)
+    out["sectors"] = sectors.astype(np.uint32) | stream | np.where(requests["write"] != 0, WRITE_BIT, np.uint32(0))
+    return zlib.compress(out.tobytes(), 6)
+
+
+def unpack(payload: bytes, base: float, count: int) -> npt.NDArray[Any]:
+    raw = zlib.decompressobj()
+    data = raw.decompress(payload, count * PACKED.itemsize + 1)
+    if len(data) != count * PACKED.itemsize or raw.unconsumed_tail:
+        raise CaptureFileError(f"a records frame holds {len(data)} bytes, not the {count} records it says")
+    packed = np.frombuffer(data, PACKED)
+    out = np.empty(count, CAPTURED)
+    out["t"] = base + packed["us"] / 1e6
+    out["offset"] = packed["sector"].astype(np.uint64) * np.uint64(512)
+    out["length"] = (packed["sectors"] & SECTORS_MASK) * np.uint32(512)
+    out["write"] = (packed["sectors"] & WRITE_BIT) != 0
+    out["stream"] = (packed["sectors"] >> np.uint32(STREAM_SHIFT)) & np.uint32(3)
+    return out
+
+
+def frame(kind: bytes, payload: bytes) -> bytes:
+    return FRAME.pack(FRAME_TAG, kind[0], len(payload), zlib.crc32(payload)) + payload
+
+
+def records_frame(requests: npt.NDArray[Any], base: float, threshold: int) -> bytes:
+    return frame(b"R", RECORDS.pack(base, threshold, len(requests)) + pack(requests, base))
+
+
+def json_frame(kind: bytes, value: dict[str, Any]) -> bytes:
+    return frame(kind, json.dumps(value, sort_keys=True).encode())
+
+
+def header(meta: dict[str, Any]) -> bytes:
+    return MAGIC + json.dumps(meta, sort_keys=True).encode() + b"\n"
+
+
+@dataclass
+class FileContents:
+    """What one capture file held, up to its first bad frame."""
+
+    path: Path
+    meta: dict[str, Any]
+    chunks: list[tuple[int, npt.NDArray[Any]]] = field(default_factory=list)  # (threshold, records)
+    summaries: list[dict[str, Any]] = field(default_factory=list)
+    ends: list[dict[str, Any]] = field(default_factory=list)
+    torn_bytes: int = 0  # bytes after the last good frame (a power cut's tail, or damage)
+    torn_why: str = ""
+
+    def number(self, key: str, default: float) -> float:
+        """A number from the header, or ``default`` when it is missing or not a finite number."""
+        value = self.meta.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            return default
+        return float(value)
+
+
+def read_file(path: Path) -> FileContents:
+    """One capture file: CaptureFileError when it is not one at all; a damaged tail is counted."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise CaptureFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not data.startswith(MAGIC):
+        if data.startswith(MAGIC_PREFIX):
+            version = data[len(MAGIC_PREFIX) : data.find(b"\n", 0, 64)].decode("ascii", "replace")
+            raise CaptureFileError(f"{path} is a capture of format version {version!r}; this cachewise reads version 1")
+        raise CaptureFileError(f"{path} is not a cachewise capture file (bad header)")
+    end = data.find(b"\n", len(MAGIC), len(MAGIC) + MAX_HEADER)
+    try:
+        meta = parse_json(data[len(MAGIC) : end].decode("utf-8")) if end > 0 else None
+    except (BadJson, UnicodeDecodeError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise CaptureFileError(f"{path} has a corrupt header")
+    contents = FileContents(path, meta)
+    at = end + 1
+    while at < len(data):
+        why = _frame_at(data, at, contents)
+        if why:
+            contents.torn_bytes, contents.torn_why = len(data) - at, why
+            break
+        at += FRAME.size + FRAME.unpack_from(data, at)[2]
+    return contents
+
+
+def _frame_at(data: bytes, at: int, contents: FileContents) -> str:
+    """Read the frame at ``at`` into ``contents``; why it cannot be read ("" when it was)."""
+    if len(data) - at < FRAME.size:
+        return "a frame's head is cut short"
+    tag, kind, length, crc = FRAME.unpack_from(data, at)
+    if tag != FRAME_TAG or length > MAX_PAYLOAD:
+        return "a frame's head is damaged"
+    payload = data[at + FRAME.size : at + FRAME.size + length]
+    if len(payload) != length:
+        return "the last frame is cut short"
+    if zlib.crc32(payload) != crc:
+        return "a frame fails its checksum"
+    try:
+        if kind == ord("R"):
+            if length < RECORDS.size:
+                return "a records frame is too short"
+            base, threshold, count = RECORDS.unpack_from(payload)
+            if count > MAX_FRAME_RECORDS or not 1 <= threshold <= HASH_RANGE or not np.isfinite(base):
+                return "a records frame's head is out of range"
+            contents.chunks.append((threshold, unpack(payload[RECORDS.size :], base, count)))
+        elif kind in (ord("S"), ord("E")):
+            value = parse_json(payload.decode("utf-8"))
+            if not isinstance(value, dict):
+                return "a summary frame is not a JSON object"
+            (contents.summaries if kind == ord("S") else contents.ends).append(value)
+        # other kinds: a later version's, skipped whole (the CRC held)
+    except (CaptureFileError, zlib.error, BadJson, UnicodeDecodeError) as exc:
+        return f"a frame cannot be decoded ({exc})"
+    return ""
+
+
+def capture_files(folder: Path) -> list[Path]:
+    """The capture files in ``folder``, oldest first (links and other names are not)."""
+    found = []
+    for entry in folder.iterdir():
+        m = NAME.match(entry.name)
+        if m and entry.is_file() and not entry.is_symlink():
+            found.append((m["stamp"], int(m["n"] or 0), entry))
+    return [p for _, _, p in sorted(found)]
+
+
+@dataclass
+class Capture:
+    """A whole capture, read from its files: the sampled requests at the lowest threshold, in
+    time order, the hours' summaries, and what was damaged."""
+
+    files: list[Path]
+    meta: dict[str, Any]
+    requests: npt.NDArray[Any]
+    threshold: int
+    summaries: list[dict[str, Any]]
+    ends: list[dict[str, Any]]
+    damaged: list[str]
+
+    @property
+    def rate(self) -> float:
+        return rate_of(self.threshold)
+
+
+def read_capture(paths: list[Path]) -> Capture:
+    """The capture in these files (a folder's, from capture_files, or a single file)."""
+    if not paths:
+        raise CaptureFileError("there are no capture files")
+    contents = [read_file(p) for p in paths]
+    devices = {str(c.meta.get("device")) for c in contents}
+    if len(devices) > 1:
+        raise CaptureFileError(f"these capture files are of {len(devices)} devices ({', '.join(sorted(devices))})")
+    thresholds = [t for c in contents for t, _ in c.chunks]
+    lowest = min(thresholds, default=HASH_RANGE)
+    kept = []
+    for c in contents:
+        for threshold, records in c.chunks:
+            if threshold > lowest and len(records):
+                records = records[unit_hash(records["offset"]) < np.uint64(lowest)]
+            kept.append(records)
+    requests = np.concatenate(kept) if kept else np.empty(0, CAPTURED)
+    requests = requests[np.argsort(requests["t"], kind="stable")]
+    damaged = [f"{c.path.name}: {c.torn_why}, {c.torn_bytes} bytes left unread" for c in contents if c.torn_bytes]
+    return Capture(
+        [c.path for c in contents],
+        contents[0].meta,
+        requests,
+        lowest,
+        _latest([s for c in contents for s in c.summaries]),
+        [e for c in contents for e in c.ends],
+        damaged,
+    )
+
+
+def _latest(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run's last word on each hour (an hour is summarised so far at every flush, and again
+    when it ends), in order; two runs in one hour (a reboot) stay apart, to be added up."""
+    last: dict[tuple[str, str], dict[str, Any]] = {}
+    for s in summaries:
+        last[(str(s.get("run")), str(s.get("start")))] = s
+    return list(last.values())
+
+
+def export_oracle_general(capture: Capture, out: Any, block_size: int = 4096) -> int:
+    """Write the capture as libCacheSim's oracleGeneral binary trace (24-byte records: clock
+    time in seconds from the capture's start, object id = block number, object size, the
+    index of the object's next request or -1) to the binary file ``out``: one request per
+    block touched. Returns the number of records."""
+    reqs = capture.requests
+    if not len(reqs):
+        return 0
+    first = reqs["offset"] // np.uint64(block_size)
+    last = (reqs["offset"] + reqs["length"].astype(np.uint64) - np.uint64(1)) // np.uint64(block_size)
+    per = (last - first + np.uint64(1)).astype(np.int64)
+    starts = np.repeat(first.astype(np.int64), per)
+    within = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    blocks = starts + within
+    n = len(blocks)
+    order = np.lexsort((np.arange(n), blocks))
+    nxt = np.full(n, -1, np.int64)
+    same = blocks[order[1:]] == blocks[order[:-1]]
+    nxt[order[:-1][same]] = order[1:][same]
+    rec = np.empty(n, np.dtype([("t", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")]))
+    rec["t"] = np.clip(np.repeat(reqs["t"] - reqs["t"][0], per), 0, 0xFFFFFFFF).astype(np.uint32)
+    rec["id"] = blocks.astype(np.uint64)
+    rec["size"] = block_size
+    rec["next"] = nxt
+    out.write(rec.tobytes())
+    return n
+
+
+def file_name(when: float, n: int = 0) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(when))
+    return f"{PREFIX}-{stamp}{f'-{n}' if n else ''}{SUFFIX}"
+
+
+def safe_name(device_name: str) -> str:
+    """A capture's name from a device's kernel name (dm-3, sdb1, nvme0n1p2): file-name safe."""
+    return re.sub(r"[^A-Za-z0-9_.:-]", "_", device_name) or "device"
+
+
+def folder_bytes(folder: Path) -> int:
+    total = 0
+    for p in capture_files(folder):
+        try:
+            total += p.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+@dataclass
+class Hour:
+    """One clock hour's counts, from every request the capture saw (sampled or not)."""
+
+    start: float
+    requests: int = 0
+    reads: int = 0
+    writes: int = 0
+    read_bytes: int = 0
+    write_bytes: int = 0
+    sequential: int = 0  # requests that continue one of the recent streams (as bcache tells them)
+    bypassed: int = 0  # of those, the ones past the sequential cutoff, which bcache bypasses
+    bypassed_bytes: int = 0
+    bypassed_reads: int = 0
+    first: float = math.inf  # the hour's first and last request
+    last: float = -math.inf
+    new_units: int = 0  # sampled 64 KiB units first seen this hour
+    lost: int = 0
+
+    def to_json(self, rate: float, run: float) -> dict[str, Any]:
+        return {
+            "run": run,
+            "hour": time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(self.start)),
+            "start": self.start,
+            "requests": self.requests,
+            "reads": self.reads,
+            "writes": self.writes,
+            "read_bytes": self.read_bytes,
+            "write_bytes": self.write_bytes,
+            "sequential": self.sequential,
+            "bypassed": self.bypassed,
+            "bypassed_bytes": self.bypassed_bytes,
+            "bypassed_reads": self.bypassed_reads,
+            "first": self.first if self.requests else None,
+            "last": self.last if self.requests else None,
+            "new_footprint_bytes": round(self.new_units * UNIT / rate),
+            "sample_rate": rate,
+            "lost": self.lost,
+        }
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long a capture runs and how much it may hold."""
+
+    until: float  # epoch seconds
+    budget: int  # bytes for all of this capture's files
+    flush_seconds: float = 60.0  # a power cut loses at most this much
+    # Stop when the file system has less left (to users: root's reserve is not counted) than
+    # the smaller of these: 256 MiB, or 5% of a small one.
+    min_free: int = 256 << 20
+    min_free_share: float = 0.05
+
+
+class Recorder:
+    """Writes one capture's files as requests come (the capture service's sink): samples them,
+    counts the hours, writes a frame at least every ``flush_seconds`` (fsync'd), a new file
+    every clock hour, lowers the sampling rate when the budget would be overrun by ``until``,
+    and stops (with an ``E`` frame saying why) at the budget or a nearly full file system.
+    ``folder`` must be trusted already (the caller opened it safely: ``dfd``)."""
+
+    def __init__(
+        self,
+        folder: Path,
+        dfd: int,
+        meta: dict[str, Any],
+        rate: float,
+        limits: Limits,
+        clock: Callable[[], float] = time.time,
+        statvfs: Callable[[int], os.statvfs_result] = os.fstatvfs,
+    ) -> None:
+        self.folder, self.dfd, self.meta, self.limits = folder, dfd, meta, limits
+        self.clock, self.statvfs = clock, statvfs
+        self.threshold = threshold_for(rate)
+        self.started = clock()
+        self.used_before = folder_bytes(folder)
+        self.written = 0
+        self.fd = -1
+        self.file_hour = -1.0
+        self.pending: list[npt.NDArray[Any]] = []
+        self.last_flush = self.started
+        self.hour: Hour | None = None
+        self.seen: set[int] = set()
+        self.streams = StreamDetector(SEQUENTIAL_CUTOFF)
+        self.lost_total = 0
+        self.sampled = 0
+        self.files: list[str] = []
+        self.stopped = ""
+
+    @property
+    def rate(self) -> float:
+        return rate_of(self.threshold)
+
+    def _open(self, now: float) -> None:
+        if self.fd >= 0:
+            os.fsync(self.fd)
+            os.close(self.fd)
+        for n in range(100):
+            name = file_name(now, n)
+            try:
+                self.fd = os.open(
+                    name,
+                    os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_APPEND,
+                    0o600,
+                    dir_fd=self.dfd,
+                )
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise CaptureFileError(f"cannot find a free file name in {self.folder}")
+        self.files.append(name)
+        self.file_hour = now // 3600
+        self._write(header({**self.meta, "format": 1, "unit": UNIT, "threshold": self.threshold, "opened": now}))
+        os.fsync(self.dfd)
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+        self.written += len(data)
+
+    def add(self, requests: npt.NDArray[Any], lost: int = 0) -> None:
+        """Requests (REQUEST dtype, times in epoch seconds, in time order) as they came: every
+        one is classed in the whole stream and counted in its hour; the sampled ones are kept."""
+        if self.stopped or not len(requests):
+            self._count_lost(lost)
+            return
+        captured = np.empty(len(requests), CAPTURED)
+        for name in REQUEST.names or ():
+            captured[name] = requests[name]
+        captured["stream"] = self.streams.classify(requests)
+        hours = captured["t"] // 3600
+        for h in np.unique(hours):
+            self._count(captured[hours == h], float(h) * 3600)
+        self._count_lost(lost)
+        keep = unit_hash(captured["offset"]) < np.uint64(self.threshold)
+        if keep.any():
+            self.pending.append(captured[keep])
+
+    def _count_lost(self, lost: int) -> None:
+        if lost > self.lost_total and self.hour is not None:
+            self.hour.lost += lost - self.lost_total
+        self.lost_total = max(self.lost_total, lost)
+
+    def _count(self, part: npt.NDArray[Any], hour_start: float) -> None:
+        if self.hour is None or hour_start > self.hour.start:
+            self._end_hour()
+            self.hour = Hour(hour_start)
+        h = self.hour
+        writes = part["write"] != 0
+        length = part["length"].astype(np.int64)
+        h.requests += len(part)
+        h.first, h.last = min(h.first, float(part["t"][0])), max(h.last, float(part["t"][-1]))
+        h.writes += int(writes.sum())
+        h.reads += int((~writes).sum())
+        h.write_bytes += int(length[writes].sum())
+        h.read_bytes += int(length[~writes].sum())
+        h.sequential += int(np.count_nonzero(part["stream"]))
+        bypassed = part["stream"] == StreamDetector.BYPASSED
+        h.bypassed += int(np.count_nonzero(bypassed))
+        h.bypassed_bytes += int(length[bypassed].sum())
+        h.bypassed_reads += int(np.count_nonzero(bypassed & ~writes))
+        sampled = part["offset"][unit_hash(part["offset"]) < np.uint64(self.threshold)]
+        before = len(self.seen)
+        self.seen.update((sampled // np.uint64(UNIT)).tolist())
+        h.new_units += len(self.seen) - before
+
+    def _end_hour(self) -> None:
+        if self.hour is not None and self.hour.requests + self.hour.lost:
+            self._flush_records()
+            if self.fd >= 0:
+                self._write(json_frame(b"S", self.hour.to_json(self.rate, self.started)))
+        self.hour = None
+
+    def _flush_records(self) -> None:
+        if not self.pending:
+            return
+        records = np.concatenate(self.pending)
+        self.pending = []
+        if self.fd < 0 or records["t"][0] // 3600 != self.file_hour:
+            self._open(float(records["t"][0]))
+        for at in range(0, len(records), MAX_FRAME_RECORDS):
+            part = records[at : at + MAX_FRAME_RECORDS]
+            self._write(records_frame(part, float(part["t"][0]), self.threshold))
+        self.sampled += len(records)
+
+    def tick(self) -> str:
+        """Called often (every quarter second): flush, rotate, keep to the budget. Why the
+        capture must stop ("" to go on)."""
+        now = self.clock()
+        if self.stopped:
+            return self.stopped
+        if now >= self.limits.until:
+            return "duration"
+        if now - self.last_flush < self.limits.flush_seconds and now // 3600 == self.file_hour:
+            return ""
+        self.last_flush = now
+        if self.hour is not None and now // 3600 > self.hour.start // 3600:
+            self._end_hour()
+        self._flush_records()
+        if self.fd >= 0:
+            if self.hour is not None and self.hour.requests:
+                # the hour so far, so that a power cut loses its counts of the last minute only
+                self._write(json_frame(b"S", self.hour.to_json(self.rate, self.started)))
+            os.fsync(self.fd)
+        return self._check_space(now)
+
+    def _check_space(self, now: float) -> str:
+        used = self.used_before + self.written
+        if used >= self.limits.budget:
+            self.stopped = "budget"
+            return self.stopped
+        elapsed = now - self.started
+        if elapsed >= 60 and self.threshold > 1:
+            projected = used + self.written / elapsed * max(0.0, self.limits.until - now)
+            lowered = self.threshold
+            while projected > 0.9 * self.limits.budget and lowered > 1:
+                lowered = max(1, lowered // 2)
+                projected = used + (projected - used) / 2
+            if lowered < self.threshold:
+                self._lower(lowered, now)
+        st = self.statvfs(self.dfd)
+        free = st.f_bavail * st.f_frsize
+        if free < min(self.limits.min_free, self.limits.min_free_share * st.f_blocks * st.f_frsize):
+            self.stopped = "disk-full"
+        return self.stopped
+
+    def _lower(self, threshold: int, now: float) -> None:
+        """Sample less from now on: an empty records frame says so at once (a reader keeps only
+        the records under the lowest threshold it finds)."""
+        self.threshold = threshold
+        if self.seen:
+            units = np.fromiter(self.seen, np.uint64, len(self.seen))
+            self.seen = set(units[unit_hash(units * np.uint64(UNIT)) < np.uint64(threshold)].tolist())
+        if self.fd >= 0:
+            self._write(records_frame(np.empty(0, CAPTURED), now, threshold))
+
+    def close(self, why: str) -> None:
+        """Write what is pending, the hour so far and an ``E`` frame saying why it ended."""
+        self._end_hour()
+        self._flush_records()
+        if self.fd < 0:
+            self._open(self.clock())
+        self._write(
+            json_frame(
+                b"E",
+                {"why": why, "ended": self.clock(), "sample_rate": self.rate, "sampled": self.sampled},
+            )
+        )
+        os.fsync(self.fd)
+        os.close(self.fd)
+        self.fd = -1

@@ -1,0 +1,127 @@
+"""Analysing a capture, which holds a spatial sample of the requests (advisor/workload/capfile.py).
+
+The sample is analysed as any trace is, and every size is then scaled by 1/rate: a cache of
+S blocks over the whole device behaves as one of S x rate blocks over the sample (SHARDS,
+Waldspurger et al., FAST '15, for LRU; "miniature simulation", Waldspurger et al., USENIX ATC
+'17, for other policies, which is how the smq and bcache replays are read). The request
+figures (the mix, the bytes, the sequential share, what bcache bypasses) are not estimated from
+the sample: the capture counted every request in its hours' summaries. Requests past the
+sequential cutoff were marked at capture time, from the whole stream (sampling breaks streams
+apart), and are left out of the curves as the analysis of a full trace leaves them out.
+
+What the sample cannot give is left out rather than guessed: the write backlog (it depends on
+the exact order of every write) and the coarser chunk curves (computed from the whole footprint).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from advisor.workload import capfile
+from advisor.workload.analysis import COLD_LIMIT, Analysis, CoarseCurve, analyze
+from advisor.workload.streams import StreamDetector
+from advisor.workload.traces import REQUEST, ImportStats, Trace
+
+
+def analyze_capture(capture: capfile.Capture, source: str, block_size: int = 4096, mode: Any = "auto") -> Analysis:
+    """The analysis of a capture, at full scale."""
+    reqs = capture.requests
+    kept = reqs[reqs["stream"] != StreamDetector.BYPASSED]
+    if not len(kept):
+        raise ValueError("the capture holds no sampled requests that a cache would see")
+    plain = np.empty(len(kept), REQUEST)
+    for name in REQUEST.names or ():
+        plain[name] = kept[name]
+    stats = ImportStats(lines=len(reqs), requests=len(reqs))
+    size = capture.meta.get("size_bytes")
+    meta = {"size_bytes": size} if isinstance(size, int) and not isinstance(size, bool) and size > 0 else {}
+    sample = analyze(Trace(plain, "capture", source, stats, meta), block_size, mode, sequential_cutoff=0)
+    return scale(sample, capture)
+
+
+def _up(n: int | float, rate: float) -> int:
+    return round(n / rate)
+
+
+def scale(a: Analysis, capture: capfile.Capture) -> Analysis:
+    """The sample's analysis ``a`` at the whole device's scale (see the module's doc)."""
+    rate = capture.rate
+    hours = capture.summaries
+    total = sum(int(h.get("requests", 0)) for h in hours)
+    counted = sum(int(h.get("requests", 0)) - int(h.get("bypassed", 0)) for h in hours)
+    # the sample's requests stand for this many each: the counts it holds beside the whole's
+    per = counted / a.requests if counted > 0 and a.requests else 1 / rate
+    accesses = round(a.block_accesses * per)
+    footprint = _up(a.footprint_blocks, rate)
+    scaled: dict[str, Any] = {
+        "curve_mode": f"sampled ({a.curve_mode})",
+        "curve_sample_rate": a.curve_sample_rate * rate,
+        "block_accesses": accesses,
+        "size_histogram": {k: round(v * per) for k, v in a.size_histogram.items()},
+        "footprint_blocks": footprint,
+        "footprint_bytes": _up(a.footprint_bytes, rate),
+        "curve_sizes_blocks": [_up(x, rate) for x in a.curve_sizes_blocks],
+        "hot_blocks": [_up(x, rate) for x in a.hot_blocks],
+        "chunk_curve_sizes_blocks": [_up(x, rate) for x in a.chunk_curve_sizes_blocks],
+        "chunk_footprint_blocks": _up(a.chunk_footprint_blocks, rate),
+        "smq_sizes_blocks": [_up(x, rate) for x in a.smq_sizes_blocks],
+        "bcache_sizes_bytes": [_up(x, rate) for x in a.bcache_sizes_bytes],
+        "coarse_chunk_curves": list[CoarseCurve](),
+        "write_drain_rates": [],
+        "write_backlog_bytes": [],
+        "cold_miss_share": round(min(1.0, footprint / accesses), 6) if accesses else 0.0,
+        "chunk_cold_miss_share": round(min(1.0, a.chunk_cold_miss_share * per * rate), 6),
+        "too_short": accesses > 0 and footprint / accesses > COLD_LIMIT,
+    }
+    times = [
+        (h["first"], h["last"]) for h in hours if isinstance(h.get("first"), float) and isinstance(h.get("last"), float)
+    ]
+    if total:
+        scaled |= _adjusted(a, rate, hours)
+        duration = (max(t for _, t in times) - min(t for t, _ in times)) if times else a.duration_s
+        scaled |= {
+            "requests": total,
+            "read_requests": sum(int(h.get("reads", 0)) for h in hours),
+            "write_requests": sum(int(h.get("writes", 0)) for h in hours),
+            "read_bytes": sum(int(h.get("read_bytes", 0)) for h in hours),
+            "write_bytes": sum(int(h.get("write_bytes", 0)) for h in hours),
+            "sequential_share": sum(int(h.get("sequential", 0)) for h in hours) / total,
+            "bypassed_requests": sum(int(h.get("bypassed", 0)) for h in hours),
+            "bypassed_bytes": sum(int(h.get("bypassed_bytes", 0)) for h in hours),
+            "sequential_cutoff": capfile.CUTOFF,
+            "duration_s": duration,
+            "iops": total / duration if duration > 0 else 0.0,
+        }
+    else:  # no hour was summarised (cut short before its first): the sample's counts, scaled
+        scaled |= {
+            k: _up(getattr(a, k), rate)
+            for k in ("requests", "read_requests", "write_requests", "read_bytes", "write_bytes")
+        }
+        scaled["iops"] = a.iops / rate
+    return dataclasses.replace(a, **scaled)
+
+
+def _adjusted(a: Analysis, rate: float, hours: list[dict[str, Any]]) -> dict[str, Any]:
+    """The curves with SHARDS_adj's correction: the sample held ``kept`` requests where the rate
+    expected ``expected`` (a hot unit in or out of the sample moves this far); the difference
+    is credited to (or taken from) the hits of every size, as a first-bucket count."""
+
+    def count(key: str) -> int:
+        return sum(int(h.get(key, 0)) for h in hours)
+
+    expected = (count("requests") - count("bypassed")) * rate
+    expected_reads = (count("reads") - count("bypassed_reads")) * rate
+    out: dict[str, Any] = {}
+    for key, kept, exp in (
+        ("curve_hit_ratio", a.requests, expected),
+        ("curve_steady_hit_ratio", a.requests, expected),
+        ("curve_read_hit_ratio", a.read_requests, expected_reads),
+        ("curve_read_steady_hit_ratio", a.read_requests, expected_reads),
+    ):
+        values = getattr(a, key)
+        if values and exp > 0 and kept > 0:
+            out[key] = [round(min(1.0, max(0.0, (v * kept + exp - kept) / exp)), 6) for v in values]
+    return out

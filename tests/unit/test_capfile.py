@@ -1,0 +1,453 @@
+"""The capture service's files (advisor/workload/capfile.py): sampling, frames, hours, the
+budget, power cuts and damage, and the export to libCacheSim's oracleGeneral format."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from advisor.workload import capfile
+from advisor.workload.capfile import REQUEST, Limits, Recorder
+
+T0 = 1_790_000_000.0 - (1_790_000_000.0 % 3600)  # a clock hour's start
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def roomy(_fd: int) -> Any:
+    return SimpleNamespace(f_bavail=10**9, f_frsize=4096, f_blocks=2 * 10**9)
+
+
+def requests(n: int, start: float, seconds: float, seed: int = 1, span: int = 1 << 30) -> np.ndarray[Any, Any]:
+    rng = np.random.default_rng(seed)
+    out = np.empty(n, REQUEST)
+    out["t"] = start + np.sort(rng.random(n)) * seconds
+    out["offset"] = rng.integers(0, span // 4096, n).astype(np.uint64) * np.uint64(4096)
+    out["length"] = rng.choice([4096, 8192, 65536], n)
+    out["write"] = rng.random(n) < 0.3
+    return out
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Iterator[tuple[Path, int]]:
+    d = tmp_path / "cap"
+    d.mkdir(mode=0o700)
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    yield d, fd
+    os.close(fd)
+
+
+def record(
+    folder: tuple[Path, int],
+    reqs: np.ndarray[Any, Any],
+    rate: float = 1.0,
+    budget: int = 1 << 30,
+    statvfs: Any = roomy,
+    batch: float = 10.0,
+    close: str | None = "duration",
+    until: float = T0 + 10 * 86400,
+) -> Recorder:
+    """Feed ``reqs`` to a recorder in batches of ``batch`` seconds, ticking between them."""
+    d, fd = folder
+    clock = Clock(float(reqs["t"][0]))
+    rec = Recorder(d, fd, {"device": "/dev/sdb", "until": until}, rate, Limits(until, budget), clock, statvfs)
+    edges = np.arange(float(reqs["t"][0]), float(reqs["t"][-1]) + batch, batch)
+    for lo in edges:
+        part = reqs[(reqs["t"] >= lo) & (reqs["t"] < lo + batch)]
+        clock.now = lo + batch
+        rec.add(part)
+        if rec.tick():
+            break
+    if close:
+        rec.close(rec.stopped or close)
+    return rec
+
+
+def test_an_unsampled_capture_reads_back_exactly_with_each_hours_counts(folder: tuple[Path, int]) -> None:
+    reqs = requests(20_000, T0 + 600, 2.5 * 3600)
+    record(folder, reqs)
+    files = capfile.capture_files(folder[0])
+    assert len(files) == 3  # a file per clock hour: 0:10-1:00, 1:00-2:00, 2:00-2:40
+    cap = capfile.read_capture(files)
+    assert cap.rate == 1.0 and not cap.damaged
+    back = cap.requests
+    assert len(back) == len(reqs)
+    assert np.array_equal(back["offset"], reqs["offset"]) and np.array_equal(back["length"], reqs["length"])
+    assert np.array_equal(back["write"], reqs["write"])
+    assert np.abs(back["t"] - reqs["t"]).max() < 1e-6  # microseconds
+    hours = cap.summaries
+    assert [h["start"] for h in hours] == [T0, T0 + 3600, T0 + 7200]
+    assert all(h["hour"].endswith(":00:00Z") for h in hours)
+    for h in hours:
+        inside = reqs[(reqs["t"] >= h["start"]) & (reqs["t"] < h["start"] + 3600)]
+        assert h["requests"] == len(inside)
+        assert h["writes"] == int(inside["write"].sum()) and h["reads"] == len(inside) - h["writes"]
+        assert h["read_bytes"] == int(inside["length"][inside["write"] == 0].astype(np.int64).sum())
+    units = np.unique(reqs["offset"] // np.uint64(capfile.UNIT))
+    assert sum(h["new_footprint_bytes"] for h in hours) == len(units) * capfile.UNIT
+    assert [e["why"] for e in cap.ends] == ["duration"]
+
+
+def test_sampling_keeps_whole_64k_units_at_the_rate(folder: tuple[Path, int]) -> None:
+    reqs = requests(40_000, T0, 1800, span=4 << 30)
+    record(folder, reqs, rate=1 / 8)
+    cap = capfile.read_capture(capfile.capture_files(folder[0]))
+    assert cap.rate == 1 / 8
+    kept_units = set((cap.requests["offset"] // np.uint64(capfile.UNIT)).tolist())
+    all_units = reqs["offset"] // np.uint64(capfile.UNIT)
+    expected = capfile.unit_hash(reqs["offset"]) < np.uint64(capfile.threshold_for(1 / 8))
+    # every request of a kept unit is kept, none of the others
+    assert len(cap.requests) == int(expected.sum())
+    assert kept_units == set(all_units[expected].tolist())
+    assert 0.10 < len(kept_units) / len(set(all_units.tolist())) < 0.15
+    # the hours count every request, sampled or not
+    assert sum(h["requests"] for h in cap.summaries) == len(reqs)
+
+
+def test_the_budget_halves_the_rate_and_the_reader_keeps_the_lowest_rates_sample(folder: tuple[Path, int]) -> None:
+    reqs = requests(60_000, T0, 3000, span=4 << 30)
+    rec = record(folder, reqs, budget=2 << 20, until=T0 + 6 * 3600)  # 2 MiB for 6 hours: too little at rate 1
+    assert 1 / 256 < rec.rate < 1.0
+    cap = capfile.read_capture(capfile.capture_files(folder[0]))
+    assert cap.threshold == rec.threshold
+    at_lowest = capfile.unit_hash(reqs["offset"]) < np.uint64(rec.threshold)
+    # exactly the sample a capture at the lowest rate from the start would hold (what was
+    # written before the cut is filtered)
+    assert len(cap.requests) == int(at_lowest.sum())
+    assert set(cap.requests["offset"].tolist()) == set(reqs["offset"][at_lowest].tolist())
+
+
+def test_a_spent_budget_stops_the_capture_with_its_reason(folder: tuple[Path, int]) -> None:
+    reqs = requests(60_000, T0, 600, span=4 << 30)
+    rec = record(folder, reqs, budget=1 << 14, until=T0 + 700)  # less than the first minute takes
+    assert rec.stopped == "budget"
+    cap = capfile.read_capture(capfile.capture_files(folder[0]))
+    assert cap.ends[-1]["why"] == "budget"
+    assert capfile.folder_bytes(folder[0]) < (1 << 14) + 80_000  # a minute past it at most
+
+
+def test_a_nearly_full_file_system_stops_the_capture(folder: tuple[Path, int]) -> None:
+    def full(_fd: int) -> Any:
+        return SimpleNamespace(f_bavail=1000, f_frsize=4096, f_blocks=10**6)  # 4 MB of 4 GB left
+
+    rec = record(folder, requests(5_000, T0, 600), statvfs=full)
+    assert rec.stopped == "disk-full"
+    assert capfile.read_capture(capfile.capture_files(folder[0])).ends[-1]["why"] == "disk-full"
+
+
+def frame_ends(data: bytes) -> list[int]:
+    """Where each frame of a capture file ends."""
+    at = data.index(b"\n", len(capfile.MAGIC)) + 1
+    ends = []
+    while at < len(data):
+        at += capfile.FRAME.size + capfile.FRAME.unpack_from(data, at)[2]
+        ends.append(at)
+    return ends
+
+
+def test_a_power_cut_anywhere_loses_only_the_frame_being_written(folder: tuple[Path, int]) -> None:
+    reqs = requests(6_000, T0 + 60, 900)
+    record(folder, reqs, close=None)  # no end frame: the machine died
+    (path,) = capfile.capture_files(folder[0])
+    whole = path.read_bytes()
+    ends = frame_ends(whole)
+    assert len(ends) >= 10 and ends[-1] == len(whole)
+    header_end = whole.index(b"\n", len(capfile.MAGIC)) + 1
+    rng = np.random.default_rng(3)
+    for cut in [*rng.integers(header_end, len(whole), 40).tolist(), *ends[:3], header_end]:
+        path.write_bytes(whole[:cut])
+        got = capfile.read_file(path)
+        complete = sum(1 for e in ends if e <= cut)
+        assert len(got.chunks) + len(got.summaries) == complete  # records, and the hour so far after each
+        last_end = max([header_end, *(e for e in ends if e <= cut)])
+        assert got.torn_bytes == cut - last_end
+        n = sum(len(r) for _, r in got.chunks)
+        if n:  # what was read is what was written, in order
+            assert np.array_equal(np.concatenate([r for _, r in got.chunks])["offset"], reqs["offset"][:n])
+        if got.summaries:  # the hour's counts survive up to the last flush (every request is kept at rate 1)
+            last_frame = max(len(r) for _, r in got.chunks)
+            assert n - last_frame <= got.summaries[-1]["requests"] <= n
+    for cut in (0, 5, header_end - 1):  # inside the header: not a capture file yet
+        path.write_bytes(whole[:cut])
+        with pytest.raises(capfile.CaptureFileError):
+            capfile.read_file(path)
+
+
+def test_damage_in_the_middle_is_found_by_the_checksum(folder: tuple[Path, int]) -> None:
+    record(folder, requests(6_000, T0 + 60, 900))
+    (path,) = capfile.capture_files(folder[0])
+    data = bytearray(path.read_bytes())
+    full = capfile.read_file(path)
+    middle = len(data) // 2
+    data[middle] ^= 0xFF
+    path.write_bytes(bytes(data))
+    got = capfile.read_file(path)
+    assert 0 < len(got.chunks) < len(full.chunks)
+    assert got.torn_why in ("a frame fails its checksum", "a frame's head is damaged")
+    cap = capfile.read_capture([path])
+    assert cap.damaged and "bytes left unread" in cap.damaged[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"", "bad header"),
+        (b"CACHEWISE-CAPTURE 9\n{}\n", "version '9'"),
+        (b"CACHEWISE-CAPTURE 1\n[1, 2]\n", "corrupt header"),
+        (b"CACHEWISE-CAPTURE 1\n" + b"{" * 70000, "corrupt header"),
+        (b"CACHEWISE-TRACE 1\n{}\n", "bad header"),
+    ],
+)
+def test_files_that_are_not_captures_say_so(tmp_path: Path, content: bytes, why: str) -> None:
+    path = tmp_path / "x-20260101T000000Z.cwcap"
+    path.write_bytes(content)
+    with pytest.raises(capfile.CaptureFileError, match=why):
+        capfile.read_file(path)
+
+
+def hostile_frames() -> list[tuple[bytes, str]]:
+    def framed(kind: bytes, payload: bytes, length: int | None = None) -> bytes:
+        import struct
+        import zlib
+
+        head = struct.pack("<4sBxxxII", b"CWFR", kind[0], len(payload) if length is None else length, zlib.crc32(payload))
+        return head + payload
+
+    bomb = capfile.RECORDS.pack(0.0, 1, 1) + __import__("zlib").compress(b"\0" * (16 << 20))
+    return [
+        (framed(b"R", b"", length=1 << 31), "head is damaged"),  # a 2 GiB "payload"
+        (framed(b"R", bomb), "cannot be decoded"),  # a decompression bomb claiming one record
+        (framed(b"R", capfile.RECORDS.pack(0.0, 1, 1 << 30)), "out of range"),  # a billion records
+        (framed(b"R", capfile.RECORDS.pack(float("nan"), 1, 1)), "out of range"),
+        (framed(b"R", capfile.RECORDS.pack(0.0, 0, 1)), "out of range"),  # threshold 0
+        (framed(b"S", b"[1]"), "not a JSON object"),
+        (framed(b"S", b"\xff\xfe"), "cannot be decoded"),
+        (b"CWFX" + b"\0" * 12, "head is damaged"),
+    ]
+
+
+@pytest.mark.parametrize(("frame", "why"), hostile_frames())
+def test_hostile_frames_end_the_read_without_harm(tmp_path: Path, frame: bytes, why: str) -> None:
+    path = tmp_path / "x-20260101T000000Z.cwcap"
+    good = capfile.records_frame(requests(10, T0, 1), T0, capfile.threshold_for(1.0))
+    path.write_bytes(capfile.header({"device": "/dev/sdb"}) + good + frame + good)
+    got = capfile.read_file(path)
+    assert len(got.chunks) == 1 and why in got.torn_why
+    assert got.torn_bytes == len(frame) + len(good)
+
+
+def test_another_versions_frame_kinds_are_skipped_whole(tmp_path: Path) -> None:
+    path = tmp_path / "x-20260101T000000Z.cwcap"
+    good = capfile.records_frame(requests(10, T0, 1), T0, capfile.threshold_for(1.0))
+    path.write_bytes(capfile.header({"device": "/dev/sdb"}) + good + capfile.frame(b"Z", b"later") + good)
+    got = capfile.read_file(path)
+    assert len(got.chunks) == 2 and not got.torn_bytes
+
+
+def test_files_of_two_devices_are_not_mixed(tmp_path: Path) -> None:
+    a, b = tmp_path / "a-20260101T000000Z.cwcap", tmp_path / "b-20260101T000000Z.cwcap"
+    a.write_bytes(capfile.header({"device": "/dev/sdb"}))
+    b.write_bytes(capfile.header({"device": "/dev/sdc"}))
+    with pytest.raises(capfile.CaptureFileError, match="2 devices"):
+        capfile.read_capture([a, b])
+
+
+def test_links_and_other_names_in_the_folder_are_not_capture_files(folder: tuple[Path, int]) -> None:
+    record(folder, requests(100, T0, 60))
+    d = folder[0]
+    (d / "notes.txt").write_text("x")
+    (d / "capture-20260101T000000Z.cwcap.tmp").write_text("x")
+    os.symlink("/etc/passwd", d / "capture-20200101T000000Z.cwcap")
+    assert all(p.name.startswith("capture-") and not p.is_symlink() for p in capfile.capture_files(d))
+    assert len(capfile.capture_files(d)) == 1
+
+
+def test_the_initial_rate_samples_at_most_16_gib_of_the_device() -> None:
+    assert capfile.initial_rate(500 << 30) == 1 / 32
+    assert capfile.initial_rate(8 << 30) == 1.0
+    assert capfile.initial_rate(4 * 10**12) == 1 / 256
+
+
+def test_oracle_general_export_by_hand(tmp_path: Path) -> None:
+    reqs = np.zeros(4, REQUEST)
+    reqs["t"] = [T0, T0 + 1, T0 + 2, T0 + 3]
+    reqs["offset"] = [0, 8192, 4096, 0]
+    reqs["length"] = [8192, 4096, 4096, 4096]  # blocks 0-1, 2, 1, 0
+    cap = capfile.Capture([], {}, reqs, capfile.threshold_for(1.0), [], [], [])
+    out = tmp_path / "trace.oracleGeneral"
+    with out.open("wb") as fh:
+        assert capfile.export_oracle_general(cap, fh, 4096) == 5
+    data = out.read_bytes()
+    assert len(data) == 5 * 24
+    rec = np.frombuffer(data, np.dtype([("t", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")]))
+    assert rec["id"].tolist() == [0, 1, 2, 1, 0]
+    assert rec["t"].tolist() == [0, 0, 1, 2, 3]
+    assert rec["next"].tolist() == [4, 3, -1, -1, -1]
+    assert set(rec["size"].tolist()) == {4096}
+
+
+def test_oracle_general_export_reads_in_libcachesim(tmp_path: Path) -> None:
+    lcs = pytest.importorskip("libcachesim")
+    reqs = requests(3000, T0, 600, span=64 << 20)
+    reqs["length"] = 4096
+    cap = capfile.Capture([], {}, reqs, capfile.threshold_for(1.0), [], [], [])
+    out = tmp_path / "trace.oracleGeneral"
+    with out.open("wb") as fh:
+        n = capfile.export_oracle_general(cap, fh)
+    reader = lcs.TraceReader(str(out), lcs.TraceType.ORACLE_GENERAL_TRACE)
+    ids = [req.obj_id for req in reader]
+    assert len(ids) == n == len(reqs)
+    assert ids == (reqs["offset"] // np.uint64(4096)).tolist()
+
+
+def zipf_requests(n: int, blocks: int, seconds: float, seed: int = 1) -> np.ndarray[Any, Any]:
+    rng = np.random.default_rng(seed)
+    cdf = np.cumsum(np.arange(1, blocks + 1, dtype=float) ** -1.0)
+    cdf /= cdf[-1]
+    chosen = rng.permutation(blocks)[np.searchsorted(cdf, rng.random(n))]
+    out = np.empty(n, REQUEST)
+    out["t"] = T0 + np.sort(rng.random(n)) * seconds
+    out["offset"] = chosen.astype(np.uint64) * np.uint64(4096)
+    out["length"] = 4096
+    out["write"] = rng.random(n) < 0.2
+    return out
+
+
+def test_a_sampled_capture_is_analysed_at_the_whole_devices_scale(folder: tuple[Path, int]) -> None:
+    from advisor.workload import analysis, sampled
+    from advisor.workload.traces import ImportStats, Trace
+
+    reqs = zipf_requests(150_000, 500_000, 3 * 3600)
+    record(folder, reqs, rate=1 / 16)
+    cap = capfile.read_capture(capfile.capture_files(folder[0]))
+    assert 0.03 < len(cap.requests) / len(reqs) < 0.15  # a hot unit in or out moves it from 1/16
+    got = sampled.analyze_capture(cap, "cap")
+    full = analysis.analyze(Trace(reqs, "cachewise", "full", ImportStats(), {}), sequential_cutoff=0)
+    # the request figures are the hours' counts of every request, not estimates
+    assert (got.requests, got.read_requests, got.write_bytes) == (full.requests, full.read_requests, full.write_bytes)
+    assert abs(got.footprint_bytes / full.footprint_bytes - 1) < 0.1
+    # one sample of about 9,000 requests: SHARDS' error is largest where the sample holds few
+    # blocks (at 1% of the footprint, a few dozen)
+    for share, within in ((0.01, 0.05), (0.05, 0.03), (0.2, 0.03), (0.5, 0.03)):
+        size = share * full.footprint_blocks
+        want = np.interp(size, full.curve_sizes_blocks, full.curve_read_hit_ratio)
+        have = np.interp(size, got.curve_sizes_blocks, got.curve_read_hit_ratio)
+        assert abs(have - want) < within, (share, have, want)
+    assert got.write_backlog_bytes == [] and got.curve_mode.startswith("sampled")
+
+
+def test_streams_are_classed_from_every_request_not_from_the_sample(folder: tuple[Path, int]) -> None:
+    from advisor.workload.streams import StreamDetector
+
+    rand = zipf_requests(20_000, 100_000, 600)
+    stream = np.empty(512, REQUEST)  # a 512 MiB scan in 1 MiB reads, over the same ten minutes
+    stream["t"] = T0 + np.linspace(1, 599, 512)
+    stream["offset"] = (np.uint64(1) << np.uint64(32)) + np.arange(512, dtype=np.uint64) * np.uint64(1 << 20)
+    stream["length"] = 1 << 20
+    stream["write"] = 0
+    both = np.concatenate([rand, stream])
+    both = both[np.argsort(both["t"], kind="stable")]
+    record(folder, both, rate=1 / 8)
+    cap = capfile.read_capture(capfile.capture_files(folder[0]))
+    whole = StreamDetector(capfile.CUTOFF).classify(both)
+    kept = capfile.unit_hash(both["offset"]) < np.uint64(cap.threshold)
+    assert np.array_equal(cap.requests["stream"], whole[kept])
+    big = cap.requests[cap.requests["length"] == 1 << 20]
+    assert len(big) > 30 and (big["stream"] == StreamDetector.BYPASSED).mean() > 0.9  # past the 4 MiB cutoff
+    hours = cap.summaries
+    assert sum(h["bypassed"] for h in hours) == int((whole == StreamDetector.BYPASSED).sum())
+    assert sum(h["bypassed_reads"] for h in hours) == int(((whole == 2) & (both["write"] == 0)).sum())
+
+
+def test_the_cli_shows_exports_and_analyses_a_capture_folder(
+    folder: tuple[Path, int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from cachewise.cli import main
+
+    reqs = zipf_requests(30_000, 50_000, 2 * 3600)
+    record(folder, reqs, rate=1 / 4)
+    d = str(folder[0])
+    assert main(["capture", "show", d, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["schema"] == "cachewise.capture/1" and shown["requests"] == len(reqs)
+    assert shown["sample_rate"] == 0.25 and len(shown["hours"]) == 2 and shown["damaged"] == []
+    assert main(["capture", "show", d]) == 0
+    assert "30,000 requests" in capsys.readouterr().out
+    out = tmp_path / "c.oracleGeneral"
+    assert main(["capture", "export", d, "-o", str(out), "--json"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert out.stat().st_size == 24 * exported["records"] and exported["sample_rate"] == 0.25
+    assert main(["capture", "export", d, "-o", str(out)]) == 1  # it exists now: refused, not overwritten
+    assert "already exists" in capsys.readouterr().err
+    assert main(["--state-dir", str(tmp_path / "state"), "analyze", "--json", d]) == 0
+    analysed = json.loads(capsys.readouterr().out)
+    assert analysed["requests"] == len(reqs) and analysed["source_format"] == "capture"
+    assert main(["analyze", "--json", "--no-record", "--sequential-cutoff", "1m", d]) == 1
+    assert "capture time" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["capture", "show", "/nonexistent/cap"], "neither a capture file nor a folder of them; nothing was read"),
+        (["capture", "start", "/dev/sdb", "--for", "soon"], "nothing was captured"),
+        (["capture", "export", "/nonexistent", "-o", "/tmp/x", "--block-size", "3"], "nothing was written"),
+    ],
+)
+def test_bad_capture_arguments_say_one_sentence(argv: list[str], said: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from cachewise.cli import main
+
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err and err.count("\n") <= 2
+
+
+def test_capturing_needs_root(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from cachewise.cli import main
+    from cachewise.core import capture
+
+    monkeypatch.setattr(capture, "is_root", lambda: False)
+    assert main(["capture", "start", "/dev/sdb"]) == 1
+    assert "needs root" in capsys.readouterr().err
+
+
+def test_a_damaged_capture_file_in_the_folder_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cachewise.cli import main
+
+    d = tmp_path / "cap"
+    d.mkdir()
+    (d / "capture-20260101T000000Z.cwcap").write_bytes(b"CACHEWISE-CAPTURE 1\n{not json\n")
+    assert main(["capture", "show", str(d)]) == 1
+    assert "corrupt header; nothing was read" in capsys.readouterr().err
+
+
+def test_resuming_continues_an_unfinished_capture_and_refuses_a_finished_one(folder: tuple[Path, int]) -> None:
+    from cachewise.core.capture import resume_point
+    from cachewise.core.context import Refused
+
+    d = folder[0]
+    assert resume_point(d, "/dev/sdb", T0, 3600, 500 << 30) == (T0 + 3600, 1 / 32, False)
+    reqs = requests(2_000, T0, 600)
+    record(folder, reqs, rate=1 / 64, close=None, until=T0 + 86400)  # cut short (a power cut)
+    until, rate, resumed = resume_point(d, "/dev/sdb", T0 + 700, 3600, 500 << 30)
+    assert (until, rate, resumed) == (T0 + 86400, 1 / 64, True)  # its own end and rate
+    with pytest.raises(Refused) as other:
+        resume_point(d, "/dev/sdc", T0 + 700, 3600, 500 << 30)
+    assert other.value.code == "capture-other-device"
+    with pytest.raises(Refused) as finished:
+        resume_point(d, "/dev/sdb", T0 + 2 * 86400, 3600, 500 << 30)
+    assert finished.value.code == "capture-finished"
