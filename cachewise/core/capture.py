@@ -3,7 +3,6 @@ capture files (advisor/workload/capfile.py); read back, summarised and exported.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable
@@ -227,4 +226,3 @@ class CaptureReport:
 
 def report(path: Path) -> CaptureReport:
     return CaptureReport(read(path))
-
