@@ -404,6 +404,9 @@ class Limits:
     # the smaller of these: 256 MiB, or 5% of a small one.
     min_free: int = 256 << 20
     min_free_share: float = 0.05
+    # Kept requests a run may project to its end: what the analysis reads in a few seconds (8
+    # million: about 4 s here); past it the rate is halved, as for the budget.
+    max_records: int = 8_000_000
 
 
 class Recorder:
@@ -440,6 +443,7 @@ class Recorder:
         self.sampled = 0
         self.files: list[str] = []
         self.stopped = ""
+        self.at_rate = (0, 0, self.started)  # bytes written and records kept when the rate was set, and when
 
     @property
     def rate(self) -> float:
@@ -565,13 +569,19 @@ class Recorder:
         if used >= self.limits.budget:
             self.stopped = "budget"
             return self.stopped
-        elapsed = now - self.started
+        # projected at the rate in force: from what was written since it was set
+        since_bytes, since_records, since = self.at_rate
+        elapsed = now - since
         if elapsed >= 60 and self.threshold > 1:
-            projected = used + self.written / elapsed * max(0.0, self.limits.until - now)
+            ahead = max(0.0, self.limits.until - now) / elapsed
+            more_bytes = (self.written - since_bytes) * ahead
+            more_records = (self.sampled - since_records) * ahead
             lowered = self.threshold
-            while projected > 0.9 * self.limits.budget and lowered > 1:
+            while lowered > 1 and (
+                used + more_bytes > 0.9 * self.limits.budget or self.sampled + more_records > self.limits.max_records
+            ):
                 lowered = max(1, lowered // 2)
-                projected = used + (projected - used) / 2
+                more_bytes, more_records = more_bytes / 2, more_records / 2
             if lowered < self.threshold:
                 self._lower(lowered, now)
         st = self.statvfs(self.dfd)
@@ -584,6 +594,7 @@ class Recorder:
         """Sample less from now on: an empty records frame says so at once (a reader keeps only
         the records under the lowest threshold it finds)."""
         self.threshold = threshold
+        self.at_rate = (self.written, self.sampled, now)
         if self.seen:
             units = np.fromiter(self.seen, np.uint64, len(self.seen))
             self.seen = set(units[unit_hash(units * np.uint64(UNIT)) < np.uint64(threshold)].tolist())

@@ -451,3 +451,18 @@ def test_resuming_continues_an_unfinished_capture_and_refuses_a_finished_one(fol
     with pytest.raises(Refused) as finished:
         resume_point(d, "/dev/sdb", T0 + 2 * 86400, 3600, 500 << 30)
     assert finished.value.code == "capture-finished"
+
+
+def test_the_rate_is_halved_to_keep_the_sample_what_the_analysis_reads_quickly(folder: tuple[Path, int]) -> None:
+    d, fd = folder
+    reqs = requests(50_000, T0, 600, span=64 << 30)
+    clock = Clock(T0)
+    limits = Limits(T0 + 86400, 1 << 40, max_records=100_000)  # a day, at most 100,000 kept
+    rec = Recorder(d, fd, {"device": "/dev/sdb", "until": T0 + 86400}, 1.0, limits, clock, roomy)
+    for lo in np.arange(T0, T0 + 600, 10.0):
+        clock.now = lo + 10
+        rec.add(reqs[(reqs["t"] >= lo) & (reqs["t"] < lo + 10)])
+        rec.tick()
+    rec.close("duration")
+    # 50,000 requests in 10 minutes project to 7.2 million a day: 1/128 keeps under 100,000
+    assert 1 / 256 <= rec.rate <= 1 / 64
