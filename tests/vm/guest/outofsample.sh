@@ -112,8 +112,7 @@ cell() {  # cell NAME WORKLOAD BACKEND
   step day1
   cw trace "$dev" --duration $((seconds + 4))s -o "$dir/day1.cwtrace" --json > "$dir/trace.json" 2> "$dir/trace.err" &
   local tracer=$!
-  for _ in $(seq 300); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
-  sleep 0.5
+  started "$dir/trace.err"
   day_fio "$dir" 1 "$dev" "$w"
   wait $tracer
   step recommend

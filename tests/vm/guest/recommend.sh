@@ -46,8 +46,7 @@ cw probe --yes --json "$hdd" "$ssd" > "$LAB_OUT/probe.json"
 # warm-up on this disk is 15 to 25 s, docs/recommend.md)
 cw trace /dev/labvg/data --duration 70s -o "$LAB_OUT/data.cwtrace" --json > "$LAB_OUT/trace-summary.json" 2> "$LAB_OUT/trace.err" &
 tracer=$!
-for _ in $(seq 300); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
-sleep 0.5
+started "$LAB_OUT/trace.err"
 # fio draws afresh (randrepeat=0: fio 3.33's offsets did not change with --randseed, which repeated this
 # day's requests in the same order on day 2); the hot spot stays where it is (the Zipf center).
 fio --name=zipf --filename=/run/lab/data/db.img --readonly --direct=1 --ioengine=libaio --iodepth=4 --rw=randread \
@@ -194,14 +193,12 @@ readme_tty 'sudo cachewise probe /dev/sdb /dev/sdc'
 readme_wait "Probe anyway?" 120 && tmux send-keys -t "readme$rs" y Enter
 readme_end 300
 readme_tty 'sudo cachewise trace /dev/vg0/data --duration 30m -o data.cwtrace'
-for _ in $(seq 1200); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
-sleep 0.5
+readme_wait "Ctrl-C stops" 120  # its progress line: tracing is on
 fio --name=zipf --filename=/dev/vg0/data --readonly --direct=1 --ioengine=libaio --iodepth=4 --rw=randread \
     --bs=4k --size=256M --random_distribution=zipf:1.2 --norandommap --time_based --runtime=15 --output-format=terse > /dev/null
 readme_ctrl_c
 readme_tty 'sudo cachewise capture start /dev/vg0/data --dir week --for 7d'
-for _ in $(seq 1200); do ls -d /sys/kernel/tracing/instances/cachewise-* > /dev/null 2>&1 && break; sleep 0.1; done
-sleep 0.5
+readme_wait "Ctrl-C stops" 120
 fio --name=zipf --filename=/dev/vg0/data --readonly --direct=1 --ioengine=libaio --iodepth=4 --rw=randread \
     --bs=4k --size=256M --random_distribution=zipf:1.2 --norandommap --time_based --runtime=5 --output-format=terse > /dev/null
 readme_ctrl_c
