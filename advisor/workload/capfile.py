@@ -46,7 +46,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from advisor.inputs import BadJson, parse_json
+from advisor.errors import shown
+from advisor.inputs import BadJson, Unreadable, parse_json, read_bytes
 from advisor.workload.mrc import HASH_MULTIPLIER, HASH_RANGE, HASH_SHIFT
 from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
 
@@ -66,6 +67,24 @@ SECTORS_MASK = np.uint32((1 << STREAM_SHIFT) - 1)
 MAX_PAYLOAD = 64 << 20  # a frame larger than this is damage, never a frame cachewise wrote
 MAX_FRAME_RECORDS = 1 << 21
 MAX_HEADER = 1 << 16
+MAX_FILE = 1 << 30  # one hour's file; cachewise writes a few MB at most
+MAX_JSON = 1 << 16  # an hour's counts or a run's end
+MAX_TOTAL_RECORDS = 64_000_000  # kept requests in a whole capture (8 million is what a run aims at)
+# Plausible times: 2001 to 2128, as epoch seconds (a frame's base and an hour's times)
+EARLIEST, LATEST = 1e9, 5e9
+COUNTS = (
+    "requests",
+    "reads",
+    "writes",
+    "read_bytes",
+    "write_bytes",
+    "sequential",
+    "bypassed",
+    "bypassed_bytes",
+    "bypassed_reads",
+    "new_footprint_bytes",
+    "lost",
+)
 PREFIX = "capture"
 NAME = re.compile(r"^capture-(?P<stamp>\d{8}T\d{6}Z)(?:-(?P<n>\d+))?\.cwcap$")
 
@@ -179,10 +198,9 @@ class FileContents:
 def read_file(path: Path) -> FileContents:
     """One capture file: CaptureFileError when it is not one at all; a damaged tail is counted."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise CaptureFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+        data = read_bytes(path, MAX_FILE, follow=False)
+    except Unreadable as exc:
+        raise CaptureFileError(f"cannot read {path}: {exc.why}") from None
     if not data.startswith(MAGIC):
         if data.startswith(MAGIC_PREFIX):
             version = data[len(MAGIC_PREFIX) : data.find(b"\n", 0, 64)].decode("ascii", "replace")
@@ -225,11 +243,20 @@ def _frame_at(data: bytes, at: int, contents: FileContents) -> str:
             base, threshold, count = RECORDS.unpack_from(payload)
             if count > MAX_FRAME_RECORDS or not 1 <= threshold <= HASH_RANGE or not np.isfinite(base):
                 return "a records frame's head is out of range"
-            contents.chunks.append((threshold, unpack(payload[RECORDS.size :], base, count)))
+            if not EARLIEST <= base <= LATEST:
+                return "a records frame's time is out of range"
+            records = unpack(payload[RECORDS.size :], base, count)
+            if count and not ((records["length"] > 0).all() and (records["offset"] < np.uint64(1 << 60)).all()):
+                return "a records frame holds a request out of range"
+            contents.chunks.append((threshold, records))
         elif kind in (ord("S"), ord("E")):
+            if length > MAX_JSON:
+                return "a summary frame is too long"
             value = parse_json(payload.decode("utf-8"))
             if not isinstance(value, dict):
                 return "a summary frame is not a JSON object"
+            if kind == ord("S") and not _sound_hour(value):
+                return "an hour's counts are out of range"
             (contents.summaries if kind == ord("S") else contents.ends).append(value)
         # other kinds: a later version's, skipped whole (the CRC held)
     except (CaptureFileError, zlib.error, BadJson, UnicodeDecodeError) as exc:
@@ -269,10 +296,25 @@ def read_capture(paths: list[Path]) -> Capture:
     """The capture in these files (a folder's, from capture_files, or a single file)."""
     if not paths:
         raise CaptureFileError("there are no capture files")
-    contents = [read_file(p) for p in paths]
+    contents, unreadable = [], []
+    for p in paths:
+        try:
+            contents.append(read_file(p))
+        except CaptureFileError as exc:
+            if len(paths) == 1:
+                raise
+            unreadable.append(f"{p.name}: {exc.why}")
+    if not contents:
+        raise CaptureFileError(f"none of the {len(paths)} capture files can be read ({unreadable[0]})")
+    total = sum(len(r) for c in contents for _, r in c.chunks)
+    if total > MAX_TOTAL_RECORDS:
+        raise CaptureFileError(
+            f"the capture holds {total:,} kept requests, more than the {MAX_TOTAL_RECORDS:,} cachewise analyses"
+        )
     devices = {str(c.meta.get("device")) for c in contents}
     if len(devices) > 1:
-        raise CaptureFileError(f"these capture files are of {len(devices)} devices ({', '.join(sorted(devices))})")
+        named = ", ".join(shown(d) for d in sorted(devices))
+        raise CaptureFileError(f"these capture files are of {len(devices)} devices ({named})")
     thresholds = [t for c in contents for t, _ in c.chunks]
     lowest = min(thresholds, default=HASH_RANGE)
     kept = []
@@ -283,7 +325,9 @@ def read_capture(paths: list[Path]) -> Capture:
             kept.append(records)
     requests = np.concatenate(kept) if kept else np.empty(0, CAPTURED)
     requests = requests[np.argsort(requests["t"], kind="stable")]
-    damaged = [f"{c.path.name}: {c.torn_why}, {c.torn_bytes} bytes left unread" for c in contents if c.torn_bytes]
+    damaged = unreadable + [
+        f"{c.path.name}: {c.torn_why}, {c.torn_bytes} bytes left unread" for c in contents if c.torn_bytes
+    ]
     return Capture(
         [c.path for c in contents],
         contents[0].meta,
@@ -293,6 +337,19 @@ def read_capture(paths: list[Path]) -> Capture:
         [e for c in contents for e in c.ends],
         damaged,
     )
+
+
+def _sound_hour(value: dict[str, Any]) -> bool:
+    """Whether an hour's counts are what cachewise writes: whole non-negative counts, times in range."""
+    for key in COUNTS:
+        v = value.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 1 << 62:
+            return False
+    for key in ("start", "first", "last", "run"):
+        v = value.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not EARLIEST <= v <= LATEST):
+            return False
+    return True
 
 
 def _latest(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -436,7 +493,9 @@ class Recorder:
         self.file_hour = -1.0
         self.pending: list[npt.NDArray[Any]] = []
         self.last_flush = self.started
-        self.hour: Hour | None = None
+        self.torn = False  # the open file ends in a frame cut short
+        self.hours: dict[float, Hour] = {}  # this run's hours by their start
+        self.dirty: set[float] = set()  # hours counted since the last flush
         self.seen: set[int] = set()
         self.streams = StreamDetector(SEQUENTIAL_CUTOFF)
         self.lost_total = 0
@@ -468,14 +527,21 @@ class Recorder:
         else:
             raise CaptureFileError(f"cannot find a free file name in {self.folder}")
         self.files.append(name)
+        self.torn = False
         self.file_hour = now // 3600
         self._write(header({**self.meta, "format": 1, "unit": UNIT, "threshold": self.threshold, "opened": now}))
         os.fsync(self.dfd)
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
+        try:
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except BaseException:
+            # a frame perhaps cut short (a signal, a full disk) ends what a reader takes of this
+            # file: what follows goes to a new one
+            self.torn = True
+            raise
         self.written += len(data)
 
     def add(self, requests: npt.NDArray[Any], lost: int = 0) -> None:
@@ -497,15 +563,19 @@ class Recorder:
             self.pending.append(captured[keep])
 
     def _count_lost(self, lost: int) -> None:
-        if lost > self.lost_total and self.hour is not None:
-            self.hour.lost += lost - self.lost_total
+        if lost > self.lost_total and self.hours:
+            last = self.hours[max(self.hours)]
+            last.lost += lost - self.lost_total
+            self.dirty.add(last.start)
         self.lost_total = max(self.lost_total, lost)
 
     def _count(self, part: npt.NDArray[Any], hour_start: float) -> None:
-        if self.hour is None or hour_start > self.hour.start:
-            self._end_hour()
-            self.hour = Hour(hour_start)
-        h = self.hour
+        """Add ``part`` (requests of one clock hour, by their own times) to that hour's counts.
+        An hour is never started again: a request read late, after its hour turned, joins it."""
+        h = self.hours.get(hour_start)
+        if h is None:
+            h = self.hours[hour_start] = Hour(hour_start)
+        self.dirty.add(hour_start)
         writes = part["write"] != 0
         length = part["length"].astype(np.int64)
         h.requests += len(part)
@@ -524,44 +594,38 @@ class Recorder:
         self.seen.update((sampled // np.uint64(UNIT)).tolist())
         h.new_units += len(self.seen) - before
 
-    def _end_hour(self) -> None:
-        if self.hour is not None and self.hour.requests + self.hour.lost:
-            self._flush_records()
-            if self.fd >= 0:
-                self._write(json_frame(b"S", self.hour.to_json(self.rate, self.started)))
-        self.hour = None
-
-    def _flush_records(self) -> None:
-        if not self.pending:
+    def _flush(self, now: float) -> None:
+        """Write the pending records and the counts of every hour they changed (the hour so far:
+        a reader keeps each run's last word on each hour), in this clock hour's file, and fsync."""
+        if not self.pending and not self.dirty:
             return
-        records = np.concatenate(self.pending)
-        self.pending = []
-        if self.fd < 0 or records["t"][0] // 3600 != self.file_hour:
-            self._open(float(records["t"][0]))
-        for at in range(0, len(records), MAX_FRAME_RECORDS):
-            part = records[at : at + MAX_FRAME_RECORDS]
-            self._write(records_frame(part, float(part["t"][0]), self.threshold))
-        self.sampled += len(records)
+        if self.fd < 0 or now // 3600 != self.file_hour or self.torn:
+            self._open(now)
+        if self.pending:
+            records = np.concatenate(self.pending)
+            for at in range(0, len(records), MAX_FRAME_RECORDS):
+                part = records[at : at + MAX_FRAME_RECORDS]
+                self._write(records_frame(part, float(part["t"].min()), self.threshold))
+            self.pending = []  # written: a failed write above keeps them for the next try
+            self.sampled += len(records)
+        for start in sorted(self.dirty):
+            self._write(json_frame(b"S", self.hours[start].to_json(self.rate, self.started)))
+        self.dirty.clear()
+        os.fsync(self.fd)
 
     def tick(self) -> str:
-        """Called often (every quarter second): flush, rotate, keep to the budget. Why the
-        capture must stop ("" to go on)."""
+        """Called often (every quarter second): every ``flush_seconds`` by the clock, flush, and
+        keep to the budget. Why the capture must stop ("" to go on)."""
         now = self.clock()
         if self.stopped:
             return self.stopped
         if now >= self.limits.until:
-            return "duration"
-        if now - self.last_flush < self.limits.flush_seconds and now // 3600 == self.file_hour:
+            self.stopped = "duration"
+            return self.stopped
+        if now - self.last_flush < self.limits.flush_seconds:
             return ""
         self.last_flush = now
-        if self.hour is not None and now // 3600 > self.hour.start // 3600:
-            self._end_hour()
-        self._flush_records()
-        if self.fd >= 0:
-            if self.hour is not None and self.hour.requests:
-                # the hour so far, so that a power cut loses its counts of the last minute only
-                self._write(json_frame(b"S", self.hour.to_json(self.rate, self.started)))
-            os.fsync(self.fd)
+        self._flush(now)
         return self._check_space(now)
 
     def _check_space(self, now: float) -> str:
@@ -572,7 +636,7 @@ class Recorder:
         # projected at the rate in force: from what was written since it was set
         since_bytes, since_records, since = self.at_rate
         elapsed = now - since
-        if elapsed >= 60 and self.threshold > 1:
+        if elapsed >= 600 and self.threshold > 1:  # ten minutes at least: a burst at boot is not the week
             ahead = max(0.0, self.limits.until - now) / elapsed
             more_bytes = (self.written - since_bytes) * ahead
             more_records = (self.sampled - since_records) * ahead
@@ -602,10 +666,9 @@ class Recorder:
             self._write(records_frame(np.empty(0, CAPTURED), now, threshold))
 
     def close(self, why: str) -> None:
-        """Write what is pending, the hour so far and an ``E`` frame saying why it ended."""
-        self._end_hour()
-        self._flush_records()
-        if self.fd < 0:
+        """Write what is pending, the hours so far and an ``E`` frame saying why it ended."""
+        self._flush(self.clock())
+        if self.fd < 0 or self.torn:
             self._open(self.clock())
         self._write(
             json_frame(

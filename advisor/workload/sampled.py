@@ -73,15 +73,14 @@ def scale(a: Analysis, capture: capfile.Capture) -> Analysis:
         "write_drain_rates": [],
         "write_backlog_bytes": [],
         "cold_miss_share": round(min(1.0, footprint / accesses), 6) if accesses else 0.0,
-        "chunk_cold_miss_share": round(min(1.0, a.chunk_cold_miss_share * per * rate), 6),
+        # the sample's share of first touches is distinct / accesses; the whole's is (distinct /
+        # rate) / (accesses x per)
+        "chunk_cold_miss_share": round(min(1.0, a.chunk_cold_miss_share / (per * rate)), 6) if per else 0.0,
         "too_short": accesses > 0 and footprint / accesses > COLD_LIMIT,
     }
-    times = [
-        (h["first"], h["last"]) for h in hours if isinstance(h.get("first"), float) and isinstance(h.get("last"), float)
-    ]
     if total:
         scaled |= _adjusted(a, rate, hours)
-        duration = (max(t for _, t in times) - min(t for t, _ in times)) if times else a.duration_s
+        duration = _active_seconds(hours) or a.duration_s
         scaled |= {
             "requests": total,
             "read_requests": sum(int(h.get("reads", 0)) for h in hours),
@@ -125,3 +124,17 @@ def _adjusted(a: Analysis, rate: float, hours: list[dict[str, Any]]) -> dict[str
         if values and exp > 0 and kept > 0:
             out[key] = [round(min(1.0, max(0.0, (v * kept + exp - kept) / exp)), 6) for v in values]
     return out
+
+
+def _active_seconds(hours: list[dict[str, Any]]) -> float:
+    """The seconds the capture ran: each run's span from its first request to its last, added up
+    (the time between runs, a machine switched off, is not the workload's)."""
+    spans: dict[str, tuple[float, float]] = {}
+    for h in hours:
+        first, last = h.get("first"), h.get("last")
+        if not isinstance(first, float) or not isinstance(last, float):
+            continue
+        run = str(h.get("run"))
+        lo, hi = spans.get(run, (first, last))
+        spans[run] = (min(lo, first), max(hi, last))
+    return sum(hi - lo for lo, hi in spans.values())

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from advisor.errors import shown
 from advisor.units import UnitError, parse_duration, parse_size, rate
 from advisor.workload import capfile
 from advisor.workload.capture import CaptureProgress
@@ -87,16 +88,17 @@ def _show(args: argparse.Namespace) -> int:
         last = time.strftime("%Y-%m-%d %H:%M", time.localtime(data["last"]))
         span = f" from {first} to {last}"
     print(
-        f"capture of {data['device']}{span}: {data['requests']:,} requests, {data['sampled_requests']:,} kept "
+        f"capture of {shown(data['device'])}{span}: {data['requests']:,} requests, {data['sampled_requests']:,} kept "
         f"(sampling rate {data['sample_rate']:.4g}), {len(data['files'])} files"
     )
     for h in data["hours"]:
-        seq = h["sequential"] / h["requests"] if h["requests"] else 0.0
-        reads = h["reads"] / h["requests"] if h["requests"] else 0.0
-        lost = f"  lost {h['lost']:,}" if h["lost"] else ""
+        n = int(h.get("requests", 0))
+        seq = int(h.get("sequential", 0)) / n if n else 0.0
+        reads = int(h.get("reads", 0)) / n if n else 0.0
+        lost = f"  lost {h.get('lost', 0):,}" if h.get("lost") else ""
         print(
-            f"  {h['hour']}  {h['requests']:>10,} requests  reads {reads:4.0%}  sequential {seq:4.0%}  "
-            f"new footprint {h['new_footprint_bytes'] / 2**20:,.0f} MiB{lost}"
+            f"  {shown(h.get('hour', '?'))}  {n:>10,} requests  reads {reads:4.0%}  sequential {seq:4.0%}  "
+            f"new footprint {int(h.get('new_footprint_bytes', 0)) / 2**20:,.0f} MiB{lost}"
         )
     for run in data["runs"]:
         print(f"  a run ended: {_ended(str(run.get('why')))}")

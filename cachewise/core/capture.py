@@ -14,6 +14,7 @@ import numpy as np
 
 from advisor import statedir
 from advisor.errors import codes, next_step
+from advisor.units import MAX_DURATION
 from advisor.workload import capfile
 from advisor.workload.capture import Capture, CaptureProgress, plan_capture
 from cachewise.core.context import Core, Refused, is_root
@@ -23,11 +24,13 @@ codes(
     {
         "capture-needs-root": "capturing block I/O needs root (tracefs); nothing was captured",
         "capture-folder-unsafe": "cannot keep a capture in {folder}: {why}; nothing was captured",
-        "capture-finished": "{folder} holds a finished capture of {device} (it ended {ended}); nothing was captured",
+        "capture-finished": "{folder} holds a finished capture of {device} ({how}); nothing was captured",
         "capture-other-device": "{folder} holds a capture of {other}, not of {device}; nothing was captured",
         "capture-bad-budget": "a budget of {budget} bytes is too small to hold a capture (at least 1 MiB); "
         "nothing was captured",
         "capture-unreadable": "{why}; nothing was {done}",
+        "capture-write-failed": "the capture stopped: it cannot write in {folder} ({why}); what it wrote before is "
+        "kept, and starting it again resumes it once that is fixed",
         "capture-missing": "{path} is neither a capture file nor a folder of them; nothing was {done}",
         "capture-folder-empty": "{path} is a folder with no capture files in it (give a trace file, or a capture's "
         "folder); nothing was {done}",
@@ -126,9 +129,15 @@ def capture(
                 records["t"] += offset
                 recorder.add(records, cap.lost())
 
-            result = cap.stream(max(0.0, until - time.time()), on_records, on_progress, lambda: bool(recorder.tick()))
-            why = recorder.stopped or result.stopped_by
-            recorder.close(why)
+            try:
+                result = cap.stream(
+                    max(0.0, until - time.time()), on_records, on_progress, lambda: bool(recorder.tick())
+                )
+                why = recorder.stopped or result.stopped_by
+                recorder.close(why)
+            except (OSError, capfile.CaptureFileError) as exc:
+                what = exc.why if isinstance(exc, capfile.CaptureFileError) else exc.strerror or exc
+                raise Refused("capture-write-failed", folder=folder, why=what) from None
     finally:
         os.close(dfd)
     return CaptureRun(
@@ -152,27 +161,28 @@ def resume_point(folder: Path, device: str, now: float, seconds: float, size: in
     earlier = capfile.capture_files(folder)
     if not earlier:
         return now + seconds, capfile.initial_rate(size), False
-    last = _last_file(earlier[-1])
+    last = _last_readable(earlier)
     if last.meta.get("device") != device:
         raise Refused("capture-other-device", folder=folder, other=last.meta.get("device"), device=device)
-    ended = last.number("until", 0.0)
-    if ended <= now or any(e.get("why") in ("duration", "budget") for e in last.ends):
-        raise Refused(
-            "capture-finished",
-            folder=folder,
-            device=device,
-            ended=time.strftime("%Y-%m-%d %H:%M", time.localtime(ended)),
-            next=[next_step("capture-elsewhere")],
-        )
+    # its planned end, never past the longest capture a user can ask for from now
+    ended = min(last.number("until", 0.0), now + MAX_DURATION)
+    done = [e.get("why") for e in last.ends if e.get("why") in ("duration", "budget")]
+    if ended <= now or done:
+        how = "its budget was spent" if done == ["budget"] else "its time was up"
+        raise Refused("capture-finished", folder=folder, device=device, how=how, next=[next_step("capture-elsewhere")])
     thresholds = [t for t, _ in last.chunks] + [int(last.number("threshold", capfile.threshold_for(1.0)))]
     return ended, capfile.rate_of(min(thresholds)), True
 
 
-def _last_file(path: Path) -> capfile.FileContents:
-    try:
-        return capfile.read_file(path)
-    except capfile.CaptureFileError as exc:
-        raise Refused("capture-unreadable", why=exc.why, done="captured") from None
+def _last_readable(paths: list[Path]) -> capfile.FileContents:
+    """The newest capture file that can be read (one left empty by a power cut is passed over)."""
+    why = ""
+    for path in reversed(paths):
+        try:
+            return capfile.read_file(path)
+        except capfile.CaptureFileError as exc:
+            why = why or exc.why
+    raise Refused("capture-unreadable", why=why, done="captured")
 
 
 def capture_paths(path: Path, done: str = "read") -> list[Path]:

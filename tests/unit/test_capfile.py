@@ -225,7 +225,7 @@ def hostile_frames() -> list[tuple[bytes, str]]:
         head = struct.pack("<4sBxxxII", b"CWFR", kind[0], len(payload) if length is None else length, zlib.crc32(payload))
         return head + payload
 
-    bomb = capfile.RECORDS.pack(0.0, 1, 1) + __import__("zlib").compress(b"\0" * (16 << 20))
+    bomb = capfile.RECORDS.pack(T0, 1, 1) + __import__("zlib").compress(b"\0" * (16 << 20))
     return [
         (framed(b"R", b"", length=1 << 31), "head is damaged"),  # a 2 GiB "payload"
         (framed(b"R", bomb), "cannot be decoded"),  # a decompression bomb claiming one record
@@ -466,3 +466,93 @@ def test_the_rate_is_halved_to_keep_the_sample_what_the_analysis_reads_quickly(f
     rec.close("duration")
     # 50,000 requests in 10 minutes project to 7.2 million a day: 1/128 keeps under 100,000
     assert 1 / 256 <= rec.rate <= 1 / 64
+
+
+def test_late_requests_join_their_hour_whatever_the_wall_clock_says(folder: tuple[Path, int]) -> None:
+    """Requests read after their hour turned (the trace pipe lags), a wall clock an hour ahead of
+    the records' (a clock step), a rate at which almost nothing is kept: every request is still
+    counted once, in its own hour, and the counts are written once a minute, not at every tick."""
+    d, fd = folder
+    reqs = requests(20_000, T0 + 3000, 1200, span=64 << 30)  # 50 minutes past to 10 past the next hour
+    clock = Clock(T0 + 5 * 3600)
+    rec = Recorder(d, fd, {"device": "/dev/sdb", "until": T0 + 86400}, 1 / 4096, Limits(T0 + 86400, 1 << 30), clock,
+                   roomy)
+    for lo in np.arange(T0 + 3000, T0 + 4200, 1.0):  # a second's requests, handed over in quarters
+        part = reqs[(reqs["t"] >= lo) & (reqs["t"] < lo + 1)]
+        for quarter in np.array_split(part, 4):
+            rec.add(quarter)
+            clock.now += 0.25
+            assert rec.tick() == ""
+    rec.close("interrupt")
+    files = capfile.capture_files(d)
+    cap = capfile.read_capture(files)
+    counts = {h["start"]: h["requests"] for h in cap.summaries}
+    assert counts == {T0: int((reqs["t"] < T0 + 3600).sum()), T0 + 3600: int((reqs["t"] >= T0 + 3600).sum())}
+    s_frames = sum(len(capfile.read_file(p).summaries) for p in files)
+    assert s_frames <= 2 * (1200 / 60 + 2)  # at most two hours' counts a minute, and the close
+    assert cap.ends[-1]["why"] == "interrupt"
+
+
+def test_a_run_that_reaches_its_end_says_duration(folder: tuple[Path, int]) -> None:
+    d, fd = folder
+    clock = Clock(T0)
+    rec = Recorder(d, fd, {"device": "/dev/sdb", "until": T0 + 100}, 1.0, Limits(T0 + 100, 1 << 30), clock, roomy)
+    rec.add(requests(100, T0, 50))
+    clock.now = T0 + 101
+    assert rec.tick() == "duration" and rec.stopped == "duration"
+
+
+@pytest.mark.parametrize(
+    "hour",
+    [{"requests": [1]}, {"requests": "abc"}, {"requests": 1e999}, {"requests": -5}, {"start": -1e999},
+     {"reads": 10**4000}, {"first": 1e300}],
+)
+def test_an_hours_counts_out_of_range_are_damage(tmp_path: Path, hour: dict[str, Any]) -> None:
+    path = tmp_path / "capture-20260101T000000Z.cwcap"
+    good = capfile.records_frame(requests(10, T0, 1), T0, capfile.threshold_for(1.0))
+    frame = capfile.frame(b"S", __import__("json").dumps({"start": T0, "requests": 10, **hour}).encode())
+    path.write_bytes(capfile.header({"device": "/dev/sdb"}) + good + frame)
+    got = capfile.read_file(path)
+    assert got.summaries == [] and got.torn_why in (
+        "an hour's counts are out of range",
+        "a frame cannot be decoded (Infinity is not a JSON number)",
+        "a frame cannot be decoded (-Infinity is not a JSON number)",
+    )
+
+
+def test_an_unreadable_file_among_others_is_damage_not_the_end(folder: tuple[Path, int]) -> None:
+    record(folder, requests(3_000, T0, 3 * 3600))
+    files = capfile.capture_files(folder[0])
+    files[1].write_bytes(b"")  # a power cut right after the file was made
+    cap = capfile.read_capture(files)
+    assert len(cap.files) == len(files) - 1 and "bad header" in cap.damaged[0]
+
+
+def test_a_frame_cut_short_by_a_signal_sends_what_follows_to_a_new_file(
+    folder: tuple[Path, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d, fd = folder
+    clock = Clock(T0)
+    rec = Recorder(d, fd, {"device": "/dev/sdb", "until": T0 + 3600}, 1.0, Limits(T0 + 3600, 1 << 30), clock, roomy)
+    rec.add(requests(500, T0, 50))
+    clock.now = T0 + 61
+    rec.tick()
+    real_write = os.write
+    calls = []
+
+    def cut(fd_: int, data: Any) -> int:  # the first write of the next flush is cut by SIGTERM half-way
+        if not calls:
+            calls.append(1)
+            real_write(fd_, bytes(data[: len(data) // 2]))
+            raise KeyboardInterrupt
+        return real_write(fd_, data)
+
+    rec.add(requests(500, T0 + 62, 50, seed=2))
+    monkeypatch.setattr(os, "write", cut)
+    clock.now = T0 + 130
+    with pytest.raises(KeyboardInterrupt):
+        rec.tick()
+    rec.close("interrupt")  # as the capture does after the interrupt
+    cap = capfile.read_capture(capfile.capture_files(d))
+    assert len(cap.requests) == 1000, "the records of the cut frame were written again, in the new file"
+    assert cap.ends[-1]["why"] == "interrupt" and len(cap.files) == 2 and cap.damaged
