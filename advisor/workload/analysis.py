@@ -4,6 +4,7 @@ hot-data ratio (L-SIZE-4: measure the real workload before sizing a cache)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -11,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from advisor.workload import bcachesim, mrc, smq, timeline
+from advisor.workload import bcachesim, exact, mrc, smq, timeline
 from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
 from advisor.workload.traces import (
     MSR,
@@ -55,6 +56,10 @@ BCACHE_SMALLEST = 513 * bcachesim.BUCKET
 # Block accesses analysed at once (8 bytes each, and a few arrays of them): a larger expansion
 # means a trace of huge requests at a small block size.
 MAX_ACCESSES = 200_000_000
+# Traces of at least this many requests (not bypassed) have their exact curves made by the
+# compiled passes of advisor.workload.exact; shorter ones by mrc's relabelling and stack
+# distances (the same curves), which compile one loop instead of five past 20,000 accesses.
+COMPILED_PASSES_FROM = 200_000
 
 
 def to_blocks(requests: Requests, block_size: int) -> mrc.Blocks:
@@ -484,6 +489,41 @@ def _analyze(
     bcache = bcache_curve(trace.requests)
     summary = _Summary(cutoff)
     bypass = summary.feed_requests(trace.requests)
+    passes = None
+    if mode != "shards" and summary.requests - summary.bypassed >= COMPILED_PASSES_FROM:
+        passes = _exact_passes(trace.requests, block_size, bypass, mode == "auto")
+    if passes is None:
+        curve, chunk, coarse = _curves_from_blocks(trace, block_size, mode, release, summary, bypass)
+    else:
+        main, chunk_pass = passes
+        summary.feed_blocks(main.accesses, main.ids, main.counts)
+        curve, chunk, coarse = main.curve, None, []
+        if chunk_pass is not None:
+            chunk = (chunk_pass.curve, len(chunk_pass.ids), chunk_pass.accesses)
+            if chunk[1] > LVM_MAX_CHUNKS:
+                cached = trace.requests if bypass is None else trace.requests[~bypass]
+                in_chunks, per = blocks_per_request(cached, CHUNK)
+                reads = ~cached["write"].astype(bool)
+                del cached
+                chunk_reads = reads if per is None else np.repeat(reads, per)
+                coarse = _coarse_curves(in_chunks, per, chunk_reads, chunk[1], "exact")
+        if release:
+            trace.requests = trace.requests[:0].copy()
+    return _result(
+        summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse, dmcache, bcache
+    )
+
+
+def _curves_from_blocks(
+    trace: Trace,
+    block_size: int,
+    mode: Literal["auto", "exact", "shards"],
+    release: bool,
+    summary: _Summary,
+    bypass: npt.NDArray[np.bool_] | None,
+) -> tuple[mrc.Curve, tuple[mrc.Curve, int, int] | None, list[CoarseCurve]]:
+    """The curves (block_size's, CHUNK's, the coarser chunks') from arrays of the trace's block
+    numbers: a SHARDS curve, or an exact one of a trace too short for _exact_passes."""
     cached = trace.requests if bypass is None else trace.requests[~bypass]
     del bypass
     reads = ~cached["write"].astype(bool)  # by request
@@ -514,9 +554,42 @@ def _analyze(
         chunk = _chunk_curve(in_chunks, how, chunk_reads)
         if chunk[1] > LVM_MAX_CHUNKS:
             coarse = _coarse_curves(in_chunks, per, chunk_reads, chunk[1], how)
-    return _result(
-        summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse, dmcache, bcache
-    )
+    return curve, chunk, coarse
+
+
+def _exact_passes(
+    requests: Requests, block_size: int, bypass: npt.NDArray[np.bool_] | None, auto: bool
+) -> tuple[exact.Pass, exact.Pass | None] | None:
+    """The exact curves of the requests not bypassed at ``block_size`` and at CHUNK (None when
+    block_size is not smaller) by advisor.workload.exact, side by side on two threads; None
+    when ``auto`` and they make more than mrc.EXACT_LIMIT block accesses (SHARDS then)."""
+    exact.load()
+    keep = None if bypass is None else ~bypass
+    chunks = exact.count(requests, CHUNK, keep) if block_size < CHUNK else None
+    if chunks is not None:
+        _check_accesses(chunks, CHUNK)
+    blocks = exact.count(requests, block_size, keep)
+    _check_accesses(blocks, block_size)
+    if auto and blocks.accesses > mrc.EXACT_LIMIT:
+        return None
+    reads = requests["write"] == 0
+    if keep is not None:
+        reads = reads[keep]
+    if chunks is None:
+        return exact.lru_pass(requests, block_size, keep, reads, True, blocks), None
+    with ThreadPoolExecutor(1) as beside:
+        chunk = beside.submit(exact.lru_pass, requests, CHUNK, keep, reads, False, chunks)
+        main = exact.lru_pass(requests, block_size, keep, reads, True, blocks)
+        return main, chunk.result()
+
+
+def _check_accesses(counted: exact.Counted, block_size: int) -> None:
+    if counted.accesses > MAX_ACCESSES:
+        raise TraceError(
+            f"its {counted.requests:,} requests make {counted.accesses:,} accesses of {block_size} bytes, "
+            f"more than the {MAX_ACCESSES:,} analysed at once",
+            code="too-many-accesses",
+        )
 
 
 def coarse_chunks(footprint_chunks: int) -> list[int]:
