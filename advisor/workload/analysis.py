@@ -3,6 +3,8 @@ hot-data ratio (L-SIZE-4: measure the real workload before sizing a cache)."""
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -12,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from advisor.workload import bcachesim, exact, mrc, smq, timeline
+from advisor.workload import bcachesim, exact, mrc, smq, streams, timeline
 from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
 from advisor.workload.traces import (
     MSR,
@@ -245,14 +247,8 @@ class _Summary:
         """The request-level figures of a chunk: mix, bytes, sizes, sequential share, times;
         a slice at a time, so that the temporaries stay small beside a long trace. Returns
         which requests a cache bypasses (None: none)."""
-        masks = [self._feed_requests(req[at : at + FEED_CHUNK]) for at in range(0, len(req), FEED_CHUNK)]
-        if not any(m is not None for m in masks):
-            return None
-        return np.concatenate(
-            [
-                m if m is not None else np.zeros(min(FEED_CHUNK, len(req) - i * FEED_CHUNK), bool)
-                for i, m in enumerate(masks)
-            ]
+        return _joined(
+            [self._feed_requests(req[at : at + FEED_CHUNK]) for at in range(0, len(req), FEED_CHUNK)], len(req)
         )
 
     def _feed_requests(self, req: Requests) -> npt.NDArray[np.bool_] | None:
@@ -301,6 +297,66 @@ class _Summary:
     def histogram(self) -> dict[str, int]:
         labels = [f"<= {e // 1024} KiB" for e in SIZE_BUCKETS] + [f"> {SIZE_BUCKETS[-1] // 1024} KiB"]
         return {label: int(c) for label, c in zip(labels, self.sizes, strict=True) if c}
+
+
+def _joined(masks: list[npt.NDArray[np.bool_] | None], n: int) -> npt.NDArray[np.bool_] | None:
+    """The bypass masks of the FEED_CHUNK slices of n requests as one (None: none bypassed)."""
+    if not any(m is not None for m in masks):
+        return None
+    return np.concatenate(
+        [m if m is not None else np.zeros(min(FEED_CHUNK, n - i * FEED_CHUNK), bool) for i, m in enumerate(masks)]
+    )
+
+
+class _Follower:
+    """Feeds a _Summary the requests a reader has read so far (offer), a FEED_CHUNK slice at a
+    time, on a thread of its own while the reader reads on; finish feeds the rest. The slices
+    are feed_requests' own, so the figures are the same as from the whole array at the end."""
+
+    def __init__(self, summary: _Summary) -> None:
+        self.summary = summary
+        self._masks: list[npt.NDArray[np.bool_] | None] = []
+        self._fed = 0
+        self._queue: queue.SimpleQueue[Requests | None] = queue.SimpleQueue()
+        self._failed: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def offer(self, requests: Requests) -> None:
+        """The requests read so far (the reader's thread: the main one)."""
+        if self._thread is None:
+            if len(requests) < FEED_CHUNK:
+                return
+            # The stream detector's loop is loaded here, in the main thread (advisor.workload.jit).
+            streams.load()
+            self._thread = threading.Thread(target=self._follow, name="cachewise-summary", daemon=True)
+            self._thread.start()
+        self._queue.put(requests)
+
+    def _follow(self) -> None:
+        try:
+            while (requests := self._queue.get()) is not None:
+                self._feed(requests, whole=True)
+        except BaseException as exc:  # raised again by finish, in the caller's thread
+            self._failed = exc
+
+    def _feed(self, requests: Requests, whole: bool) -> None:
+        while self._fed + (FEED_CHUNK if whole else 1) <= len(requests):
+            self._masks.append(self.summary._feed_requests(requests[self._fed : self._fed + FEED_CHUNK]))
+            self._fed += min(FEED_CHUNK, len(requests) - self._fed)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def finish(self, requests: Requests) -> npt.NDArray[np.bool_] | None:
+        """Every request fed: which a cache bypasses (None: none), as feed_requests gives."""
+        self.stop()
+        if self._failed is not None:
+            raise self._failed
+        self._feed(requests, whole=False)
+        return _joined(self._masks, len(requests))
 
 
 def _check_block_size(block_size: int) -> None:
@@ -479,16 +535,21 @@ def _analyze(
     mode: Literal["auto", "exact", "shards"],
     release: bool,
     cutoff: int = SEQUENTIAL_CUTOFF,
+    summarised: tuple[_Summary, npt.NDArray[np.bool_] | None] | None = None,
 ) -> Analysis:
     """analyze(); with ``release`` the trace's requests are dropped once their blocks are known
     (its caller has no further use for them), which keeps 10 million requests' 210 MB out of
-    the peak."""
+    the peak. ``summarised``: the requests already fed to a _Summary of ``cutoff``, and which
+    it bypasses."""
     _check_block_size(block_size)
     size = trace.meta.get("size_bytes")
     dmcache = smq_curve(trace.requests, size if isinstance(size, int) and size > 0 else None)
     bcache = bcache_curve(trace.requests)
-    summary = _Summary(cutoff)
-    bypass = summary.feed_requests(trace.requests)
+    if summarised is None:
+        summary = _Summary(cutoff)
+        bypass = summary.feed_requests(trace.requests)
+    else:
+        summary, bypass = summarised
     passes = None
     if mode != "shards" and summary.requests - summary.bypassed >= COMPILED_PASSES_FROM:
         passes = _exact_passes(trace.requests, block_size, bypass, mode == "auto")
@@ -717,5 +778,12 @@ def analyze_path(
             analyze_stream(iter_cachewise(path), records, block_size, str(path), fmt, stats, sequential_cutoff),
             read_cachewise_meta(path),
         )
-    trace = load_trace(path, fmt, layout)
-    return _analyze(trace, block_size, mode, release=True, cutoff=sequential_cutoff), trace.meta
+    # The request figures (the stream detector's above all) are made as the trace is read, by
+    # a thread that follows the reader (the compiled fio reader offers its requests).
+    follower = _Follower(_Summary(sequential_cutoff))
+    try:
+        trace = load_trace(path, fmt, layout, on_requests=follower.offer)
+    finally:
+        follower.stop()
+    summarised = (follower.summary, follower.finish(trace.requests))
+    return _analyze(trace, block_size, mode, release=True, cutoff=sequential_cutoff, summarised=summarised), trace.meta

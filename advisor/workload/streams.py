@@ -227,6 +227,11 @@ def _compiled() -> Callable[..., None]:
     return compiled
 
 
+def load() -> None:
+    """Compile or load the scan now: in the main thread, before another runs it."""
+    _compiled()
+
+
 def _links() -> npt.NDArray[np.int64]:
     """Entries 0 .. RECENT-1 in a row: prev, next, then head and tail."""
     prev = np.arange(-1, RECENT - 1, dtype=np.int64)
