@@ -3,6 +3,7 @@ hot-data ratio (L-SIZE-4: measure the real workload before sizing a cache)."""
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 from collections.abc import Callable, Iterable
@@ -15,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from advisor.workload import bcachesim, exact, mrc, smq, streams, timeline
+from advisor.workload.jit import compile_loop
 from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
 from advisor.workload.traces import (
     MSR,
@@ -207,6 +209,10 @@ class Analysis:
 
 
 FEED_CHUNK = 1 << 20  # requests summarised at a time
+# Slices of more requests are tallied by a compiled pass (_tally_loop), shorter ones by numpy
+# (no compile for a short trace); the same figures.
+TALLIED_FROM = 200_000
+_SIZE_EDGES = np.asarray(SIZE_BUCKETS, np.int64)
 # Drain rates (bytes/s) at which the writes' backlog is measured: 64 KiB/s to 1 GiB/s.
 DRAIN_RATES = tuple(float(x) for x in np.geomspace(64 << 10, 1 << 30, 15))
 BACKLOG_STEP_S = 0.1
@@ -254,30 +260,53 @@ class _Summary:
     def _feed_requests(self, req: Requests) -> npt.NDArray[np.bool_] | None:
         if not len(req):
             return None
-        writes = req["write"].astype(bool)
-        lengths = req["length"].astype(np.int64)
-        self.requests += len(req)
-        self.writes += int(np.count_nonzero(writes))
-        self.reads += len(req) - int(np.count_nonzero(writes))
-        self.write_bytes += int(lengths[writes].sum())
-        self.read_bytes += int(lengths.sum()) - int(lengths[writes].sum())
-        if writes.any():
-            self._feed_writes(req["t"][writes].astype(np.float64), lengths[writes])
-        del writes
-        self.sizes += np.bincount(
-            np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"), minlength=len(SIZE_BUCKETS) + 1
-        )
-        del lengths
+        if len(req) > TALLIED_FROM:
+            self._tally(req)
+        else:
+            writes = req["write"].astype(bool)
+            lengths = req["length"].astype(np.int64)
+            self.requests += len(req)
+            self.writes += int(np.count_nonzero(writes))
+            self.reads += len(req) - int(np.count_nonzero(writes))
+            self.write_bytes += int(lengths[writes].sum())
+            self.read_bytes += int(lengths.sum()) - int(lengths[writes].sum())
+            if writes.any():
+                self._feed_writes(req["t"][writes].astype(np.float64), lengths[writes])
+            del writes
+            self.sizes += np.bincount(
+                np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"), minlength=len(SIZE_BUCKETS) + 1
+            )
+            del lengths
+            self.t_min, self.t_max = min(self.t_min, float(req["t"].min())), max(self.t_max, float(req["t"].max()))
         kinds = self.streams.classify(req)
         self.sequential += int(np.count_nonzero(kinds))
         bypass: npt.NDArray[np.bool_] = kinds == StreamDetector.BYPASSED
         del kinds
-        self.t_min, self.t_max = min(self.t_min, float(req["t"].min())), max(self.t_max, float(req["t"].max()))
         if not bypass.any():
             return None
         self.bypassed += int(np.count_nonzero(bypass))
         self.bypassed_bytes += int(req["length"][bypass].astype(np.int64).sum())
         return bypass
+
+    def _tally(self, req: Requests) -> None:
+        """_feed_requests' figures but the streams', in one compiled pass over the records."""
+        totals = np.zeros(3, np.int64)
+        sizes = np.zeros(len(SIZE_BUCKETS) + 1, np.int64)
+        extremes = np.zeros(2)
+        write_t, write_length = np.empty(len(req)), np.empty(len(req), np.int64)
+        writes = _tally_compiled()(
+            req["t"], req["length"], req["write"], _SIZE_EDGES, sizes, totals, extremes, write_t, write_length
+        )
+        self.requests += len(req)
+        self.writes += writes
+        self.reads += len(req) - writes
+        self.write_bytes += int(totals[0])
+        self.read_bytes += int(totals[1]) - int(totals[0])
+        if writes:
+            self._feed_writes(write_t[:writes], write_length[:writes])
+        del write_t, write_length
+        self.sizes += sizes
+        self.t_min, self.t_max = min(self.t_min, float(extremes[0])), max(self.t_max, float(extremes[1]))
 
     def feed_blocks(self, accesses: int, ids: mrc.Blocks, counts: npt.NDArray[np.int64]) -> None:
         """A chunk's block accesses: how many, and each distinct block's count."""
@@ -297,6 +326,71 @@ class _Summary:
     def histogram(self) -> dict[str, int]:
         labels = [f"<= {e // 1024} KiB" for e in SIZE_BUCKETS] + [f"> {SIZE_BUCKETS[-1] // 1024} KiB"]
         return {label: int(c) for label, c in zip(labels, self.sizes, strict=True) if c}
+
+
+def _tally_loop(
+    t: npt.NDArray[np.float64],
+    length: npt.NDArray[np.uint32],
+    write: npt.NDArray[np.uint8],
+    edges: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    totals: npt.NDArray[np.int64],
+    extremes: npt.NDArray[np.float64],
+    write_t: npt.NDArray[np.float64],
+    write_length: npt.NDArray[np.int64],
+) -> int:  # pragma: no cover - compiled
+    """Adds to ``sizes`` the requests by size bucket (np.searchsorted(edges, length, "left")),
+    puts the bytes written and all bytes in ``totals``, the first and last times in
+    ``extremes`` (NaN when any time is, as numpy's min and max give), and the writes' times and
+    lengths in ``write_t`` and ``write_length``; returns how many writes."""
+    writes = 0
+    low = high = t[0]
+    nan = False
+    for i in range(t.shape[0]):
+        size = np.int64(length[i])
+        k = 0
+        while k < edges.shape[0] and edges[k] < size:
+            k += 1
+        sizes[k] += 1
+        totals[1] += size
+        x = t[i]
+        if x != x:
+            nan = True
+        elif x < low:
+            low = x
+        elif x > high:
+            high = x
+        if write[i]:
+            totals[0] += size
+            write_t[writes] = x
+            write_length[writes] = size
+            writes += 1
+    extremes[0] = np.nan if nan else low
+    extremes[1] = np.nan if nan else high
+    return writes
+
+
+@functools.cache
+def _tally_compiled() -> Any:
+    def warm(f: Any) -> None:
+        z = np.zeros(1)
+        f(
+            z,
+            np.ones(1, np.uint32),
+            np.ones(1, np.uint8),
+            _SIZE_EDGES,
+            np.zeros(10, np.int64),
+            np.zeros(3, np.int64),
+            np.zeros(2),
+            z.copy(),
+            np.zeros(1, np.int64),
+        )
+
+    return compile_loop(
+        _tally_loop,
+        "int64(float64[:], uint32[:], uint8[:], int64[:], int64[:], int64[:], float64[:], float64[:], int64[:])",
+        warm,
+    )
 
 
 def _joined(masks: list[npt.NDArray[np.bool_] | None], n: int) -> npt.NDArray[np.bool_] | None:
@@ -328,6 +422,7 @@ class _Follower:
                 return
             # The stream detector's loop is loaded here, in the main thread (advisor.workload.jit).
             streams.load()
+            _tally_compiled()
             self._thread = threading.Thread(target=self._follow, name="cachewise-summary", daemon=True)
             self._thread.start()
         self._queue.put(requests)

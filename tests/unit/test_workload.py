@@ -80,3 +80,22 @@ def test_request_figures_made_while_reading_are_those_of_the_whole_trace(
     whole = analyze(load_trace(path))
     assert len(offered) > 20 and whole.bypassed_requests > 0
     assert followed.to_json() == whole.to_json()
+
+
+def test_the_compiled_tally_gives_numpys_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.workload import analysis
+
+    rng = np.random.default_rng(9)
+    req = np.zeros(50_000, REQUEST)
+    req["t"] = np.cumsum(rng.exponential(1e-3, len(req)))
+    req["offset"] = rng.integers(0, 1 << 30, len(req)) * 512
+    req["length"] = rng.choice([512, 4096, 8192, 65536, 1 << 20, 3 << 20], len(req))
+    req["write"] = rng.random(len(req)) < 0.4
+    figures = []
+    for tallied_from in (0, len(req)):
+        monkeypatch.setattr(analysis, "TALLIED_FROM", tallied_from)
+        summary = analysis._Summary()
+        summary.feed_requests(req)
+        figures.append((summary.requests, summary.reads, summary.writes, summary.read_bytes, summary.write_bytes,
+                        summary.sizes.tolist(), summary.t_min, summary.t_max, summary.backlog.tolist()))
+    assert figures[0] == figures[1]
