@@ -56,63 +56,79 @@ def _scan(
     ends = np.empty(8, np.int64)
     values = np.zeros(3, np.int64)
     pos = 0
+    # The usual line first, "TIME FILE read|write OFFSET LENGTH" with single spaces, read in one
+    # go; any other line (or a value out of range) is read again by the general way below. A line
+    # wholly in the buffer ends at a newline, which stops each of the usual line's loops: they
+    # need no bounds checks. (A last line without one is read the general way.)
+    whole = n
+    while whole > 0 and buf[whole - 1] != 10:
+        whole -= 1
+    usual = 0  # lines read the usual way, not yet in counts
     while pos < n:
-        # The usual line first, "TIME FILE read|write OFFSET LENGTH" with single spaces, read in
-        # one go; any other line (or a value out of range) is read again by the general way below.
-        i = pos
-        ok = True
-        t = 0
-        if timed:
-            while i < n and buf[i] >= 48 and buf[i] <= 57:
-                t = t * 10 + (buf[i] - 48)
+        if pos < whole:
+            i = pos
+            ok = True
+            t = np.int64(0)
+            if timed:
+                d = np.uint64(buf[i]) - np.uint64(48)  # a digit's value, or more than 9
+                while d <= 9:
+                    t = t * 10 + np.int64(d)
+                    i += 1
+                    d = np.uint64(buf[i]) - np.uint64(48)
+                ok = 0 < i - pos <= 18 and buf[i] == 32
                 i += 1
-            ok = 0 < i - pos <= 18 and i < n and buf[i] == 32
-            i += 1
-        if ok:
-            s = i
-            while i < n and buf[i] > 32:  # no blank, newline or other control byte in the file name
-                i += 1
-            ok = i > s and i < n and buf[i] == 32
-            i += 1
-        word = 0
-        if ok and i + 5 < n:
-            if buf[i] == 114 and buf[i + 1] == 101 and buf[i + 2] == 97 and buf[i + 3] == 100 and buf[i + 4] == 32:
-                word = 1  # "read "
-                i += 5
-            elif (
-                buf[i] == 119
-                and buf[i + 1] == 114
-                and buf[i + 2] == 105
-                and buf[i + 3] == 116
-                and buf[i + 4] == 101
-                and buf[i + 5] == 32
-            ):
-                word = 2  # "write "
-                i += 6
-        offset = length = 0
-        if word:
-            s = i
-            while i < n and buf[i] >= 48 and buf[i] <= 57:
-                offset = offset * 10 + (buf[i] - 48)
-                i += 1
-            ok = 0 < i - s <= 18 and i < n and buf[i] == 32
-            i += 1
             if ok:
                 s = i
-                while i < n and buf[i] >= 48 and buf[i] <= 57:
-                    length = length * 10 + (buf[i] - 48)
+                while buf[i] > 32:  # no blank, newline or other control byte in the file name
                     i += 1
-                ok = 0 < i - s <= 18 and (i == n or buf[i] == 10)
-            if ok and offset < MAX_OFFSET and 0 < length <= MAX_LENGTH:
-                out_t[at] = t / 1e6
-                out_offset[at] = offset
-                out_length[at] = length
-                out_write[at] = 1 if word == 2 else 0
-                at += 1
-                counts[0] += 1
-                counts[1] += 1
-                pos = i + 1
-                continue
+                ok = i > s and buf[i] == 32
+                i += 1
+            word = 0
+            if ok:
+                if buf[i] == 114 and buf[i + 1] == 101 and buf[i + 2] == 97 and buf[i + 3] == 100 and buf[i + 4] == 32:
+                    word = 1  # "read "
+                    i += 5
+                elif (
+                    buf[i] == 119
+                    and buf[i + 1] == 114
+                    and buf[i + 2] == 105
+                    and buf[i + 3] == 116
+                    and buf[i + 4] == 101
+                    and buf[i + 5] == 32
+                ):
+                    word = 2  # "write "
+                    i += 6
+            if word:
+                s = i
+                offset = np.int64(0)
+                d = np.uint64(buf[i]) - np.uint64(48)
+                while d <= 9:
+                    offset = offset * 10 + np.int64(d)
+                    i += 1
+                    d = np.uint64(buf[i]) - np.uint64(48)
+                ok = 0 < i - s <= 18 and buf[i] == 32
+                i += 1
+                length = np.int64(0)
+                if ok:
+                    s = i
+                    d = np.uint64(buf[i]) - np.uint64(48)
+                    while d <= 9:
+                        length = length * 10 + np.int64(d)
+                        i += 1
+                        d = np.uint64(buf[i]) - np.uint64(48)
+                    ok = 0 < i - s <= 18 and buf[i] == 10
+                if ok and offset < MAX_OFFSET and 0 < length <= MAX_LENGTH:
+                    out_t[at] = t / 1e6
+                    out_offset[at] = offset
+                    out_length[at] = length
+                    out_write[at] = 1 if word == 2 else 0
+                    at += 1
+                    usual += 1
+                    pos = i + 1
+                    continue
+        counts[0] += usual  # the general way numbers its line from counts[0]
+        counts[1] += usual
+        usual = 0
         # One line, split into fields as it is read: [pos, stop), stop at its newline.
         line_index = counts[0]
         counts[0] += 1
@@ -237,6 +253,8 @@ def _scan(
                 bad[3 * k + 2] = line_index
             counts[3] += 1
         pos = stop + 1
+    counts[0] += usual
+    counts[1] += usual
     return at
 
 
