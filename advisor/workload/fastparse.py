@@ -26,7 +26,9 @@ import numpy.typing as npt
 
 from advisor.workload.jit import compile_loop
 
-BLOCK = 64 << 20  # bytes read and scanned at a time
+# Bytes read and scanned at a time: 4 MiB read a 400 MB log in 0.56 s against 0.90 s for 64 MiB
+# (medians of four; the larger buffer is fresh memory, which this machine gives slowly).
+BLOCK = 4 << 20
 EXAMPLES = 5
 MAX_LENGTH = 64 << 20
 MAX_OFFSET = 1 << 60
