@@ -234,6 +234,7 @@ class _Summary:
         self.backlog = np.zeros(len(DRAIN_RATES))
         self._written = 0.0  # bytes written before this chunk
         self._lowest = np.full(len(DRAIN_RATES), np.inf)  # min over past writes of (written before it - rate x t)
+        self._scratch = (np.empty(0), np.empty(0, np.int64))  # the writes' times and lengths (_tally)
 
     def _feed_writes(self, t: npt.NDArray[np.float64], lengths: npt.NDArray[np.int64]) -> None:
         # Writes grouped by tenth of a second (each group at its first write's time): the backlog
@@ -288,12 +289,19 @@ class _Summary:
         self.bypassed_bytes += int(req["length"][bypass].astype(np.int64).sum())
         return bypass
 
+    def fed(self) -> None:
+        """Every request fed: the scratch arrays kept from slice to slice go."""
+        self._scratch = (np.empty(0), np.empty(0, np.int64))
+        self.streams.fed()
+
     def _tally(self, req: Requests) -> None:
         """_feed_requests' figures but the streams', in one compiled pass over the records."""
         totals = np.zeros(3, np.int64)
         sizes = np.zeros(len(SIZE_BUCKETS) + 1, np.int64)
         extremes = np.zeros(2)
-        write_t, write_length = np.empty(len(req)), np.empty(len(req), np.int64)
+        if len(self._scratch[0]) < len(req):  # kept from slice to slice: fresh memory is slow
+            self._scratch = (np.empty(len(req)), np.empty(len(req), np.int64))
+        write_t, write_length = self._scratch
         writes = _tally_compiled()(
             req["t"], req["length"], req["write"], _SIZE_EDGES, sizes, totals, extremes, write_t, write_length
         )
@@ -304,7 +312,6 @@ class _Summary:
         self.read_bytes += int(totals[1]) - int(totals[0])
         if writes:
             self._feed_writes(write_t[:writes], write_length[:writes])
-        del write_t, write_length
         self.sizes += sizes
         self.t_min, self.t_max = min(self.t_min, float(extremes[0])), max(self.t_max, float(extremes[1]))
 
@@ -645,6 +652,7 @@ def _analyze(
         bypass = summary.feed_requests(trace.requests)
     else:
         summary, bypass = summarised
+    summary.fed()
     passes = None
     if mode != "shards" and summary.requests - summary.bypassed >= COMPILED_PASSES_FROM:
         passes = _exact_passes(trace.requests, block_size, bypass, mode == "auto")
