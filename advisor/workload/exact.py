@@ -3,14 +3,15 @@
 - The requests' blocks are numbered by first touch with a hash table (_relabel), read straight
   from the request records, bypassed requests skipped: no array of block numbers, no argsort.
 - Each access is classed by the first curve size it hits in (mrc.size_classes' class) with
-  markers at the curve's sizes (_marker_classes): the LRU stack is a linked list cut into
-  buckets at the sizes, and an access at depth d in bucket j moves the last block of each
-  bucket above it down one, so it costs j steps, few under skew. A trace with little reuse
-  (more than MARKER_STEPS steps an access on average) is classed from its stack distances
-  instead, by a Fenwick tree over the accesses' last positions, renumbered when full so that
-  it stays about twice the footprint (_fenwick_classes).
-- One more pass counts the classes by hundredth of the trace (_histograms): the curve, the
-  steady curve and their read curves all come from those counts (mrc.curve_from_histograms).
+  markers at the curve's sizes, and the classes are counted by hundredth of the trace as they
+  come (_marker_curve): the LRU stack is a linked list cut into buckets at the sizes, and an
+  access at depth d in bucket j moves the last block of each bucket above it down one, so it
+  costs j steps, few under skew. The curve, the steady curve and their read curves all come
+  from those counts (mrc.curve_from_histograms).
+- A trace with little reuse (more than MARKER_STEPS steps an access on average) is classed
+  from its stack distances instead, by a Fenwick tree over the accesses' last positions,
+  renumbered when full so that it stays about twice the footprint (_fenwick_classes), and its
+  classes counted by one more pass (_histograms).
 
 Measured on bench/bench_analyze.py's 10 million 4 KiB Zipf requests (450 thousand blocks) on
 this 2-core machine, with a lab guest busy beside: 0.6 s at 4 KiB and 0.5 s at 64 KiB chunks
@@ -130,19 +131,27 @@ def _relabel(
     return ids[:distinct].copy(), counts[:distinct].copy()
 
 
-def _marker_classes(
+def _marker_curve(
     dense: npt.NDArray[np.int32],
     distinct: int,
     sizes: npt.NDArray[np.int64],
     budget: int,
-    out: npt.NDArray[np.int16],
+    per: npt.NDArray[np.int32],
+    reads: npt.NDArray[np.uint8],
+    by_request: bool,
+    edges: npt.NDArray[np.int64],
+    hist: npt.NDArray[np.int64],
+    read_hist: npt.NDArray[np.int64],
+    fill_at: npt.NDArray[np.int64],
 ) -> bool:  # pragma: no cover - compiled
-    """Each access's class into ``out``: the index of the first size it hits in (a block at
-    depth d of the LRU stack hits in caches of more than d blocks), len(sizes) when it hits in
-    none, len(sizes) + 1 for a first touch. Bucket j holds depths sizes[j-1] .. sizes[j]-1;
-    ``tail[j]`` is its deepest block once the stack reaches it. False (``out`` unfinished)
-    when the steps pass ``budget`` an access on average."""
+    """Class each access and count the classes as _histograms does, in one pass. An access's
+    class is the index of the first size it hits in (a block at depth d of the LRU stack hits
+    in caches of more than d blocks), len(sizes) when it hits in none, len(sizes) + 1 for a
+    first touch. Bucket j holds depths sizes[j-1] .. sizes[j]-1; ``tail[j]`` is its deepest
+    block once the stack reaches it. False (the counts unfinished) when the steps pass
+    ``budget`` an access on average."""
     nsizes = sizes.shape[0]
+    cold = nsizes + 1
     n = dense.shape[0]
     prv = np.full(distinct, -1, np.int32)  # towards the top of the stack
     nxt = np.full(distinct, -1, np.int32)
@@ -151,47 +160,74 @@ def _marker_classes(
     head = bottom = -1
     depth = 0  # blocks in the stack
     steps = 0
+    # The unit being counted (a request, or an access): its request r, the accesses of r still
+    # to come, and with by_request its class so far and first touches.
+    r = 0
+    left = per[0] if per.shape[0] else 1
+    c = new = 0
+    unit = slice_ = touched = filled = 0
     for i in range(n):
         if i % CHECK_EVERY == 0 and i >= 4 * CHECK_EVERY and steps > budget * i:
             return False
         b = dense[i]
         j = bucket[b]
+        x = j
         if j < 0:  # a first touch: every full bucket passes its deepest block down
             j = 0
             while j < nsizes and sizes[j] <= depth:
                 j += 1
-            out[i] = nsizes + 1
-        else:
-            out[i] = j
-            if b == head:
-                continue
-        steps += j
-        for k in range(j):
-            t = tail[k]
-            bucket[t] = k + 1
-            tail[k] = prv[t] if sizes[k] > 1 else b
-        if bucket[b] < 0:
-            depth += 1
-            if bottom < 0:
-                bottom = b
-            if j < nsizes and sizes[j] == depth:
-                tail[j] = bottom
-        else:
-            p = prv[b]
-            if j < nsizes and tail[j] == b:
-                tail[j] = p
-            q = nxt[b]
-            nxt[p] = q
-            if q >= 0:
-                prv[q] = p
+            x = cold
+        if b != head:
+            steps += j
+            for k in range(j):
+                t = tail[k]
+                bucket[t] = k + 1
+                tail[k] = prv[t] if sizes[k] > 1 else b
+            if bucket[b] < 0:
+                depth += 1
+                if bottom < 0:
+                    bottom = b
+                if j < nsizes and sizes[j] == depth:
+                    tail[j] = bottom
             else:
-                bottom = p
-        prv[b] = -1
-        nxt[b] = head
-        if head >= 0:
-            prv[head] = b
-        head = b
-        bucket[b] = 0
+                p = prv[b]
+                if j < nsizes and tail[j] == b:
+                    tail[j] = p
+                q = nxt[b]
+                nxt[p] = q
+                if q >= 0:
+                    prv[q] = p
+                else:
+                    bottom = p
+            prv[b] = -1
+            nxt[b] = head
+            if head >= 0:
+                prv[head] = b
+            head = b
+            bucket[b] = 0
+        if x > c:
+            c = x
+        if x == cold:
+            new += 1
+        left -= 1
+        if by_request and left:
+            continue
+        read = reads[r]
+        if not left:
+            r += 1
+            left = per[r] if per.shape[0] and r < per.shape[0] else 1
+        while unit >= edges[slice_ + 1]:
+            slice_ += 1
+        hist[slice_, c] += 1
+        if read:
+            read_hist[slice_, c] += 1
+        if new:
+            touched += new
+            while filled < nsizes and sizes[filled] <= touched:
+                fill_at[filled] = unit
+                filled += 1
+        unit += 1
+        c = new = 0
     return True
 
 
@@ -333,9 +369,22 @@ def _relabel_compiled() -> Any:
 @functools.cache
 def _markers_compiled() -> Any:
     return compile_loop(
-        _marker_classes,
-        "boolean(int32[:], int64, int64[:], int64, int16[:])",
-        lambda f: f(np.zeros(1, np.int32), 1, np.ones(1, np.int64), MARKER_STEPS, np.zeros(1, np.int16)),
+        _marker_curve,
+        "boolean(int32[:], int64, int64[:], int64, int32[:], uint8[:], boolean, int64[:], int64[:, :], int64[:, :], "
+        "int64[:])",
+        lambda f: f(
+            np.zeros(1, np.int32),
+            1,
+            np.ones(1, np.int64),
+            MARKER_STEPS,
+            np.zeros(0, np.int32),
+            np.ones(1, np.uint8),
+            True,
+            np.array([0, 1], np.int64),
+            np.zeros((1, 3), np.int64),
+            np.zeros((1, 3), np.int64),
+            np.full(1, -1, np.int64),
+        ),
     )
 
 
@@ -428,14 +477,18 @@ def lru_pass(
     dense = np.empty(counted.accesses, np.int32)
     ids, counts = _relabel_compiled()(offset, length, _keep(keep), block_size.bit_length() - 1, dense, per)
     sizes = mrc.default_sizes(len(ids))
-    classes = np.empty(counted.accesses, np.int16)
-    if not _markers_compiled()(dense, len(ids), sizes, MARKER_STEPS, classes):
-        _fenwick_compiled()(dense, len(ids), sizes, classes)
-    del dense
     units = counted.requests if by_request else counted.accesses
     edges = np.linspace(0, units, mrc.STEADY_SLICES + 1).astype(np.int64)
+    kinds = reads.view(np.uint8)
     hist = np.zeros((mrc.STEADY_SLICES, len(sizes) + 2), np.int64)
     read_hist = np.zeros_like(hist)
     fill_at = np.full(len(sizes), -1, np.int64)
-    _histograms_compiled()(classes, per, reads.view(np.uint8), by_request, sizes, edges, hist, read_hist, fill_at)
+    if not _markers_compiled()(
+        dense, len(ids), sizes, MARKER_STEPS, per, kinds, by_request, edges, hist, read_hist, fill_at
+    ):
+        hist[:], read_hist[:], fill_at[:] = 0, 0, -1  # the marker pass gave up: a Fenwick tree's classes
+        classes = np.empty(counted.accesses, np.int16)
+        _fenwick_compiled()(dense, len(ids), sizes, classes)
+        del dense
+        _histograms_compiled()(classes, per, kinds, by_request, sizes, edges, hist, read_hist, fill_at)
     return Pass(mrc.curve_from_histograms(sizes, hist, read_hist, fill_at, units), ids, counts, counted.accesses)

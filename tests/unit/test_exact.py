@@ -59,26 +59,54 @@ def test_a_pass_gives_the_curve_of_the_stack_distances(spanning: bool, block_siz
         assert got.counts[np.argsort(got.ids)].tolist() == counts.tolist()
 
 
+@pytest.mark.parametrize("by_request", [True, False])
+def test_a_pass_the_markers_give_up_on_is_made_by_the_fenwick_tree(by_request: bool,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(exact, "MARKER_STEPS", 0)  # gives up at its first look, 262,144 accesses in
+    req = requests(300_000, 6, spanning=True)
+    reads = req["write"] == 0
+    got = exact.lru_pass(req, 4096, None, reads, by_request, exact.count(req, 4096, None))
+    want = old_curve(req, 4096, None, by_request)
+    for name in CURVE_FIELDS:
+        assert np.array_equal(getattr(got.curve, name), getattr(want, name)), name
+
+
+def counted(classes_or_markers: object, dense: np.ndarray, distinct: int, sizes: np.ndarray, reads: np.ndarray,
+            budget: int = 1 << 40) -> tuple[list[list[int]], list[list[int]], list[int]] | None:
+    """The histograms of one unit an access, from the marker pass or from classes."""
+    edges = np.linspace(0, len(dense), mrc.STEADY_SLICES + 1).astype(np.int64)
+    hist = np.zeros((mrc.STEADY_SLICES, len(sizes) + 2), np.int64)
+    read_hist, fill_at = np.zeros_like(hist), np.full(len(sizes), -1, np.int64)
+    none = np.zeros(0, np.int32)
+    if isinstance(classes_or_markers, np.ndarray):
+        exact._histograms_compiled()(classes_or_markers, none, reads, False, sizes, edges, hist, read_hist, fill_at)
+    elif not exact._markers_compiled()(dense, distinct, sizes, budget, none, reads, False, edges, hist, read_hist,
+                                       fill_at):
+        return None
+    return hist.tolist(), read_hist.tolist(), fill_at.tolist()
+
+
 @pytest.mark.parametrize("universe", [3, 50, 5000, 10**6])
 def test_markers_and_fenwick_class_as_the_distances_do(universe: int) -> None:
     rng = np.random.default_rng(universe)
     blocks = (rng.zipf(1.1, 40_000) % universe).astype(np.int64)
+    reads = (rng.random(len(blocks)) < 0.7).astype(np.uint8)
     ids, dense, _ = mrc.relabel(blocks)
     dense32 = dense.astype(np.int32)
+    exact.load()
     for sizes in (mrc.default_sizes(len(ids)), np.array([1, 2, 3, 7], np.int64), np.array([1], np.int64)):
-        want = mrc.size_classes(mrc.stack_distances(blocks), sizes)
-        markers, fenwick = np.empty(len(blocks), np.int16), np.empty(len(blocks), np.int16)
-        exact.load()
-        assert exact._markers_compiled()(dense32, len(ids), sizes, 1 << 40, markers)
+        want = mrc.size_classes(mrc.stack_distances(blocks), sizes).astype(np.int16)
+        fenwick = np.empty(len(blocks), np.int16)
         exact._fenwick_compiled()(dense32, len(ids), sizes, fenwick)
-        assert markers.tolist() == want.tolist() and fenwick.tolist() == want.tolist()
+        assert fenwick.tolist() == want.tolist()
+        assert counted(None, dense32, len(ids), sizes, reads) == counted(want, dense32, len(ids), sizes, reads)
 
 
 def test_the_marker_pass_gives_up_on_a_trace_with_little_reuse() -> None:
     dense = np.arange(300_000, dtype=np.int32)  # every access a first touch, deep below the sizes
     sizes = mrc.default_sizes(len(dense))
     exact.load()
-    assert not exact._markers_compiled()(dense, len(dense), sizes, exact.MARKER_STEPS, np.empty(len(dense), np.int16))
+    assert counted(None, dense, len(dense), sizes, np.ones(len(dense), np.uint8), exact.MARKER_STEPS) is None
 
 
 def pinned(name: str) -> dict[str, object]:
