@@ -3,7 +3,12 @@ hot-data ratio (L-SIZE-4: measure the real workload before sizing a cache)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+import functools
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -11,7 +16,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from advisor.workload import bcachesim, mrc, smq, timeline
+from advisor.workload import bcachesim, exact, mrc, smq, streams, timeline
+from advisor.workload.jit import compile_loop
 from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
 from advisor.workload.traces import (
     MSR,
@@ -55,6 +61,10 @@ BCACHE_SMALLEST = 513 * bcachesim.BUCKET
 # Block accesses analysed at once (8 bytes each, and a few arrays of them): a larger expansion
 # means a trace of huge requests at a small block size.
 MAX_ACCESSES = 200_000_000
+# Traces of at least this many requests (not bypassed) have their exact curves made by the
+# compiled passes of advisor.workload.exact; shorter ones by mrc's relabelling and stack
+# distances (the same curves), which compile one loop instead of five past 20,000 accesses.
+COMPILED_PASSES_FROM = 200_000
 
 
 def to_blocks(requests: Requests, block_size: int) -> mrc.Blocks:
@@ -200,6 +210,10 @@ class Analysis:
 
 
 FEED_CHUNK = 1 << 20  # requests summarised at a time
+# Slices of more requests are tallied by a compiled pass (_tally_loop), shorter ones by numpy
+# (no compile for a short trace); the same figures.
+TALLIED_FROM = 200_000
+_SIZE_EDGES = np.asarray(SIZE_BUCKETS, np.int64)
 # Drain rates (bytes/s) at which the writes' backlog is measured: 64 KiB/s to 1 GiB/s.
 DRAIN_RATES = tuple(float(x) for x in np.geomspace(64 << 10, 1 << 30, 15))
 BACKLOG_STEP_S = 0.1
@@ -221,6 +235,7 @@ class _Summary:
         self.backlog = np.zeros(len(DRAIN_RATES))
         self._written = 0.0  # bytes written before this chunk
         self._lowest = np.full(len(DRAIN_RATES), np.inf)  # min over past writes of (written before it - rate x t)
+        self._scratch = (np.empty(0), np.empty(0, np.int64))  # the writes' times and lengths (_tally)
 
     def _feed_writes(self, t: npt.NDArray[np.float64], lengths: npt.NDArray[np.int64]) -> None:
         # Writes grouped by tenth of a second (each group at its first write's time): the backlog
@@ -240,43 +255,66 @@ class _Summary:
         """The request-level figures of a chunk: mix, bytes, sizes, sequential share, times;
         a slice at a time, so that the temporaries stay small beside a long trace. Returns
         which requests a cache bypasses (None: none)."""
-        masks = [self._feed_requests(req[at : at + FEED_CHUNK]) for at in range(0, len(req), FEED_CHUNK)]
-        if not any(m is not None for m in masks):
-            return None
-        return np.concatenate(
-            [
-                m if m is not None else np.zeros(min(FEED_CHUNK, len(req) - i * FEED_CHUNK), bool)
-                for i, m in enumerate(masks)
-            ]
+        return _joined(
+            [self._feed_requests(req[at : at + FEED_CHUNK]) for at in range(0, len(req), FEED_CHUNK)], len(req)
         )
 
     def _feed_requests(self, req: Requests) -> npt.NDArray[np.bool_] | None:
         if not len(req):
             return None
-        writes = req["write"].astype(bool)
-        lengths = req["length"].astype(np.int64)
-        self.requests += len(req)
-        self.writes += int(np.count_nonzero(writes))
-        self.reads += len(req) - int(np.count_nonzero(writes))
-        self.write_bytes += int(lengths[writes].sum())
-        self.read_bytes += int(lengths.sum()) - int(lengths[writes].sum())
-        if writes.any():
-            self._feed_writes(req["t"][writes].astype(np.float64), lengths[writes])
-        del writes
-        self.sizes += np.bincount(
-            np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"), minlength=len(SIZE_BUCKETS) + 1
-        )
-        del lengths
+        if len(req) > TALLIED_FROM:
+            self._tally(req)
+        else:
+            writes = req["write"].astype(bool)
+            lengths = req["length"].astype(np.int64)
+            self.requests += len(req)
+            self.writes += int(np.count_nonzero(writes))
+            self.reads += len(req) - int(np.count_nonzero(writes))
+            self.write_bytes += int(lengths[writes].sum())
+            self.read_bytes += int(lengths.sum()) - int(lengths[writes].sum())
+            if writes.any():
+                self._feed_writes(req["t"][writes].astype(np.float64), lengths[writes])
+            del writes
+            self.sizes += np.bincount(
+                np.searchsorted(np.asarray(SIZE_BUCKETS), lengths, side="left"), minlength=len(SIZE_BUCKETS) + 1
+            )
+            del lengths
+            self.t_min, self.t_max = min(self.t_min, float(req["t"].min())), max(self.t_max, float(req["t"].max()))
         kinds = self.streams.classify(req)
         self.sequential += int(np.count_nonzero(kinds))
         bypass: npt.NDArray[np.bool_] = kinds == StreamDetector.BYPASSED
         del kinds
-        self.t_min, self.t_max = min(self.t_min, float(req["t"].min())), max(self.t_max, float(req["t"].max()))
         if not bypass.any():
             return None
         self.bypassed += int(np.count_nonzero(bypass))
         self.bypassed_bytes += int(req["length"][bypass].astype(np.int64).sum())
         return bypass
+
+    def fed(self) -> None:
+        """Every request fed: the scratch arrays kept from slice to slice go."""
+        self._scratch = (np.empty(0), np.empty(0, np.int64))
+        self.streams.fed()
+
+    def _tally(self, req: Requests) -> None:
+        """_feed_requests' figures but the streams', in one compiled pass over the records."""
+        totals = np.zeros(3, np.int64)
+        sizes = np.zeros(len(SIZE_BUCKETS) + 1, np.int64)
+        extremes = np.zeros(2)
+        if len(self._scratch[0]) < len(req):  # kept from slice to slice: fresh memory is slow
+            self._scratch = (np.empty(len(req)), np.empty(len(req), np.int64))
+        write_t, write_length = self._scratch
+        writes = _tally_compiled()(
+            req["t"], req["length"], req["write"], _SIZE_EDGES, sizes, totals, extremes, write_t, write_length
+        )
+        self.requests += len(req)
+        self.writes += writes
+        self.reads += len(req) - writes
+        self.write_bytes += int(totals[0])
+        self.read_bytes += int(totals[1]) - int(totals[0])
+        if writes:
+            self._feed_writes(write_t[:writes], write_length[:writes])
+        self.sizes += sizes
+        self.t_min, self.t_max = min(self.t_min, float(extremes[0])), max(self.t_max, float(extremes[1]))
 
     def feed_blocks(self, accesses: int, ids: mrc.Blocks, counts: npt.NDArray[np.int64]) -> None:
         """A chunk's block accesses: how many, and each distinct block's count."""
@@ -296,6 +334,151 @@ class _Summary:
     def histogram(self) -> dict[str, int]:
         labels = [f"<= {e // 1024} KiB" for e in SIZE_BUCKETS] + [f"> {SIZE_BUCKETS[-1] // 1024} KiB"]
         return {label: int(c) for label, c in zip(labels, self.sizes, strict=True) if c}
+
+
+def _tally_loop(
+    t: npt.NDArray[np.float64],
+    length: npt.NDArray[np.uint32],
+    write: npt.NDArray[np.uint8],
+    edges: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    totals: npt.NDArray[np.int64],
+    extremes: npt.NDArray[np.float64],
+    write_t: npt.NDArray[np.float64],
+    write_length: npt.NDArray[np.int64],
+) -> int:  # pragma: no cover - compiled
+    """Adds to ``sizes`` the requests by size bucket (np.searchsorted(edges, length, "left")),
+    puts the bytes written and all bytes in ``totals``, the first and last times in
+    ``extremes`` (NaN when any time is, as numpy's min and max give), and the writes' times and
+    lengths in ``write_t`` and ``write_length``; returns how many writes."""
+    writes = 0
+    low = high = t[0]
+    nan = False
+    for i in range(t.shape[0]):
+        size = np.int64(length[i])
+        k = 0
+        while k < edges.shape[0] and edges[k] < size:
+            k += 1
+        sizes[k] += 1
+        totals[1] += size
+        x = t[i]
+        if x != x:
+            nan = True
+        elif x < low:
+            low = x
+        elif x > high:
+            high = x
+        if write[i]:
+            totals[0] += size
+            write_t[writes] = x
+            write_length[writes] = size
+            writes += 1
+    extremes[0] = np.nan if nan else low
+    extremes[1] = np.nan if nan else high
+    return writes
+
+
+@functools.cache
+def _tally_compiled() -> Any:
+    def warm(f: Any) -> None:
+        z = np.zeros(1)
+        f(
+            z,
+            np.ones(1, np.uint32),
+            np.ones(1, np.uint8),
+            _SIZE_EDGES,
+            np.zeros(10, np.int64),
+            np.zeros(3, np.int64),
+            np.zeros(2),
+            z.copy(),
+            np.zeros(1, np.int64),
+        )
+
+    return compile_loop(
+        _tally_loop,
+        "int64(float64[:], uint32[:], uint8[:], int64[:], int64[:], int64[:], float64[:], float64[:], int64[:])",
+        warm,
+    )
+
+
+@contextlib.contextmanager
+def _small_pages() -> Iterator[None]:
+    """numpy's advice to the kernel to back arrays of 4 MB and more with huge pages held off,
+    then as it was. Where the kernel compacts memory to find them when advised (transparent
+    huge pages' defrag "madvise", Debian's default), an analysis's few hundred megabytes of fresh
+    arrays wait on it: the bench log's warm analysis spent 0.77 s in the kernel with the advice
+    and 0.47 s without, and 3.8 s of CPU against 3.5 s (medians of five, alternated)."""
+    multiarray = getattr(getattr(np, "_core", None), "multiarray", None) or getattr(np.core, "multiarray", None)
+    advise: Callable[[bool], bool] | None = getattr(multiarray, "_set_madvise_hugepage", None)
+    if advise is None:
+        yield
+        return
+    was = advise(False)
+    try:
+        yield
+    finally:
+        advise(was)
+
+
+def _joined(masks: list[npt.NDArray[np.bool_] | None], n: int) -> npt.NDArray[np.bool_] | None:
+    """The bypass masks of the FEED_CHUNK slices of n requests as one (None: none bypassed)."""
+    if not any(m is not None for m in masks):
+        return None
+    return np.concatenate(
+        [m if m is not None else np.zeros(min(FEED_CHUNK, n - i * FEED_CHUNK), bool) for i, m in enumerate(masks)]
+    )
+
+
+class _Follower:
+    """Feeds a _Summary the requests a reader has read so far (offer), a FEED_CHUNK slice at a
+    time, on a thread of its own while the reader reads on; finish feeds the rest. The slices
+    are feed_requests' own, so the figures are the same as from the whole array at the end."""
+
+    def __init__(self, summary: _Summary) -> None:
+        self.summary = summary
+        self._masks: list[npt.NDArray[np.bool_] | None] = []
+        self._fed = 0
+        self._queue: queue.SimpleQueue[Requests | None] = queue.SimpleQueue()
+        self._failed: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def offer(self, requests: Requests) -> None:
+        """The requests read so far (the reader's thread: the main one)."""
+        if self._thread is None:
+            if len(requests) < FEED_CHUNK:
+                return
+            # The stream detector's loop is loaded here, in the main thread (advisor.workload.jit).
+            streams.load()
+            _tally_compiled()
+            self._thread = threading.Thread(target=self._follow, name="cachewise-summary", daemon=True)
+            self._thread.start()
+        self._queue.put(requests)
+
+    def _follow(self) -> None:
+        try:
+            while (requests := self._queue.get()) is not None:
+                self._feed(requests, whole=True)
+        except BaseException as exc:  # raised again by finish, in the caller's thread
+            self._failed = exc
+
+    def _feed(self, requests: Requests, whole: bool) -> None:
+        while self._fed + (FEED_CHUNK if whole else 1) <= len(requests):
+            self._masks.append(self.summary._feed_requests(requests[self._fed : self._fed + FEED_CHUNK]))
+            self._fed += min(FEED_CHUNK, len(requests) - self._fed)
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def finish(self, requests: Requests) -> npt.NDArray[np.bool_] | None:
+        """Every request fed: which a cache bypasses (None: none), as feed_requests gives."""
+        self.stop()
+        if self._failed is not None:
+            raise self._failed
+        self._feed(requests, whole=False)
+        return _joined(self._masks, len(requests))
 
 
 def _check_block_size(block_size: int) -> None:
@@ -465,7 +648,8 @@ def analyze(
 ) -> Analysis:
     """Analyse a trace held in memory. Streams past ``sequential_cutoff`` bytes (0: none) are
     counted apart from the curve, as a cache bypasses them."""
-    return _analyze(trace, block_size, mode, release=False, cutoff=sequential_cutoff)
+    with _small_pages():
+        return _analyze(trace, block_size, mode, release=False, cutoff=sequential_cutoff)
 
 
 def _analyze(
@@ -474,16 +658,57 @@ def _analyze(
     mode: Literal["auto", "exact", "shards"],
     release: bool,
     cutoff: int = SEQUENTIAL_CUTOFF,
+    summarised: tuple[_Summary, npt.NDArray[np.bool_] | None] | None = None,
 ) -> Analysis:
     """analyze(); with ``release`` the trace's requests are dropped once their blocks are known
     (its caller has no further use for them), which keeps 10 million requests' 210 MB out of
-    the peak."""
+    the peak. ``summarised``: the requests already fed to a _Summary of ``cutoff``, and which
+    it bypasses."""
     _check_block_size(block_size)
     size = trace.meta.get("size_bytes")
     dmcache = smq_curve(trace.requests, size if isinstance(size, int) and size > 0 else None)
     bcache = bcache_curve(trace.requests)
-    summary = _Summary(cutoff)
-    bypass = summary.feed_requests(trace.requests)
+    if summarised is None:
+        summary = _Summary(cutoff)
+        bypass = summary.feed_requests(trace.requests)
+    else:
+        summary, bypass = summarised
+    summary.fed()
+    passes = None
+    if mode != "shards" and summary.requests - summary.bypassed >= COMPILED_PASSES_FROM:
+        passes = _exact_passes(trace.requests, block_size, bypass, mode == "auto")
+    if passes is None:
+        curve, chunk, coarse = _curves_from_blocks(trace, block_size, mode, release, summary, bypass)
+    else:
+        main, chunk_pass = passes
+        summary.feed_blocks(main.accesses, main.ids, main.counts)
+        curve, chunk, coarse = main.curve, None, []
+        if chunk_pass is not None:
+            chunk = (chunk_pass.curve, len(chunk_pass.ids), chunk_pass.accesses)
+            if chunk[1] > LVM_MAX_CHUNKS:
+                cached = trace.requests if bypass is None else trace.requests[~bypass]
+                in_chunks, per = blocks_per_request(cached, CHUNK)
+                reads = ~cached["write"].astype(bool)
+                del cached
+                chunk_reads = reads if per is None else np.repeat(reads, per)
+                coarse = _coarse_curves(in_chunks, per, chunk_reads, chunk[1], "exact")
+        if release:
+            trace.requests = trace.requests[:0].copy()
+    return _result(
+        summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse, dmcache, bcache
+    )
+
+
+def _curves_from_blocks(
+    trace: Trace,
+    block_size: int,
+    mode: Literal["auto", "exact", "shards"],
+    release: bool,
+    summary: _Summary,
+    bypass: npt.NDArray[np.bool_] | None,
+) -> tuple[mrc.Curve, tuple[mrc.Curve, int, int] | None, list[CoarseCurve]]:
+    """The curves (block_size's, CHUNK's, the coarser chunks') from arrays of the trace's block
+    numbers: a SHARDS curve, or an exact one of a trace too short for _exact_passes."""
     cached = trace.requests if bypass is None else trace.requests[~bypass]
     del bypass
     reads = ~cached["write"].astype(bool)  # by request
@@ -514,9 +739,42 @@ def _analyze(
         chunk = _chunk_curve(in_chunks, how, chunk_reads)
         if chunk[1] > LVM_MAX_CHUNKS:
             coarse = _coarse_curves(in_chunks, per, chunk_reads, chunk[1], how)
-    return _result(
-        summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse, dmcache, bcache
-    )
+    return curve, chunk, coarse
+
+
+def _exact_passes(
+    requests: Requests, block_size: int, bypass: npt.NDArray[np.bool_] | None, auto: bool
+) -> tuple[exact.Pass, exact.Pass | None] | None:
+    """The exact curves of the requests not bypassed at ``block_size`` and at CHUNK (None when
+    block_size is not smaller) by advisor.workload.exact, side by side on two threads; None
+    when ``auto`` and they make more than mrc.EXACT_LIMIT block accesses (SHARDS then)."""
+    exact.load()
+    keep = None if bypass is None else ~bypass
+    chunks = exact.count(requests, CHUNK, keep) if block_size < CHUNK else None
+    if chunks is not None:
+        _check_accesses(chunks, CHUNK)
+    blocks = exact.count(requests, block_size, keep)
+    _check_accesses(blocks, block_size)
+    if auto and blocks.accesses > mrc.EXACT_LIMIT:
+        return None
+    reads = requests["write"] == 0
+    if keep is not None:
+        reads = reads[keep]
+    if chunks is None:
+        return exact.lru_pass(requests, block_size, keep, reads, True, blocks), None
+    with ThreadPoolExecutor(1) as beside:
+        chunk = beside.submit(exact.lru_pass, requests, CHUNK, keep, reads, False, chunks)
+        main = exact.lru_pass(requests, block_size, keep, reads, True, blocks)
+        return main, chunk.result()
+
+
+def _check_accesses(counted: exact.Counted, block_size: int) -> None:
+    if counted.accesses > MAX_ACCESSES:
+        raise TraceError(
+            f"its {counted.requests:,} requests make {counted.accesses:,} accesses of {block_size} bytes, "
+            f"more than the {MAX_ACCESSES:,} analysed at once",
+            code="too-many-accesses",
+        )
 
 
 def coarse_chunks(footprint_chunks: int) -> list[int]:
@@ -644,5 +902,14 @@ def analyze_path(
             analyze_stream(iter_cachewise(path), records, block_size, str(path), fmt, stats, sequential_cutoff),
             read_cachewise_meta(path),
         )
-    trace = load_trace(path, fmt, layout)
-    return _analyze(trace, block_size, mode, release=True, cutoff=sequential_cutoff), trace.meta
+    # The request figures (the stream detector's above all) are made as the trace is read, by
+    # a thread that follows the reader (the compiled fio reader offers its requests).
+    follower = _Follower(_Summary(sequential_cutoff))
+    with _small_pages():
+        try:
+            trace = load_trace(path, fmt, layout, on_requests=follower.offer)
+        finally:
+            follower.stop()
+        summarised = (follower.summary, follower.finish(trace.requests))
+        analysis = _analyze(trace, block_size, mode, release=True, cutoff=sequential_cutoff, summarised=summarised)
+    return analysis, trace.meta

@@ -198,23 +198,68 @@ def steady_from_distances(
         if counted is not None:
             part = part[counted[edges[k] : edges[k + 1]]]
         hist[k] = np.bincount(part, minlength=len(sizes) + 2)
+    fill_at = np.array([cold_at[size - 1] if 0 < size <= len(cold_at) else -1 for size in sizes], np.int64)
+    return _steady(hist, total, edges, fill_at, sizes)
+
+
+def _steady(
+    hist: npt.NDArray[np.int64],
+    total: npt.NDArray[np.int64],
+    edges: npt.NDArray[np.int64],
+    fill_at: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+) -> npt.NDArray[np.float64]:
+    """steady_from_distances from its counts: ``hist[k, c]`` the counted accesses of slice k
+    (edges[k] .. edges[k+1]) in size class c, ``total[k]`` those before edges[k], ``fill_at[j]``
+    the access during which the sizes[j]-th distinct block is first touched (-1: never)."""
+    if total[-1] == 0:
+        return np.zeros(len(sizes))
     hits_by_slice = np.cumsum(hist, axis=1)[:, : len(sizes)]  # [slice, size]: hits of that size
     after = np.cumsum(hits_by_slice[::-1], axis=0)[::-1]  # hits from that slice to the end
     out = np.full(len(sizes), np.nan)
-    for j, size in enumerate(sizes):
-        if 0 < size <= len(cold_at):
-            first = int(np.searchsorted(edges, cold_at[size - 1] + 1, side="left"))
+    for j in range(len(sizes)):
+        if fill_at[j] >= 0:
+            first = int(np.searchsorted(edges, fill_at[j] + 1, side="left"))
             remaining = total[-1] - total[first]
             if first < STEADY_SLICES and remaining > 0:
                 out[j] = after[first, j] / remaining
     filled = ~np.isnan(out)
     if not filled.any():
-        kept = distances if counted is None else distances[counted]
-        reused = len(kept) - int(np.count_nonzero(kept < 0))
+        reused = int(hist[:, : len(sizes) + 1].sum())  # counted accesses that were not first touches
         return hits_by_slice.sum(axis=0) / reused if reused else np.zeros(len(sizes))
     last = int(np.flatnonzero(filled)[-1])
     out[last + 1 :] = out[last]  # sizes the trace does not fill (a smaller size fills first)
     return np.maximum.accumulate(np.nan_to_num(out))  # a size of 0 blocks never hits
+
+
+def curve_from_histograms(
+    sizes: npt.NDArray[np.int64],
+    hist: npt.NDArray[np.int64],
+    read_hist: npt.NDArray[np.int64],
+    fill_at: npt.NDArray[np.int64],
+    units: int,
+) -> Curve:
+    """The exact curve, steady curve and read curves of ``units`` accesses (or requests) from
+    their size classes counted by slice (advisor.workload.exact): ``hist[k, c]`` those of slice
+    k of STEADY_SLICES in class c (size_classes), ``read_hist`` the reads alone, ``fill_at`` as
+    _steady takes it. The same numbers as exact_curve_dense gives from the distances."""
+    edges = np.linspace(0, units, STEADY_SLICES + 1).astype(np.int64)
+    reads_before = np.concatenate([[0], np.cumsum(read_hist.sum(axis=1))])
+    return Curve(
+        "exact",
+        sizes,
+        _hits(hist.sum(axis=0), len(sizes), float(units)),
+        units,
+        steady=_steady(hist, edges, edges, fill_at, sizes),
+        read_hit_ratio=_hits(read_hist.sum(axis=0), len(sizes), float(reads_before[-1])),
+        read_steady=_steady(read_hist, reads_before, edges, fill_at, sizes),
+    )
+
+
+def _hits(by_class: npt.NDArray[np.int64], nsizes: int, total: float) -> npt.NDArray[np.float64]:
+    """The hit ratio at each size from the accesses counted by size class."""
+    hits = np.cumsum(by_class)[:nsizes].astype(np.float64)
+    return hits / total if total > 0 else np.zeros(nsizes)
 
 
 def size_classes(distances: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> npt.NDArray[np.integer[Any]]:
@@ -238,8 +283,7 @@ def _curve_from_distances(
     # A histogram over the sizes of where each access starts hitting: no sort of the accesses.
     if classes is None:
         classes = size_classes(distances, sizes)
-    hits = np.cumsum(np.bincount(classes, minlength=len(sizes) + 2))[: len(sizes)].astype(np.float64)
-    return hits / total if total > 0 else np.zeros(len(sizes))
+    return _hits(np.bincount(classes, minlength=len(sizes) + 2), len(sizes), total)
 
 
 def _read_curves(

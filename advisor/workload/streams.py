@@ -227,6 +227,11 @@ def _compiled() -> Callable[..., None]:
     return compiled
 
 
+def load() -> None:
+    """Compile or load the scan now: in the main thread, before another runs it."""
+    _compiled()
+
+
 def _links() -> npt.NDArray[np.int64]:
     """Entries 0 .. RECENT-1 in a row: prev, next, then head and tail."""
     prev = np.arange(-1, RECENT - 1, dtype=np.int64)
@@ -266,21 +271,38 @@ class StreamDetector:
         self.cutoff = cutoff
         self._state = _State()
         self._recent: OrderedDict[int, tuple[int, float]] | None = OrderedDict()  # while interpreted
+        # The compiled scan's columns, kept from one slice to the next: fresh memory for each
+        # of a long trace's slices cost more than the copies into them.
+        self._columns: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
 
     def classify(self, req: Requests) -> npt.NDArray[np.int8]:
         out = np.zeros(len(req), np.int8)
         if not len(req):
             return out
-        t = req["t"].astype(np.float64)  # a trace without times has 0 throughout: nothing expires
-        offset = req["offset"].astype(np.int64)
-        length = np.maximum(req["length"], 1).astype(np.int64)
         if self._recent is not None and len(req) <= INTERPRETED_LIMIT:
+            t = req["t"].astype(np.float64)  # a trace without times has 0 throughout: nothing expires
+            offset = req["offset"].astype(np.int64)
+            length = np.maximum(req["length"], 1).astype(np.int64)
             out[:] = _scan_interpreted(
                 t.tolist(), offset.tolist(), length.tolist(), self._recent, self.cutoff, EXPIRE_S
             )
             return out
-        _compiled()(t, offset, length, *self._arrays().scan_args(), self.cutoff, EXPIRE_S, out)
+        if self._columns is None or len(self._columns[0]) < len(req):
+            self._columns = (np.empty(len(req)), np.empty(len(req), np.int64), np.empty(len(req), np.int64))
+        times, starts, sizes = (
+            self._columns[0][: len(req)],
+            self._columns[1][: len(req)],
+            self._columns[2][: len(req)],
+        )
+        np.copyto(times, req["t"], casting="unsafe")
+        np.copyto(starts, req["offset"], casting="unsafe")
+        np.maximum(req["length"], 1, out=sizes)
+        _compiled()(times, starts, sizes, *self._arrays().scan_args(), self.cutoff, EXPIRE_S, out)
         return out
+
+    def fed(self) -> None:
+        """No more slices for a while: the columns kept from one to the next go."""
+        self._columns = None
 
     def _arrays(self) -> _State:
         """The state as arrays for the compiled scan (once a slice is too long to interpret;

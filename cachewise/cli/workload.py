@@ -72,13 +72,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     elif args.csv_time_unit or args.csv_header:
         layout = CsvLayout(MSR.time, MSR.op, MSR.offset, MSR.size, args.csv_time_unit or MSR.time_unit, args.csv_header)
     request = workload.AnalyzeRequest(args.trace, block_size, args.mode, args.format, layout, cutoff)
+    checksum = None if args.no_record else workload.start_checksum(core, args.trace)
     result, meta = workload.analyze(core, request)
     if args.json:
         print_json(result.to_json())
     else:
         show(analysis_report(result))
     if not args.no_record:
-        warn(workload.record_analysis(core, result, args.trace, meta))
+        warn(workload.record_analysis(core, result, args.trace, meta, checksum))
     return 0
 
 

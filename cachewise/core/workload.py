@@ -27,7 +27,7 @@ from advisor.workload.capture import (
     tracefs,
 )
 from advisor.workload.replay import ReplayResult
-from advisor.workload.traces import MSR, CsvLayout, Format, file_sha256
+from advisor.workload.traces import MSR, CsvLayout, Format, file_sha256, sha256_beside
 from cachewise.core import capture as capturing
 from cachewise.core.context import Core, Refused, is_root
 from cachewise.core.discover import scan
@@ -100,8 +100,18 @@ def _digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def record_analysis(core: Core, analysis: Analysis, path: Path, meta: dict[str, Any]) -> CachewiseError | None:
-    return core.record(lambda h: h.record_analysis(analysis, _digest(path), meta))
+def record_analysis(
+    core: Core, analysis: Analysis, path: Path, meta: dict[str, Any], checksum: Callable[[], str] | None = None
+) -> CachewiseError | None:
+    """Record the analysis with the trace's sha256 (a capture's: of its files' sums): ``checksum``'s,
+    when start_checksum began it."""
+    return core.record(lambda h: h.record_analysis(analysis, checksum() if checksum else _digest(path), meta))
+
+
+def start_checksum(core: Core, path: Path) -> Callable[[], str] | None:
+    """The trace's sha256 for record_analysis, begun now to be made while the trace is analysed
+    (None: nothing to record into, or not a regular file)."""
+    return sha256_beside(path) if core.state_dir is not None and path.is_file() else None
 
 
 @dataclass(frozen=True)

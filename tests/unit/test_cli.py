@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -98,8 +99,10 @@ def test_analyze_json_and_table(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "of 32.0 KiB" in out and "LRU hit ratio" in out and "Hot data" in out
     import sqlite3
 
-    rows = sqlite3.connect(tmp_path / "history.sqlite3").execute("SELECT trace_format, block_size FROM analyses").fetchall()
-    assert rows == [("fio", 4096), ("fio", 32768)]
+    rows = sqlite3.connect(tmp_path / "history.sqlite3").execute(
+        "SELECT trace_format, block_size, trace_sha256 FROM analyses").fetchall()
+    digest = hashlib.sha256(trace.read_bytes()).hexdigest()  # made beside the analysis
+    assert rows == [("fio", 4096, digest), ("fio", 32768, digest)]
 
 
 def test_analyze_of_a_trace_without_times_claims_no_rate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

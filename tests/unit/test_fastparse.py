@@ -34,6 +34,16 @@ TRICKY_V3 = (
     "4800\n"
     "caf\xe9 /dev/sdb read 0 4096\n"
     "5000 /dev/sdb write 67108864 65536\n"
+    "5010 /dev/s\x01db read 0 4096\n"  # a control byte in the file name: still one field
+    "123456789012345678 /dev/sdb read 0 4096\n"  # 18 digits
+    "5020 /dev/sdb read 4096 4096 \n"  # a blank after the last field
+    "5030 /dev/sdb  read 4096 4096\n"  # two blanks between fields
+    "5040 /dev/sdb read 999999999999999999 4096\n"  # the largest offset of 18 digits
+    "5050 /dev/sdb read 4096 67108864\n"  # the largest request
+    "5060 /dev/sdb readx 0 4096\n"
+    "5070 /dev/sdb read 0 4096\r\n"
+    "5080 /dev/sdb write\n"
+    "5090 /dev/sdb write 4096\n"
     "5100 /dev/sdb close\n"
     "6000 /dev/sdb read 123 456"  # no newline at the end
 )
