@@ -12,6 +12,7 @@ chunks, so memory stays bounded however long the capture runs.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -187,7 +188,6 @@ class Capture:
         self.instance = self.root / "instances" / f"cachewise-{os.getpid()}"
         self.event_dir = self.instance / "events" / "block" / plan.event
         self.clock = clock  # the instance's trace clock to ask for ("mono": CLOCK_MONOTONIC)
-        self.clock_set = False
 
     def remove_stale(self) -> list[str]:
         """Remove the instances earlier cachewise processes left when they were killed (SIGKILL
@@ -214,11 +214,8 @@ class Capture:
             self.instance.mkdir()
             (self.instance / "buffer_size_kb").write_text(str(BUFFER_KB))
             if self.clock:
-                try:
+                with contextlib.suppress(OSError):  # an older kernel's clocks: the default ("local") is kept
                     (self.instance / "trace_clock").write_text(self.clock)
-                    self.clock_set = True
-                except OSError:
-                    pass  # an older kernel's clocks: the default ("local") is kept
             (self.event_dir / "filter").write_text(self.plan.filter)
             (self.event_dir / "enable").write_text("1")
         except OSError as exc:
