@@ -13,12 +13,13 @@
   renumbered when full so that it stays about twice the footprint (_fenwick_classes), and its
   classes counted by one more pass (_histograms).
 
-Measured on bench/bench_analyze.py's 10 million 4 KiB Zipf requests (450 thousand blocks) on
-this 2-core machine, with a lab guest busy beside: 0.6 s at 4 KiB and 0.5 s at 64 KiB chunks
-(8 and 10 marker steps an access), against 2.8 s and 2.4 s for mrc's relabelling by sort and
-stack distances over the whole trace. A trace whose footprint is most of its accesses pays for
-the hash table's misses instead: 1.5 million accesses to 1.2 million blocks take 0.4 s against
-0.3 s.
+Measured on bench/bench_analyze.py's 10 million 4 KiB Zipf requests (450 thousand blocks, 150
+thousand chunks) on this 2-core machine, quiet: the two block sizes side by side in 0.79 s (at
+4 KiB 0.35 s numbering the blocks and 0.39 s classing and counting, 8 marker steps an access; at
+64 KiB 0.21 s and 0.34 s, 10 steps), where the block arrays, mrc's relabelling by sort, its stack
+distances and curve passes took 5.6 s one after the other. A trace whose footprint is most of
+its accesses pays for the hash table's misses instead: 1.5 million accesses to 1.2 million
+blocks took 0.4 s against 0.3 s.
 """
 
 from __future__ import annotations
