@@ -23,10 +23,10 @@ Targets (issue 31): the warm analysis in no more time than libCacheSim's one LRU
 or below 1.0) and at most 600 MB; the recommendation at most 10 s.
 Measured 2026-11-27, three runs of the bench on a quiet machine (medians): warm analysis 2.05 s,
 libCacheSim 2.74 s, ratio 0.74 (0.72 to 0.76), peak 577 MiB (the cold run's, numba compiling;
-505 MiB warm), cold 9.0 s, recommend 1.9 to 3.2 s. With a lab guest running beside (qemu on
-both cores) the ratio was 0.98 (warm 2.8 s, libCacheSim 2.9 s); with another engineer's CPU-bound
-jobs on both cores as well, 1.1 (5.2 s against 4.2 s): the analysis uses the second core, which
-libCacheSim does not need, so it loses more when that core is taken.
+505 MiB warm), cold 9.0 s, recommend 1.9 to 3.2 s. On a busy machine (a CI run's tests on
+both cores) three runs gave ratios of 1.12, 1.16 and 1.24 (warm 3.3 s, libCacheSim 2.85 s, peak
+564 MiB): the analysis needs the second core, which libCacheSim does not, so it loses more when
+that core is taken (it uses about 3.1 s of CPU to libCacheSim's 2.8 s).
 How (issue 31): the iolog's usual line read in one go, no newline count first, 4 MiB blocks;
 the request figures and the stream detector on a second thread following the reader; the
 exact curves by compiled passes over the request records (advisor/workload/exact.py: blocks

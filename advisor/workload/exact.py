@@ -13,12 +13,13 @@
   renumbered when full so that it stays about twice the footprint (_fenwick_classes), and its
   classes counted by one more pass (_histograms).
 
-Measured on bench/bench_analyze.py's 10 million 4 KiB Zipf requests (450 thousand blocks) on
-this 2-core machine, with a lab guest busy beside: 0.6 s at 4 KiB and 0.5 s at 64 KiB chunks
-(8 and 10 marker steps an access), against 2.8 s and 2.4 s for mrc's relabelling by sort and
-stack distances over the whole trace. A trace whose footprint is most of its accesses pays for
-the hash table's misses instead: 1.5 million accesses to 1.2 million blocks take 0.4 s against
-0.3 s.
+Measured on bench/bench_analyze.py's 10 million 4 KiB Zipf requests (450 thousand blocks, 150
+thousand chunks) on this 2-core machine, quiet: the two block sizes side by side in 0.79 s (at
+4 KiB 0.35 s numbering the blocks and 0.39 s classing and counting, 8 marker steps an access; at
+64 KiB 0.21 s and 0.34 s, 10 steps), where the block arrays, mrc's relabelling by sort, its stack
+distances and curve passes took 5.6 s one after the other. A trace whose footprint is most of
+its accesses pays for the hash table's misses instead: 1.5 million accesses to 1.2 million
+blocks took 0.4 s against 0.3 s.
 """
 
 from __future__ import annotations
@@ -72,15 +73,15 @@ def _relabel(
     shift: int,
     dense: npt.NDArray[np.int32],
     per: npt.NDArray[np.int32],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:  # pragma: no cover - compiled
+) -> npt.NDArray[np.int64]:  # pragma: no cover - compiled
     """Number the blocks of the kept requests 0, 1, ... in the order they are first touched,
     into ``dense`` (one entry an access); ``per`` (when not empty) gets each kept request's
-    block count. Returns (each number's block, its access count)."""
+    block count. Returns each number's block. (The access counts are the marker pass's: one
+    random access an access fewer here.)"""
     every = keep.shape[0] == 0
     cap = 1 << 16
     table = np.full(2 * cap, -1, np.int64)  # key, number: open addressing, at most half full
     ids = np.empty(1 << 12, np.int64)
-    counts = np.zeros(1 << 12, np.int64)
     distinct = 0
     at = 0
     r = 0
@@ -108,9 +109,6 @@ def _relabel(
                         grown = np.empty(2 * distinct, np.int64)
                         grown[:distinct] = ids
                         ids = grown
-                        more = np.zeros(2 * distinct, np.int64)
-                        more[:distinct] = counts
-                        counts = more
                     ids[distinct] = b
                     distinct += 1
                     if 2 * distinct > cap:  # rehash into twice the room
@@ -126,9 +124,8 @@ def _relabel(
                     break
                 h = (h + 1) & mask
             dense[at] = v
-            counts[v] += 1
             at += 1
-    return ids[:distinct].copy(), counts[:distinct].copy()
+    return ids[:distinct].copy()
 
 
 def _marker_curve(
@@ -143,19 +140,21 @@ def _marker_curve(
     hist: npt.NDArray[np.int64],
     read_hist: npt.NDArray[np.int64],
     fill_at: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.int64],
 ) -> bool:  # pragma: no cover - compiled
-    """Class each access and count the classes as _histograms does, in one pass. An access's
-    class is the index of the first size it hits in (a block at depth d of the LRU stack hits
-    in caches of more than d blocks), len(sizes) when it hits in none, len(sizes) + 1 for a
-    first touch. Bucket j holds depths sizes[j-1] .. sizes[j]-1; ``tail[j]`` is its deepest
-    block once the stack reaches it. False (the counts unfinished) when the steps pass
-    ``budget`` an access on average."""
+    """Class each access and count the classes as _histograms does, in one pass, and each
+    block's accesses into ``counts``. An access's class is the index of the first size it hits
+    in (a block at depth d of the LRU stack hits in caches of more than d blocks), len(sizes)
+    when it hits in none, len(sizes) + 1 for a first touch. Bucket j holds depths sizes[j-1] ..
+    sizes[j]-1; ``tail[j]`` is its deepest block once the stack reaches it. A block's links,
+    bucket and count are one row of ``node``: a step down a bucket reads one cache line, not
+    two. False (the counts unfinished) when the steps pass ``budget`` an access on average."""
     nsizes = sizes.shape[0]
     cold = nsizes + 1
     n = dense.shape[0]
-    prv = np.full(distinct, -1, np.int32)  # towards the top of the stack
-    nxt = np.full(distinct, -1, np.int32)
-    bucket = np.full(distinct, -1, np.int16)  # -1: not touched yet
+    node = np.empty((distinct, 4), np.int32)  # towards the top, towards the bottom, bucket (-1: not yet), count
+    node[:, :3] = -1
+    node[:, 3] = 0
     tail = np.full(nsizes, -1, np.int32)
     head = bottom = -1
     depth = 0  # blocks in the stack
@@ -170,7 +169,8 @@ def _marker_curve(
         if i % CHECK_EVERY == 0 and i >= 4 * CHECK_EVERY and steps > budget * i:
             return False
         b = dense[i]
-        j = bucket[b]
+        j = node[b, 2]
+        node[b, 3] += 1
         x = j
         if j < 0:  # a first touch: every full bucket passes its deepest block down
             j = 0
@@ -181,30 +181,30 @@ def _marker_curve(
             steps += j
             for k in range(j):
                 t = tail[k]
-                bucket[t] = k + 1
-                tail[k] = prv[t] if sizes[k] > 1 else b
-            if bucket[b] < 0:
+                node[t, 2] = k + 1
+                tail[k] = node[t, 0] if sizes[k] > 1 else b
+            if node[b, 2] < 0:
                 depth += 1
                 if bottom < 0:
                     bottom = b
                 if j < nsizes and sizes[j] == depth:
                     tail[j] = bottom
             else:
-                p = prv[b]
+                p = node[b, 0]
                 if j < nsizes and tail[j] == b:
                     tail[j] = p
-                q = nxt[b]
-                nxt[p] = q
+                q = node[b, 1]
+                node[p, 1] = q
                 if q >= 0:
-                    prv[q] = p
+                    node[q, 0] = p
                 else:
                     bottom = p
-            prv[b] = -1
-            nxt[b] = head
+            node[b, 0] = -1
+            node[b, 1] = head
             if head >= 0:
-                prv[head] = b
+                node[head, 0] = b
             head = b
-            bucket[b] = 0
+            node[b, 2] = 0
         if x > c:
             c = x
         if x == cold:
@@ -228,6 +228,8 @@ def _marker_curve(
                 filled += 1
         unit += 1
         c = new = 0
+    for b in range(distinct):
+        counts[b] = node[b, 3]
     return True
 
 
@@ -354,7 +356,7 @@ def _count_compiled() -> Any:
 def _relabel_compiled() -> Any:
     return compile_loop(
         _relabel,
-        f"UniTuple(int64[:], 2)({RECORDS}, int32[:], int32[:])",
+        f"int64[:]({RECORDS}, int32[:], int32[:])",
         lambda f: f(
             np.zeros(1, np.uint64),
             np.ones(1, np.uint32),
@@ -371,7 +373,7 @@ def _markers_compiled() -> Any:
     return compile_loop(
         _marker_curve,
         "boolean(int32[:], int64, int64[:], int64, int32[:], uint8[:], boolean, int64[:], int64[:, :], int64[:, :], "
-        "int64[:])",
+        "int64[:], int64[:])",
         lambda f: f(
             np.zeros(1, np.int32),
             1,
@@ -384,6 +386,7 @@ def _markers_compiled() -> Any:
             np.zeros((1, 3), np.int64),
             np.zeros((1, 3), np.int64),
             np.full(1, -1, np.int64),
+            np.zeros(1, np.int64),
         ),
     )
 
@@ -475,7 +478,7 @@ def lru_pass(
     offset, length = requests["offset"], requests["length"]
     per = np.empty(counted.requests if counted.spanning else 0, np.int32)
     dense = np.empty(counted.accesses, np.int32)
-    ids, counts = _relabel_compiled()(offset, length, _keep(keep), block_size.bit_length() - 1, dense, per)
+    ids = _relabel_compiled()(offset, length, _keep(keep), block_size.bit_length() - 1, dense, per)
     sizes = mrc.default_sizes(len(ids))
     units = counted.requests if by_request else counted.accesses
     edges = np.linspace(0, units, mrc.STEADY_SLICES + 1).astype(np.int64)
@@ -483,10 +486,12 @@ def lru_pass(
     hist = np.zeros((mrc.STEADY_SLICES, len(sizes) + 2), np.int64)
     read_hist = np.zeros_like(hist)
     fill_at = np.full(len(sizes), -1, np.int64)
+    counts = np.empty(len(ids), np.int64)
     if not _markers_compiled()(
-        dense, len(ids), sizes, MARKER_STEPS, per, kinds, by_request, edges, hist, read_hist, fill_at
+        dense, len(ids), sizes, MARKER_STEPS, per, kinds, by_request, edges, hist, read_hist, fill_at, counts
     ):
         hist[:], read_hist[:], fill_at[:] = 0, 0, -1  # the marker pass gave up: a Fenwick tree's classes
+        counts = np.bincount(dense, minlength=len(ids))
         classes = np.empty(counted.accesses, np.int16)
         _fenwick_compiled()(dense, len(ids), sizes, classes)
         del dense

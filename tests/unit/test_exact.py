@@ -80,9 +80,12 @@ def counted(classes_or_markers: object, dense: np.ndarray, distinct: int, sizes:
     none = np.zeros(0, np.int32)
     if isinstance(classes_or_markers, np.ndarray):
         exact._histograms_compiled()(classes_or_markers, none, reads, False, sizes, edges, hist, read_hist, fill_at)
-    elif not exact._markers_compiled()(dense, distinct, sizes, budget, none, reads, False, edges, hist, read_hist,
-                                       fill_at):
-        return None
+    else:
+        counts = np.zeros(distinct, np.int64)
+        if not exact._markers_compiled()(dense, distinct, sizes, budget, none, reads, False, edges, hist, read_hist,
+                                         fill_at, counts):
+            return None
+        assert counts.tolist() == np.bincount(dense, minlength=distinct).tolist()
     return hist.tolist(), read_hist.tolist(), fill_at.tolist()
 
 
