@@ -20,7 +20,7 @@ SCENARIO = Scenario("bcache-ansible", "apply_bcache_ansible.sh", (
     # watch: bcache's writeback merges adjacent dirty extents into large writes, and with the
     # IOPS limit alone 23 MiB went back to the disk in under 5 s, before the first poll.
     LabDisk("bhdd", "BHDD0001", "384M", "scsi", rotation_rate=7200, iops_limit=150, bps_limit=2 * 1024 * 1024),
-    LabDisk("bssd", "BSSD0001", "320M", "sata", rotation_rate=1)), timeout=3600 if soak() else 1800, expected_s=730,
+    LabDisk("bssd", "BSSD0001", "320M", "sata", rotation_rate=1)), timeout=3600 if soak() else 1800, expected_s=290,
     paired=True)
 
 

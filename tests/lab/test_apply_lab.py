@@ -59,7 +59,7 @@ EXPECTED_BAD = {
 SCENARIO = Scenario("apply", "apply_lvm.sh", (
     LabDisk(HDD.name, HDD.serial, "384M", HDD.bus, HDD.rotation_rate, None, HDD.wwn),
     LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
-    LabDisk("part", "PART0001", "256M"), LabDisk("other", "OTHER0001", "128M")), timeout=7200 if soak() else 2400, expected_s=850, paired=True)
+    LabDisk("part", "PART0001", "256M"), LabDisk("other", "OTHER0001", "128M")), timeout=7200 if soak() else 2400, expected_s=440, paired=True)
 
 
 @pytest.fixture(scope="module")

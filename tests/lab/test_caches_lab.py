@@ -17,7 +17,7 @@ SCENARIO = Scenario("caches", "caches.sh", (
     LabDisk(HDD.name, HDD.serial, "1G", HDD.bus, HDD.rotation_rate, 150, HDD.wwn),
     LabDisk("ssd1", "SSD0001", "256M", rotation_rate=1), LabDisk("ssd2", "SSD0002", "256M", rotation_rate=1),
     LabDisk("ext", "EXT0001", "128M", rotation_rate=7200), LabDisk("sig", "SIG0001", "192M")),
-    timeout=1800, expected_s=420, paired=True)
+    timeout=1800, expected_s=390, paired=True)
 
 
 @pytest.fixture(scope="module")

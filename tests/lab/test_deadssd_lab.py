@@ -25,7 +25,7 @@ SCENARIO = Scenario(
         *(LabDisk(s.lower(), s, "384M" if s == "SSDD001" else "192M", rotation_rate=1) for s in SSDS),
     ),
     timeout=1200,
-    expected_s=330,
+    expected_s=380,
     paired=True,
 )
 

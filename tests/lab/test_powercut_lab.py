@@ -27,7 +27,7 @@ SCENARIO = Scenario(
         LabDisk("bwbs", "PCBWBS", "384M", rotation_rate=1),
     ),
     timeout=1500,
-    expected_s=500,
+    expected_s=420,
     paired=True,
     reboots=("powercut_after.sh",),
 )

@@ -164,6 +164,8 @@ def test_every_readme_example_runs_as_written_in_the_guest(guest: GuestRun) -> N
     for command, r in runs.items():
         print(f"$ {command}\n  -> rc {r['rc']} {r['how']}\n{r['out'][-1500:]}")
     assert sorted(runs) == sorted(guest_commands()), "the guest ran exactly the README's guest commands"
+    timeouts = guest.out / "readme-wait-timeouts.txt"
+    assert not timeouts.exists(), f"waited in vain for: {timeouts.read_text()}"
     for command, r in runs.items():
         ended_by_ctrl_c = r["how"] == "ctrl-c"
         expected = {"0", "130"} if ended_by_ctrl_c and " watch " in command else {"0"}

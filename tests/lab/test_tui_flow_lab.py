@@ -17,7 +17,7 @@ SCENARIO = Scenario("tui-flow", "tui_flow.sh", (
     LabDisk(SATA_SSD.name, SATA_SSD.serial, "256M", SATA_SSD.bus, SATA_SSD.rotation_rate, model=SATA_SSD.model),
     # bcache's cache needs more than 512 buckets (recipes/bcache.py).
     LabDisk("bhdd", "BHDD0001", "384M", "scsi", rotation_rate=7200, iops_limit=300),
-    LabDisk("bssd", "BSSD0001", "320M", "sata", rotation_rate=1)), timeout=1800, expected_s=600, paired=True)
+    LabDisk("bssd", "BSSD0001", "320M", "sata", rotation_rate=1)), timeout=1800, expected_s=415, paired=True)
 
 ARTEFACTS = REPO / "test-artifacts" / "lab-tui-flow"
 

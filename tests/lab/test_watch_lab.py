@@ -21,7 +21,7 @@ SCENARIO = Scenario("watch", "watch.sh", (
     # bcache's cache needs more than 512 buckets of 512 KiB (recipes/bcache.py); the backing
     # disk is slow enough that its flush can be watched.
     LabDisk("bhdd", "BHDD0001", "384M", "scsi", rotation_rate=7200, iops_limit=300),
-    LabDisk("bssd", "BSSD0001", "320M", "sata", rotation_rate=1)), timeout=1500, expected_s=720)
+    LabDisk("bssd", "BSSD0001", "320M", "sata", rotation_rate=1)), timeout=1500, expected_s=370)
 
 ARTEFACTS = REPO / "test-artifacts" / "lab-watch"
 

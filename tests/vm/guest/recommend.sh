@@ -151,6 +151,7 @@ readme_wait() {  # readme_wait TEXT SECONDS: until TEXT is in the running comman
     [ -e "$rdir/$rs.rc" ] && return 1
     sleep 0.2
   done
+  echo "$rs: $1" >> "$LAB_OUT/readme-wait-timeouts.txt"  # a wait that ran out fails the test
   return 1
 }
 readme_end() {  # readme_end SECONDS: until the command ends; then close its terminal
@@ -193,12 +194,12 @@ readme_tty 'sudo cachewise probe /dev/sdb /dev/sdc'
 readme_wait "Probe anyway?" 120 && tmux send-keys -t "readme$rs" y Enter
 readme_end 300
 readme_tty 'sudo cachewise trace /dev/vg0/data --duration 30m -o data.cwtrace'
-readme_wait "Ctrl-C stops" 120  # its progress line: tracing is on
+readme_wait "Ctrl-C" 120  # its "tracing" line (or progress on a terminal): tracing is on
 fio --name=zipf --filename=/dev/vg0/data --readonly --direct=1 --ioengine=libaio --iodepth=4 --rw=randread \
     --bs=4k --size=256M --random_distribution=zipf:1.2 --norandommap --time_based --runtime=15 --output-format=terse > /dev/null
 readme_ctrl_c
 readme_tty 'sudo cachewise capture start /dev/vg0/data --dir week --for 7d'
-readme_wait "Ctrl-C stops" 120
+readme_wait "Ctrl-C" 120  # its "capturing" line: the capture is on
 fio --name=zipf --filename=/dev/vg0/data --readonly --direct=1 --ioengine=libaio --iodepth=4 --rw=randread \
     --bs=4k --size=256M --random_distribution=zipf:1.2 --norandommap --time_based --runtime=5 --output-format=terse > /dev/null
 readme_ctrl_c
