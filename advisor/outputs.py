@@ -17,6 +17,7 @@ import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 
 class Unsafe(ValueError):
@@ -99,8 +100,9 @@ def open_folder(folder: Path) -> int:
     return walk(folder)
 
 
-def _temporary(dfd: int, name: str, data: bytes, mode: int | None = None) -> str:
-    """``data`` in a new temporary file beside ``name``, flushed to disk; its name. ``mode``:
+def _temporary(dfd: int, name: str, data: bytes | Callable[[BinaryIO], object], mode: int | None = None) -> str:
+    """``data`` in a new temporary file beside ``name``, flushed to disk; its name. ``data`` may
+    be a function that writes the file itself (a large output, written as it is made). ``mode``:
     exactly these permissions, whatever the umask."""
     tmp = f".{name}.{secrets.token_hex(6)}.tmp"
     # 0644 at most: with a umask of 000 a plan would otherwise be anyone's to edit (and root
@@ -109,9 +111,13 @@ def _temporary(dfd: int, name: str, data: bytes, mode: int | None = None) -> str
     try:
         if mode is not None:
             os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        if callable(data):
+            with os.fdopen(os.dup(fd), "wb") as f:
+                data(f)
+        else:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -121,9 +127,10 @@ def _temporary(dfd: int, name: str, data: bytes, mode: int | None = None) -> str
     return tmp
 
 
-def write_new(path: Path, data: bytes) -> None:
+def write_new(path: Path, data: bytes | Callable[[BinaryIO], object]) -> None:
     """``data`` as the new file ``path``, whole or not at all: FileExistsError if anything is
-    at that name (a link too), Unsafe or OSError when it cannot be written."""
+    at that name (a link too), Unsafe or OSError when it cannot be written. ``data`` may be a
+    function that writes a (seekable) file."""
     folder = path.parent if str(path.parent) else Path(".")
     dfd = open_folder(folder)
     try:

@@ -361,32 +361,67 @@ def _latest(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(last.values())
 
 
-def export_oracle_general(capture: Capture, out: Any, block_size: int = 4096) -> int:
+ORACLE_GENERAL = np.dtype([("t", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")])
+
+
+def export_oracle_general(capture: Capture, out: Any, block_size: int = 4096, chunk: int = 1 << 22) -> int:
     """Write the capture as libCacheSim's oracleGeneral binary trace (24-byte records: clock
     time in seconds from the capture's start, object id = block number, object size, the
-    index of the object's next request or -1) to the binary file ``out``: one request per
-    block touched. Returns the number of records."""
+    index of the object's next request or -1) to the seekable binary file ``out``: one request
+    per block touched. Returns the number of records.
+
+    Written as it is made, in pieces of about ``chunk`` records from the last to the first (a
+    block's next request is known once the requests after it are), each at its place in the
+    file: memory is bounded by the piece and by the blocks seen (a sorted map of each block to
+    its next request), not by the export, which a capture of large requests makes many times
+    the size of the capture."""
     reqs = capture.requests
     if not len(reqs):
         return 0
-    first = reqs["offset"] // np.uint64(block_size)
-    last = (reqs["offset"] + reqs["length"].astype(np.uint64) - np.uint64(1)) // np.uint64(block_size)
-    per = (last - first + np.uint64(1)).astype(np.int64)
-    starts = np.repeat(first.astype(np.int64), per)
-    within = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
-    blocks = starts + within
-    n = len(blocks)
-    order = np.lexsort((np.arange(n), blocks))
-    nxt = np.full(n, -1, np.int64)
-    same = blocks[order[1:]] == blocks[order[:-1]]
-    nxt[order[:-1][same]] = order[1:][same]
-    rec = np.empty(n, np.dtype([("t", "<u4"), ("id", "<u8"), ("size", "<u4"), ("next", "<i8")]))
-    rec["t"] = np.clip(np.repeat(reqs["t"] - reqs["t"][0], per), 0, 0xFFFFFFFF).astype(np.uint32)
-    rec["id"] = blocks.astype(np.uint64)
-    rec["size"] = block_size
-    rec["next"] = nxt
-    out.write(rec.tobytes())
-    return n
+    size = np.uint64(block_size)
+    first = (reqs["offset"] // size).astype(np.int64)
+    per = ((reqs["offset"] + reqs["length"].astype(np.uint64) - np.uint64(1)) // size).astype(np.int64) - first + 1
+    ends = np.cumsum(per)
+    total = int(ends[-1])
+    t0 = reqs["t"][0]
+    keys = np.empty(0, np.int64)  # blocks seen in the later pieces, sorted
+    vals = np.empty(0, np.int64)  # each one's first request among them
+    hi = len(reqs)
+    while hi > 0:
+        lo = max(0, min(hi - 1, int(np.searchsorted(ends, ends[hi - 1] - chunk, side="right"))))
+        base = int(ends[lo] - per[lo])
+        n = int(ends[hi - 1]) - base
+        counts = per[lo:hi]
+        blocks = np.repeat(first[lo:hi], counts) + (
+            np.arange(n, dtype=np.int64) - np.repeat(ends[lo:hi] - counts - base, counts)
+        )
+        order = np.lexsort((np.arange(n), blocks))
+        nxt = np.full(n, -1, np.int64)
+        same = blocks[order[1:]] == blocks[order[:-1]]
+        nxt[order[:-1][same]] = base + order[1:][same]
+        last = order[np.append(~same, True)]  # each block's last request in the piece, by block
+        firsts = order[np.insert(~same, 0, True)]  # and its first
+        distinct = blocks[last]
+        at = np.searchsorted(keys, distinct)
+        found = at < len(keys)
+        found[found] = keys[at[found]] == distinct[found]
+        nxt[last[found]] = vals[at[found]]
+        keep = np.ones(len(keys), bool)
+        keep[at[found]] = False
+        keys, vals = keys[keep], vals[keep]
+        where = np.searchsorted(keys, distinct)
+        keys = np.insert(keys, where, distinct)
+        vals = np.insert(vals, where, base + firsts)
+        rec = np.empty(n, ORACLE_GENERAL)
+        rec["t"] = np.clip(np.repeat(reqs["t"][lo:hi] - t0, counts), 0, 0xFFFFFFFF).astype(np.uint32)
+        rec["id"] = blocks.astype(np.uint64)
+        rec["size"] = block_size
+        rec["next"] = nxt
+        out.seek(base * ORACLE_GENERAL.itemsize)
+        out.write(rec.tobytes())
+        hi = lo
+    out.seek(total * ORACLE_GENERAL.itemsize)
+    return total
 
 
 def file_name(when: float, n: int = 0) -> str:

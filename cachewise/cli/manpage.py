@@ -49,6 +49,11 @@ EXIT_STATUS = [
         "doctor's exit status is the worst it found: 0 nothing (or notes only), 1 a warning, 2 something critical; "
         "3 when it could not look at all (a bad TARGET, an unreadable snapshot).",
     ),
+    (
+        "4 (capture start)",
+        "The folder's capture is finished (its time was up or its budget spent): nothing was started. The "
+        "cachewise-capture@ unit counts it as success.",
+    ),
     ("130", "Interrupted (Ctrl-C, SIGTERM or SIGHUP); an apply finishes its current step first."),
 ]
 SAFETY = (

@@ -5,7 +5,9 @@ folder reached through another user's link."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from advisor import outputs
 from advisor.errors import codes, next_step
@@ -40,8 +42,9 @@ def check_output(path: Path, what: str = "nothing was written") -> None:
         raise Refused("output-folder-unwritable", folder=folder, what=what, next=choose)
 
 
-def write_new(path: Path, text: str | bytes, what: str) -> None:
-    """Write ``text`` (or bytes) to the new file ``path``: all of it or nothing."""
+def write_new(path: Path, text: str | bytes | Callable[[BinaryIO], object], what: str) -> None:
+    """Write ``text`` (or bytes, or what a function writes to the file) to the new file
+    ``path``: all of it or nothing."""
     check_output(path, what)
     try:
         outputs.write_new(path, text.encode() if isinstance(text, str) else text)

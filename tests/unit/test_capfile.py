@@ -298,6 +298,30 @@ def test_oracle_general_export_by_hand(tmp_path: Path) -> None:
     assert set(rec["size"].tolist()) == {4096}
 
 
+def test_oracle_general_export_in_pieces_is_the_export_in_one(tmp_path: Path) -> None:
+    """The export is written in pieces from the end (a bounded memory, whatever the requests'
+    sizes): every piece size, down to one request a piece, writes the same file as the whole
+    export at once, whose next-request links are checked against a plain dictionary walk."""
+    reqs = requests(600, T0, 600, span=4 << 20)  # 1,024 blocks: many repeats, across pieces
+    cap = capfile.Capture([], {}, reqs, capfile.threshold_for(1.0), [], [], [])
+    whole = tmp_path / "whole"
+    with whole.open("wb") as fh:
+        n = capfile.export_oracle_general(cap, fh, 4096, chunk=1 << 40)
+    rec = np.frombuffer(whole.read_bytes(), capfile.ORACLE_GENERAL)
+    assert len(rec) == n > len(reqs)
+    upcoming: dict[int, int] = {}
+    expected = [0] * n
+    for i in range(n - 1, -1, -1):
+        expected[i] = upcoming.get(int(rec["id"][i]), -1)
+        upcoming[int(rec["id"][i])] = i
+    assert rec["next"].tolist() == expected
+    for chunk in (1, 7, 64, 1000):
+        piece = tmp_path / f"piece-{chunk}"
+        with piece.open("wb") as fh:
+            assert capfile.export_oracle_general(cap, fh, 4096, chunk=chunk) == n
+        assert piece.read_bytes() == whole.read_bytes(), chunk
+
+
 def test_oracle_general_export_reads_in_libcachesim(tmp_path: Path) -> None:
     import libcachesim as lcs  # in the test extra: never skipped
     reqs = requests(3000, T0, 600, span=64 << 20)
@@ -423,6 +447,31 @@ def test_capturing_needs_root(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     monkeypatch.setattr(capture, "is_root", lambda: False)
     assert main(["capture", "start", "/dev/sdb"]) == 1
     assert "needs root" in capsys.readouterr().err
+
+
+def test_starting_a_finished_capture_exits_4_which_the_unit_counts_as_success(
+    folder: tuple[Path, int], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After a week the timer still starts the unit at every boot: the refusal is one sentence and
+    status 4, which cachewise-capture@.service lists in SuccessExitStatus, so the unit is not
+    left failed; any other refusal stays 1."""
+    from cachewise.cli import capture as cli_capture
+    from cachewise.cli import main
+    from cachewise.core import capture
+
+    d = folder[0]
+    record(folder, requests(2_000, T0, 600), rate=1 / 64, close="duration", until=T0 + 600)
+    monkeypatch.setattr(capture, "is_root", lambda: True)
+    monkeypatch.setattr(capture, "scan", lambda core: None)
+    plan = SimpleNamespace(stable="/dev/sdb", devnode="/dev/sdb", device="sdb", event="block_rq_issue", size_bytes=500 << 30)
+    monkeypatch.setattr(capture, "plan_capture", lambda inv, device: plan)
+    assert main(["capture", "start", "/dev/sdb", "--dir", str(d)]) == cli_capture.FINISHED == 4
+    err = capsys.readouterr().err
+    assert "its time was up" in err and "Traceback" not in err and err.count("\n") == 1
+    plan.stable = "/dev/sdc"  # another device's folder: a refusal like any other
+    assert main(["capture", "start", "/dev/sdc", "--dir", str(d)]) == 1
+    unit = (Path(__file__).parents[2] / "packaging/debian/cachewise-capture@.service").read_text()
+    assert f"\nSuccessExitStatus={cli_capture.FINISHED}\n" in unit
 
 
 def test_a_damaged_capture_file_in_the_folder_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
