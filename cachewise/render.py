@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import textwrap
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:  # numpy stays unloaded for the commands that only print table
     from advisor.watch.figures import Figures
     from advisor.watch.sampler import CacheRef, Sample
     from advisor.workload.analysis import Analysis
+    from advisor.workload.periods import Periods
     from advisor.workload.replay import ReplayResult
 
 STATE_STYLE = {"free": "green", "has-data": "yellow", "in-use": "red"}
@@ -276,9 +278,56 @@ def analysis_report(a: Analysis, width: int = 60, curve: bool = True) -> Group:
         summary.add_row("bcache", bcache_row(a))
     for example in a.bad_examples:
         summary.add_row("Malformed", Text(example, style="yellow"))
+    if a.periods is not None:
+        for label, text in periods_rows(a.periods):
+            summary.add_row(label, text)
     if not curve:
         return Group(summary)
     return Group(summary, Text(""), Text(curve_plot(*analysis_curve(a), width=width, legend=ANALYSIS_LEGEND)))
+
+
+PHASES_SHOWN = 12
+
+
+def periods_rows(p: Periods) -> list[tuple[str, str]]:
+    """A capture across time: the hours it covers (the curve and the sizes above are drawn from
+    them all), its phases (a daily one once), and each day against the day before."""
+    when = "%a %Y-%m-%d %H:%M" if p.window_seconds >= 3600 else "%Y-%m-%d %H:%M:%S"
+    rows = [
+        (
+            "Captured",
+            f"{duration(p.captured_seconds)} from {time.strftime(when, time.localtime(p.first))} to "
+            f"{time.strftime(when, time.localtime(p.last))}, in windows of {duration(p.window_seconds)}; "
+            "the curve and sizes are drawn from all of it",
+        )
+    ]
+    shown_daily: set[tuple[str, str]] = set()
+    phases = []
+    for ph in p.phases:
+        if ph.daily is not None:
+            if (ph.kind, ph.daily) in shown_daily:
+                continue
+            shown_daily.add((ph.kind, ph.daily))
+            phases.append(f"{ph.kind} daily {ph.daily}: {rate(ph.iops)}, {ph.read_share:.0%} reads")
+        else:
+            phases.append(
+                f"{ph.name}: {rate(ph.iops)}, {ph.read_share:.0%} reads, {human_size(ph.footprint_bytes)} touched"
+            )
+    more = len(phases) - PHASES_SHOWN
+    phases = phases[:PHASES_SHOWN] + ([f"... and {more} more (--json lists every phase)"] if more > 0 else [])
+    rows += [("Phases" if i == 0 else "", text) for i, text in enumerate(phases)]
+    if p.days and p.sizes_bytes:
+        mid = len(p.sizes_bytes) // 2
+        for i, day in enumerate(p.days):
+            name = time.strftime("%a %Y-%m-%d", time.localtime(day.start))
+            text = f"{day.requests:,} requests, {human_size(day.footprint_bytes)} touched"
+            if day.hot_carried is not None and day.reread is not None:
+                text += f"; {day.hot_carried:.0%} of the day before's hot data again ({day.reread:.0%} of its accesses)"
+            if len(day.read_hit_ratio) > mid:
+                size = human_size(p.sizes_bytes[mid])
+                text += f"; a cache of {size} empty at midnight: {day.read_hit_ratio[mid]:.0%} read hits"
+            rows.append(("Days" if i == 0 else "", f"{name}: {text}"))
+    return rows
 
 
 def smq_row(a: Analysis) -> str:

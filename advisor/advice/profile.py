@@ -254,8 +254,14 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
         rate = a.block_accesses * reads / a.duration_s if a.duration_s > 0 else inp.read_iops
         hot_pct = 100 * hot_blocks / max(a.footprint_blocks, 1)
         chunked = bool(a.chunk_size and a.chunk_curve_sizes_blocks)
+        drawn = ""
+        if a.periods is not None:  # a capture: the hours the sizes are drawn from, and its phases
+            p = a.periods
+            kinds = sorted({ph.kind for ph in p.phases}, key=[ph.kind for ph in p.phases].index)
+            over = f"{p.hours:,.1f} hours over {len(p.days)} days" if p.days else f"{p.hours:,.2f} hours"
+            drawn = f" (a capture of {over}: the sizes are drawn from all of it; its phases: {', '.join(kinds)})"
         text = (
-            f"Measured from the trace {a.source}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
+            f"Measured from the trace {a.source}{drawn}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
             f"{100 * a.sequential_share:.0f}% sequential, {hot_pct:.1f}% of the touched data serves "
             f"{100 * HOT_SHARE:.0f}% of the I/O."
         )

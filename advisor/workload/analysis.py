@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from advisor.workload import bcachesim, exact, mrc, smq, streams, timeline
 from advisor.workload.jit import compile_loop
+from advisor.workload.periods import Periods
 from advisor.workload.streams import SEQUENTIAL_CUTOFF, StreamDetector
 from advisor.workload.traces import (
     MSR,
@@ -204,9 +205,15 @@ class Analysis:
     bcache_read_hit_ratio: list[float | None] = field(default_factory=list)
     bcache_seconds_63: list[float | None] = field(default_factory=list)
     schema: str = ANALYSIS_SCHEMA
+    # A capture's windows, days and phases (advisor.workload.periods); None for a trace, and then
+    # left out of the JSON.
+    periods: Periods | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.periods is None:
+            del data["periods"]
+        return data
 
 
 FEED_CHUNK = 1 << 20  # requests summarised at a time

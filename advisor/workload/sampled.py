@@ -11,6 +11,9 @@ apart), and are left out of the curves as the analysis of a full trace leaves th
 
 What the sample cannot give is left out rather than guessed: the write backlog (it depends on
 the exact order of every write) and the coarser chunk curves (computed from the whole footprint).
+
+The capture across time (its windows, phases and days) is advisor/workload/periods.py's, kept in
+the analysis' ``periods``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from advisor.workload import capfile
+from advisor.workload import capfile, periods
 from advisor.workload.analysis import COLD_LIMIT, Analysis, CoarseCurve, analyze
 from advisor.workload.streams import StreamDetector
 from advisor.workload.traces import REQUEST, ImportStats, Trace
@@ -39,7 +42,9 @@ def analyze_capture(capture: capfile.Capture, source: str, block_size: int = 409
     size = capture.meta.get("size_bytes")
     meta = {"size_bytes": size} if isinstance(size, int) and not isinstance(size, bool) and size > 0 else {}
     sample = analyze(Trace(plain, "capture", source, stats, meta), block_size, mode, sequential_cutoff=0)
-    return scale(sample, capture)
+    return dataclasses.replace(
+        scale(sample, capture), periods=periods.periods(capture.requests, capture.rate, capture.summaries)
+    )
 
 
 def _up(n: int | float, rate: float) -> int:

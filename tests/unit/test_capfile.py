@@ -420,6 +420,12 @@ def test_the_cli_shows_exports_and_analyses_a_capture_folder(
     assert main(["--state-dir", str(tmp_path / "state"), "analyze", "--json", d]) == 0
     analysed = json.loads(capsys.readouterr().out)
     assert analysed["requests"] == len(reqs) and analysed["source_format"] == "capture"
+    span = analysed["periods"]  # the capture across time: two hours in 300 s windows, one hot set
+    assert span["window_seconds"] == 300 and len(span["windows"]) == 24
+    assert [ph["kind"] for ph in span["phases"]] == ["hot set"] and span["days"] == []
+    assert main(["analyze", "--no-record", d]) == 0
+    text = capsys.readouterr().out
+    assert "Captured" in text and "Phases" in text and "hot set" in text
     assert main(["analyze", "--json", "--no-record", "--sequential-cutoff", "1m", d]) == 1
     assert "capture time" in capsys.readouterr().err
 
