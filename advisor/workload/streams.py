@@ -31,7 +31,7 @@ from advisor.workload.traces import Requests
 RECENT = 64  # bcache's RECENT_IO
 EXPIRE_S = 5.0  # bcache forgets a stream 5 s after its last request
 SEQUENTIAL_CUTOFF = BCACHE_SEQUENTIAL_CUTOFF
-INTERPRETED_LIMIT = 200_000  # requests; shorter slices are scanned in Python (0.1 s), not compiled
+INTERPRETED_LIMIT = 200_000  # requests in all; till then slices are scanned in Python (0.1 s), not compiled
 
 
 SLOTS = 256  # the compiled scan's hash table of stream ends (a quarter full at most)
@@ -271,6 +271,9 @@ class StreamDetector:
         self.cutoff = cutoff
         self._state = _State()
         self._recent: OrderedDict[int, tuple[int, float]] | None = OrderedDict()  # while interpreted
+        # requests classified so far: past INTERPRETED_LIMIT in all, slices are scanned compiled
+        # (a capture's stream of small slices would otherwise be interpreted for ever)
+        self._fed = 0
         # The compiled scan's columns, kept from one slice to the next: fresh memory for each
         # of a long trace's slices cost more than the copies into them.
         self._columns: tuple[npt.NDArray[np.float64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
@@ -279,7 +282,8 @@ class StreamDetector:
         out = np.zeros(len(req), np.int8)
         if not len(req):
             return out
-        if self._recent is not None and len(req) <= INTERPRETED_LIMIT:
+        self._fed += len(req)
+        if self._recent is not None and self._fed <= INTERPRETED_LIMIT:
             t = req["t"].astype(np.float64)  # a trace without times has 0 throughout: nothing expires
             offset = req["offset"].astype(np.int64)
             length = np.maximum(req["length"], 1).astype(np.int64)

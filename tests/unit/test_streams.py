@@ -102,6 +102,21 @@ def test_long_slices_go_through_the_compiled_scan(monkeypatch: pytest.MonkeyPatc
     assert detector._recent is None  # the state went to the compiled scan's arrays
 
 
+def test_many_short_slices_go_compiled_once_enough_requests_were_classified(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capture hands its requests over in slices of a tenth of a second: once the slices
+    together pass INTERPRETED_LIMIT they are scanned compiled (the same classes), so a long
+    capture of a fast device is not classified in Python for ever."""
+    r = mixed(4, 3000, 20)
+    whole = StreamDetector(100_000).classify(r)
+    monkeypatch.setattr(streams, "INTERPRETED_LIMIT", 1000)
+    detector = StreamDetector(100_000)
+    parts = [detector.classify(r[at : at + 300]) for at in range(0, 900, 300)]
+    assert detector._recent is not None  # 900 requests: still interpreted
+    parts += [detector.classify(r[at : at + 300]) for at in range(900, len(r), 300)]
+    assert detector._recent is None
+    assert np.array_equal(np.concatenate(parts), whole)
+
+
 def test_a_backup_stream_is_counted_apart_from_the_curve() -> None:
     """A Zipf workload beside a nightly backup of 20 GiB-like streams: the backup's blocks are
     bypassed, so the curve and the footprint are the hot workload's (issue 13, point 4)."""
