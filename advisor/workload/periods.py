@@ -18,8 +18,9 @@ same data, or new), and the read hit ratio of a cache started empty at the windo
 Each window has a kind, in this order: quiet (less than one request and 256 KiB a second), scan (streams
 carry at least half its bytes), writes (at least 70% of its requests write), hot set (at least
 half its accesses are to data touched again), or little reuse. Consecutive windows of a kind
-are a phase; a hot set whose blocks are mostly new to the capture (less than 30% touched
-before) begins a new phase, and a run of such windows is a moving set. With two days or more,
+are a phase; a hot set whose accesses go mostly to data new to the capture (less than 30% to
+data touched by the end of the last hot window: a set that began within a scan's last window is
+still new) begins a new phase, and a run of such windows is a moving set. With two days or more,
 a phase of at most half a day whose kind is found at the same hours on at least half of the days
 (and on two), and of a kind found in at most half the capture's windows (not what the days are
 made of), is named daily.
@@ -244,7 +245,7 @@ class _Sample:
         read_share = float(np.count_nonzero(self.requests["write"][part] == 0)) / n if n else 0.0
         seq = float(self.lengths[part][self.sequential[part]].sum()) / nbytes if nbytes else 0.0
         reuse = float(np.count_nonzero(self.touches[ids] > 1)) / len(ids) if len(ids) else 0.0
-        seen = float(np.count_nonzero(self.first_at[ids] < kept.start)) / len(ids) if len(ids) else 0.0
+        seen = self.seen(lo, hi, lo)
         kind = _kind(iops, nbytes * stands / covered, seq, 1 - read_share, reuse) if covered > 0 else ""
         return Window(
             lo,
@@ -260,6 +261,13 @@ class _Sample:
             kind,
             self.hit_ratios(lo, hi),
         )
+
+    def seen(self, lo: float, hi: float, before: float) -> float:
+        """Of the accesses in [lo, hi), the share to blocks first touched before ``before``."""
+        kept = self.span(self.bt, lo, hi)
+        ids = self.inverse[kept]
+        cut = int(np.searchsorted(self.bt, before))
+        return float(np.count_nonzero(self.first_at[ids] < cut)) / len(ids) if len(ids) else 0.0
 
     def footprint(self, lo: float, hi: float) -> int:
         """The bytes of the device's data touched in [lo, hi), from the sample."""
@@ -310,7 +318,7 @@ def periods(
         round(sum(b - a for a, b in runs), 3),
         [round(int(s) * BLOCK / rate) for s in sample.sizes],
         windows,
-        _phases(windows, step, len(days), local, sample.footprint),
+        _phases(windows, step, len(days), local, sample.footprint, sample.seen),
         days,
     )
 
@@ -352,16 +360,20 @@ def _phases(
     ndays: int,
     local: Callable[[float], time.struct_time],
     footprint: Callable[[float, float], int],
+    seen: Callable[[float, float, float], float],
 ) -> list[Phase]:
     groups: list[list[tuple[Window, bool]]] = []  # each window, and whether its hot data is new
-    data_before = False
     current: list[tuple[Window, bool]] = []
+    hot_until: float | None = None  # the end of the last hot window
     for w in windows:
         if not w.kind:  # a gap: the capture was not running
             current = []
             continue
-        new = w.kind == HOT and data_before and w.seen_before < NEW_BELOW
-        data_before = data_before or w.kind != QUIET
+        # New data: against what the capture had touched by the end of the last hot window, not
+        # just before this one (a hot set that began within a scan's last window is still new)
+        new = w.kind == HOT and hot_until is not None and seen(w.start, w.start + w.seconds, hot_until) < NEW_BELOW
+        if w.kind == HOT:
+            hot_until = w.start + w.seconds
         if current and current[0][0].kind == w.kind and not (new and not current[-1][1]):
             current.append((w, new))  # the same kind; a new hot set only goes on a run of new ones
             continue

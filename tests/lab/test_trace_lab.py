@@ -4,12 +4,13 @@ reads and writes its own iolog; both analyses must agree within 2 points."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
 import pytest
 
-from advisor.workload import capfile
+from advisor.workload import capfile, periods, rawtrace
 from tests.vm.lab import HDD, GuestRun, LabDisk, LabPool, Scenario
 
 # Paired (one vCPU beside another guest): the HDD's IOPS limit, not the CPU, sets how many
@@ -134,3 +135,38 @@ def test_the_capture_resumes_after_the_reboot_and_sees_the_stream(guest: GuestRu
     exported = json.loads(guest.read("capture-export.json"))
     assert (guest.out / "capture.oracleGeneral").stat().st_size == 24 * exported["records"] > 0
     assert "holds a capture of wwn:" in guest.read("capture-other.err")
+
+
+def test_the_captures_analysis_names_its_phases_across_the_reboot(guest: GuestRun) -> None:
+    """Boot 1's Zipf hot set over the whole disk, the power cut and the reboot (no run covers it:
+    a gap, not a quiet time), boot 2's 96 MiB scan, then a hot set on other data: the analysis of
+    the whole capture finds these phases in this order and names them."""
+    span = analysis(guest, "capture-analysis.json")["periods"]
+    for ph in span["phases"]:
+        print(ph["name"], ph["windows"], ph["iops"], ph["sequential_share"])
+    print([(w["kind"], round(w["reuse"], 2), round(w["seen_before"], 2)) for w in span["windows"]])
+    kinds = [ph["kind"] for ph in span["phases"]]
+    assert kinds[0] == periods.HOT and periods.SCAN in kinds, kinds
+    after_scan = kinds[kinds.index(periods.SCAN) + 1 :]
+    assert after_scan and after_scan[0] in (periods.NEW_HOT, periods.MOVING), "boot 2's hot set is new data"
+    gap = [w for w in span["windows"] if w["captured_seconds"] == 0]
+    first_run_end = max(ph["end"] for ph in span["phases"] if ph["start"] < gap[0]["start"]) if gap else None
+    assert gap and first_run_end is not None and first_run_end <= gap[0]["start"], "the reboot is a gap"
+    scan = span["phases"][kinds.index(periods.SCAN)]
+    assert scan["start"] > gap[0]["start"] and scan["sequential_share"] > 0.5 and scan["read_share"] == 1.0
+    assert span["days"] == [] and 10 <= span["window_seconds"] <= 30
+
+
+def test_the_guest_kernels_binary_pages_hold_what_its_text_showed(guest: GuestRun) -> None:
+    """The guest's kernel (another version than the host's): its formats are read, and its pages
+    of the sample's events give the block_rq_issue requests its text showed."""
+    layout = rawtrace.parse_format(guest.read("format-block_rq_issue.txt"))
+    rawtrace.parse_format(guest.read("format-block_bio_queue.txt"))
+    page = rawtrace.check_page_header(guest.read("header_page.txt"))
+    events, counts = rawtrace.parse_pages((guest.out / "tracefs-sample-pages.bin").read_bytes(), layout, page)
+    text = re.findall(r"block_rq_issue: \d+,\d+ (\S+) (?:\d+ \([^)]*\) )?(\d+) \+ (\d+)", guest.read("tracefs-sample.txt"))
+    print(len(events), counts, len(text))
+    assert counts.damaged == 0 and counts.other > 0  # the bio_queue events beside
+    assert sorted((int(s), int(c), "W" in rwbs) for rwbs, s, c in text) == sorted(
+        (int(e["sector"]), int(e["sectors"]), e["rwbs"] == rawtrace.WRITE) for e in events
+    )

@@ -149,6 +149,24 @@ def test_a_short_capture_has_phases_of_seconds_and_its_reboot_is_a_gap(tmp_path:
     assert p.hours == pytest.approx(480 / 3600, abs=0.005)  # two runs of 240 s; the gap is not counted
 
 
+def test_a_hot_set_that_begins_within_a_scans_last_window_is_still_new(tmp_path: Path) -> None:
+    """As in the lab: after the reboot a scan, then a hot set on other data, which starts inside
+    the scan's last window (mostly the scan's bytes, so a scan window). The hot windows after it
+    touch data that window touched, yet none that the capture had before the scan: new."""
+    rng = np.random.default_rng(4)
+    t0 = MIDNIGHT + 10 * 3600
+    first = hot(rng, t0, 240, 200)
+    second = np.concatenate([scan(t0 + 360, 45, 1500), hot(rng, t0 + 405, 195, 200, base=1 << 20)])
+    c = captured(tmp_path, [first, second], 1 / 4)
+    p = periods.periods(c.requests, c.rate, c.summaries, UTC)
+    assert p is not None and p.window_seconds == 30
+    mixed = next(w for w in p.windows if w.start == t0 + 390)
+    assert mixed.kind == periods.SCAN
+    after = next(w for w in p.windows if w.start == t0 + 420)
+    assert after.kind == periods.HOT and after.seen_before > 0.3  # its data was in the scan's window
+    assert [ph.kind for ph in p.phases] == [periods.HOT, periods.SCAN, periods.NEW_HOT]
+
+
 def test_quiet_hours_and_writes_are_their_own_phases(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     t0 = MIDNIGHT

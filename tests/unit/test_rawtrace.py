@@ -42,6 +42,24 @@ def test_the_kernels_pages_hold_what_its_text_pipe_printed(compiled: bool) -> No
     assert np.count_nonzero(apart > 2e-6) <= 1 and apart.max() < 1e-4
 
 
+def test_the_lab_guests_older_kernel_is_read_from_its_own_format() -> None:
+    """The lab guest's Debian 6.1 kernel puts rwbs (8 bytes) where 6.18 puts ioprio; its pages of
+    the trace boot's sample (reads, synced writes, flushes, driver requests, beside block_bio_queue
+    events) give the block_rq_issue requests its text shows."""
+    lab = FIXTURE.parent / "lab-trace"
+    layout = rawtrace.parse_format((lab / "format-block_rq_issue.txt").read_text())
+    assert layout.rwbs == (32, 8) and layout != LAYOUT
+    rawtrace.parse_format((lab / "format-block_bio_queue.txt").read_text())
+    page = rawtrace.check_page_header((lab / "header_page.txt").read_text())
+    events, counts = rawtrace.parse_pages((lab / "tracefs-sample-pages.bin").read_bytes(), layout, page)
+    text = re.findall(r"block_rq_issue: \d+,\d+ (\S+) (?:\d+ \([^)]*\) )?(\d+) \+ (\d+)", (lab / "tracefs-sample.txt").read_text())
+    assert counts.damaged == 0 and counts.other > 0 and len(events) == len(text) > 25
+    assert sorted((int(s), int(c), "W" in rwbs) for rwbs, s, c in text) == sorted(
+        (int(e["sector"]), int(e["sectors"]), e["rwbs"] == rawtrace.WRITE) for e in events
+    )
+    assert {rawtrace.READ, rawtrace.WRITE, rawtrace.OTHER} == set(events["rwbs"].tolist())
+
+
 def test_the_fields_are_found_where_each_kernel_puts_them() -> None:
     assert (LAYOUT.dev, LAYOUT.sector, LAYOUT.sectors, LAYOUT.rwbs) == ((8, 4), (16, 8), (24, 4), (34, 10))
     older = """name: block_rq_issue

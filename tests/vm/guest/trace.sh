@@ -22,7 +22,16 @@ echo 1 > "$raw/events/block/block_bio_queue/enable"
 dd if="$hdd" of=/dev/null bs=4k count=20 iflag=direct 2> /dev/null
 dd if=/dev/zero of="$hdd" bs=8k count=5 seek=60000 oflag=direct,sync 2> /dev/null
 sync
+echo 0 > "$raw/events/block/block_rq_issue/enable"  # nothing more: the text and the pages hold the same events
+echo 0 > "$raw/events/block/block_bio_queue/enable"
 cat "$raw/trace" > "$LAB_OUT/tracefs-sample.txt"
+# The same events as the kernel's binary pages (rawtrace.py's input), with the layouts it reads.
+cat "$raw/events/block/block_rq_issue/format" > "$LAB_OUT/format-block_rq_issue.txt"
+cat "$raw/events/block/block_bio_queue/format" > "$LAB_OUT/format-block_bio_queue.txt"
+cat /sys/kernel/tracing/events/header_page > "$LAB_OUT/header_page.txt"
+for cpu in "$raw"/per_cpu/cpu*; do
+  dd if="$cpu/trace_pipe_raw" bs=4096 iflag=nonblock status=none >> "$LAB_OUT/tracefs-sample-pages.bin" 2> /dev/null || true
+done
 rmdir "$raw"
 # blktrace and blkparse, for the importer's fixture (blktrace records little in this guest).
 mkdir -p /tmp/bt && cd /tmp/bt
