@@ -259,7 +259,8 @@ def profile(inp: Inputs, data_bytes: int) -> Profile:
             p = a.periods
             kinds = sorted({ph.kind for ph in p.phases}, key=[ph.kind for ph in p.phases].index)
             over = f"{p.hours:,.1f} hours over {len(p.days)} days" if p.days else f"{p.hours:,.2f} hours"
-            drawn = f" (a capture of {over}: the sizes are drawn from all of it; its phases: {', '.join(kinds)})"
+            phases = f"; its phases: {', '.join(kinds)}" if kinds else ""
+            drawn = f" (a capture of {over}: the sizes are drawn from all of it{phases})"
         text = (
             f"Measured from the trace {a.source}{drawn}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
             f"{100 * a.sequential_share:.0f}% sequential, {hot_pct:.1f}% of the touched data serves "

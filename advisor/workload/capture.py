@@ -248,7 +248,11 @@ class Capture:
             return None
         try:
             layout = rawtrace.parse_format((self.event_dir / "format").read_text())
-            page = rawtrace.check_page_header((self.root / "events" / "header_page").read_text())
+            # the instance's own pages (an instance may have its own sub-buffer size)
+            header = self.instance / "events" / "header_page"
+            page = rawtrace.check_page_header(
+                (header if header.exists() else self.root / "events" / "header_page").read_text()
+            )
         except (OSError, rawtrace.FormatError):
             return None
         if not any(self.instance.glob("per_cpu/cpu*/trace_pipe_raw")):
@@ -382,18 +386,28 @@ class Capture:
         start = time.monotonic()
         last_report = start
         stopped_by = "duration"
-        fds = [
-            os.open(p, os.O_RDONLY | os.O_NONBLOCK) for p in sorted(self.instance.glob("per_cpu/cpu*/trace_pipe_raw"))
-        ]
+        fds: list[int] = []
+        try:
+            for path in sorted(self.instance.glob("per_cpu/cpu*/trace_pipe_raw")):
+                fds.append(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        held = np.empty(0, rawtrace.RAW_EVENT)  # read, but later than a CPU that had more to give
 
         def drain() -> int:
-            """Read and hand over what the pipes hold; returns how many pages (RAW_PAGES_A_ROUND
-            from a CPU: it has more)."""
-            nonlocal events, bad
-            chunks: list[bytes] = []
+            """Read and hand over what the pipes hold, in time order; returns the most pages one
+            CPU gave (RAW_PAGES_A_ROUND: it has more). Each CPU's pages are parsed apart (a disk's
+            few pages stay under the compiler's threshold); the requests after the last one read
+            from a CPU that has more wait for the next round, so that none is handed over after
+            a later one."""
+            nonlocal events, bad, held
+            parts = [held]
             most = 0
+            until = math.inf
             for fd in fds:
-                before = len(chunks)
+                chunks: list[bytes] = []
                 for _ in range(RAW_PAGES_A_ROUND):
                     try:
                         chunk = os.read(fd, page)
@@ -404,15 +418,22 @@ class Capture:
                             chunks.append(chunk + bytes(page - len(chunk)))
                         break
                     chunks.append(chunk)
-                most = max(most, len(chunks) - before)
-            if not chunks:
-                return 0
-            raw, counts = rawtrace.parse_pages(b"".join(chunks), layout, page)
-            bad += counts.damaged
-            # requests with data, within the traced range (the filter's: a partition's sectors)
-            keep = (raw["rwbs"] != rawtrace.OTHER) & (raw["sectors"] > 0) & (raw["sector"] >= self.plan.sector_start)
-            raw = raw[keep]
+                most = max(most, len(chunks))
+                if not chunks:
+                    continue
+                raw, counts = rawtrace.parse_pages(b"".join(chunks), layout, page)
+                bad += counts.damaged
+                if len(chunks) == RAW_PAGES_A_ROUND and len(raw):
+                    until = min(until, float(raw["ns"].max()))
+                parts.append(raw)
+            raw = np.concatenate(parts)
             raw = raw[np.argsort(raw["ns"], kind="stable")]
+            cut = len(raw) if until == math.inf else int(np.searchsorted(raw["ns"], until, side="right"))
+            raw, held = raw[:cut], raw[cut:]
+            # requests with data, within the traced range (the filter's: a partition's sectors)
+            raw = raw[
+                (raw["rwbs"] != rawtrace.OTHER) & (raw["sectors"] > 0) & (raw["sector"] >= self.plan.sector_start)
+            ]
             records = np.empty(len(raw), REQUEST)
             records["t"] = raw["ns"] / 1e9
             records["offset"] = (raw["sector"] - np.uint64(self.plan.sector_start)) * np.uint64(512)

@@ -47,6 +47,7 @@ DAY = 86400.0
 HOUR = 3600.0
 ROUND_SECONDS = (10, 15, 20, 30, 60, 120, 300, 600, 900, 1800)
 SHORT_WINDOWS = 24  # a capture shorter than two days is cut in about this many windows
+MIN_COVERED_S = 1.0  # a window covered for less is a gap
 MIN_KEPT = 50  # sampled requests a short capture's window holds on average, at least
 QUIET_IOPS = 1.0
 QUIET_BYTES = 256 << 10  # a second: a window is quiet below both
@@ -138,17 +139,25 @@ def window_seconds(span: float, kept: int | None = None) -> float:
 
 
 def _runs(summaries: list[dict[str, Any]], t: npt.NDArray[np.float64]) -> list[tuple[float, float]]:
-    """The spans the capture ran, from its hours' first and last requests per run (or the
-    sample's first and last request when no hour was summarised)."""
+    """The spans the capture ran, overlapping ones merged: each run from its start (the
+    recorder's, the ``run`` of its hours: idle time after it is quiet, not a gap) to its last
+    request; the sample's span when no hour was summarised."""
     spans: dict[str, tuple[float, float]] = {}
     for h in summaries:
-        first, last = h.get("first"), h.get("last")
-        if isinstance(first, float) and isinstance(last, float):
-            lo, hi = spans.get(str(h.get("run")), (first, last))
-            spans[str(h.get("run"))] = (min(lo, first), max(hi, last))
-    if not spans and len(t):
-        return [(float(t[0]), float(t[-1]))]
-    return sorted(spans.values())
+        first, last, run = h.get("first"), h.get("last"), h.get("run")
+        if isinstance(first, float | int) and isinstance(last, float | int):
+            lo = min(float(first), float(run)) if isinstance(run, float | int) else float(first)
+            was = spans.get(str(run), (lo, float(last)))
+            spans[str(run)] = (min(was[0], lo), max(was[1], float(last)))
+    if not spans:
+        return [(float(t[0]), float(t[-1]))] if len(t) else []
+    merged: list[tuple[float, float]] = []
+    for lo, hi in sorted(spans.values()):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
 
 
 def _blocks(
@@ -246,7 +255,9 @@ class _Sample:
         seq = float(self.lengths[part][self.sequential[part]].sum()) / nbytes if nbytes else 0.0
         reuse = float(np.count_nonzero(self.touches[ids] > 1)) / len(ids) if len(ids) else 0.0
         seen = self.seen(lo, hi, lo)
-        kind = _kind(iops, nbytes * stands / covered, seq, 1 - read_share, reuse) if covered > 0 else ""
+        # a window a run covered for less than MIN_COVERED_S (a run's first or last instant) is a
+        # gap: a request or two over a moment would read as a burst
+        kind = _kind(iops, nbytes * stands / covered, seq, 1 - read_share, reuse) if covered >= MIN_COVERED_S else ""
         return Window(
             lo,
             hi - lo,
@@ -324,9 +335,11 @@ def periods(
 
 
 def _local_day(when: float, local: Callable[[float], time.struct_time]) -> float:
-    """The local midnight that begins ``when``'s day (as epoch seconds)."""
+    """The local midnight that begins ``when``'s day (as epoch seconds), also on a day the clock
+    changed since midnight (then the hours since midnight are not the time since it)."""
     tm = local(when)
-    return when - (tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec + (when % 1))
+    start = when - (tm.tm_hour * 3600 + tm.tm_min * 60 + tm.tm_sec + (when % 1))
+    return start + (tm.tm_gmtoff - local(start).tm_gmtoff)
 
 
 def _days(sample: _Sample, runs: list[tuple[float, float]], local: Callable[[float], time.struct_time]) -> list[Day]:
@@ -334,7 +347,7 @@ def _days(sample: _Sample, runs: list[tuple[float, float]], local: Callable[[flo
     if runs[-1][1] - runs[0][0] < 2 * DAY:
         return []
     starts = [_local_day(runs[0][0], local)]
-    while starts[-1] + DAY <= runs[-1][1]:
+    while starts[-1] + DAY < runs[-1][1]:
         # the next local midnight (a day of 23 or 25 hours when the clock changes)
         starts.append(_local_day(starts[-1] + DAY + 2 * HOUR, local))
     days: list[Day] = []

@@ -116,7 +116,7 @@ def _parse(
     """The block events in ``pages`` (whole pages, one after another, each as read from one CPU's
     raw pipe) into the output columns (as long as RAW_EVENT's); returns how many. ``offsets``: dev, sector, nr_sector,
     rwbs. ``counts``: [0] pages that said events were lost before them, [1] events of other
-    types, [2] malformed pages (stopped at the damage)."""
+    types, [2] damage (a page stops at it; a block event too short for its format is skipped)."""
     n = 0
     npages = pages.shape[0] // page_size
     for p in range(npages):
@@ -156,7 +156,7 @@ def _parse(
                 if delta == 0:
                     break  # the rest of the page is empty
                 length = int(word)  # a discarded event: its delta only marks it (the kernel adds none)
-                if length < 4:
+                if length < 4 or pos + 4 + length > end:
                     counts[2] += 1
                     break
                 pos += 4 + length
@@ -168,7 +168,10 @@ def _parse(
             if type_len == 31:  # absolute time stamp: its lower 59 bits, the upper ones kept
                 low = (word << np.uint64(TS_SHIFT)) | delta
                 top = ts & np.uint64(0xF800000000000000)
-                ts = top | low
+                stamp = top | low
+                if top != np.uint64(0) and stamp < ts:  # the lower bits wrapped (rb_fix_abs_ts)
+                    stamp += np.uint64(1) << np.uint64(59)
+                ts = stamp
                 pos += 8
                 continue
             if type_len == 0:
@@ -177,14 +180,17 @@ def _parse(
             else:
                 length = type_len * 4
                 data = pos + 4
-            if length <= 0 or data + length > end:
+            if length < 2 or data + length > end:  # no room for even the event's type
                 counts[2] += 1
                 break
             pos = data + ((length + 3) & ~3)
             ts += delta
             etype = int(pages[data]) | (int(pages[data + 1]) << 8)
-            if etype != event_id or length < offsets[4]:
+            if etype != event_id:
                 counts[1] += 1
+                continue
+            if length < offsets[4]:  # the block event, shorter than its own format says
+                counts[2] += 1
                 continue
             d = data + offsets[0]
             dev = np.uint32(0)

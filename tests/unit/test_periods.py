@@ -214,3 +214,43 @@ def test_a_recommendation_from_a_capture_says_the_hours_and_phases_it_was_drawn_
     measured = next(r["text"] for r in rec["reasons"] if r["text"].startswith("Measured from the trace"))
     print(measured)
     assert "(a capture of 0.20 hours: the sizes are drawn from all of it; its phases: hot set, scan)" in measured
+
+
+def test_days_begin_at_local_midnight_across_a_change_of_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Berlin moves its clocks forward on 2026-03-29: that Sunday has 23 hours, and each day of
+    the capture still begins at its own local midnight."""
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        start = time.mktime((2026, 3, 27, 12, 0, 0, 0, 0, -1))
+        n = 4 * 24 * 60  # a request a minute for four days
+        reqs = np.zeros(n, capfile.CAPTURED)
+        reqs["t"] = start + np.arange(n) * 60.0
+        reqs["offset"] = (np.arange(n) % 500).astype(np.uint64) * np.uint64(4096)
+        reqs["length"] = 4096
+        p = periods.periods(reqs, 1.0, [], time.localtime)
+        assert p is not None
+        starts = [time.localtime(d.start) for d in p.days]
+        assert [(tm.tm_mday, tm.tm_hour, tm.tm_min) for tm in starts] == [(27, 0, 0), (28, 0, 0), (29, 0, 0),
+                                                                         (30, 0, 0), (31, 0, 0)]
+        assert p.days[2].requests == 23 * 60  # the short Sunday
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+def test_a_capture_of_one_request_or_of_an_instant_has_no_burst() -> None:
+    one = np.zeros(1, capfile.CAPTURED)
+    one["t"], one["length"] = MIDNIGHT + 5, 4096
+    p = periods.periods(one, 1.0, [], UTC)
+    assert p is not None and p.phases == [] and p.hours == 0
+    # a run that began a moment before a window's end: that moment is no phase of its own
+    rng = np.random.default_rng(2)
+    reqs = np.zeros(3000, capfile.CAPTURED)
+    reqs["t"] = MIDNIGHT + 30 + np.sort(rng.random(3000)) * 600
+    reqs["t"][0] = MIDNIGHT + 29.9995
+    reqs["offset"] = (rng.zipf(1.2, 3000) % 5000).astype(np.uint64) * np.uint64(4096)
+    reqs["length"] = 4096
+    p = periods.periods(reqs, 1.0, [], UTC)
+    assert p is not None and p.windows[0].captured_seconds < 1 and p.windows[0].kind == ""
+    assert [ph.kind for ph in p.phases] == [periods.HOT]

@@ -177,3 +177,56 @@ def test_a_capture_streams_each_cpus_pages_in_time_order(tmp_path: Path) -> None
         for cpu, part in enumerate((pages[:half], pages[half:])):  # the pipes again, for the next round
             (tmp_path / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw").write_bytes(part)
     assert len(lines) == 3000 and len(within) < 3000
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "interpreted"])
+def test_a_long_event_too_short_for_its_type_at_the_buffers_end_is_damage(compiled: bool) -> None:
+    """A type_len 0 event whose length word says 5 bytes (1 of data) as the last thing of the
+    last page: counted as damage, never a read past the buffer."""
+    body = event(0, 100, 8, b"R")
+    tail = struct.pack("<II", 0, 5) + b"\x07"
+    room = PAGE - 16 - len(body) - len(tail)
+    pad = struct.pack("<II", (1 << 5) | 29, room - 4) + bytes(room - 8)  # a discarded event to fill the page
+    data = struct.pack("<QQ", 1, len(body) + room + len(tail)) + body + pad + tail
+    assert len(data) == PAGE
+    events, counts = rawtrace.parse_pages(data, LAYOUT, PAGE, compiled)
+    assert events["sector"].tolist() == [100] and counts.damaged == 1
+
+
+def test_an_absolute_stamp_below_the_time_so_far_wraps_its_59_bits_as_the_kernel_does() -> None:
+    top = 1 << 59  # the page's time has its upper bits set
+    stamp = struct.pack("<II", (5 << 5) | 31, 0)  # lower 59 bits: 5, below the time so far
+    data = page(top + 1000, stamp + event(2, 100, 8, b"R"))
+    events, _ = rawtrace.parse_pages(data, LAYOUT, PAGE)
+    assert events["ns"].tolist() == [top + (1 << 59) + 5 + 2]
+
+
+def test_a_cpu_with_more_to_give_holds_back_later_requests_so_none_comes_out_of_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two rounds' worth of pages on one CPU, a few on the other: whatever the round size, the
+    requests are handed over in time order, each once."""
+    from types import SimpleNamespace
+
+    from advisor.workload import capture
+    from advisor.workload.capture import Capture
+
+    monkeypatch.setattr(capture, "RAW_PAGES_A_ROUND", 3)
+    pages = (FIXTURE / "pages.bin").read_bytes()
+    stamps = [struct.unpack_from("<Q", pages, at)[0] for at in range(0, len(pages), PAGE)]
+    # one CPU's pages (the requests ran on one), then any other's: split where the time goes
+    # back, or give the first 40 pages to one CPU and the rest, all later, to the other
+    split = next((i for i in range(1, len(stamps)) if stamps[i] < stamps[i - 1]), 40) * PAGE
+    assert split > 6 * PAGE  # that CPU gives more than two rounds of 3 pages
+    for cpu, part in enumerate((pages[:split], pages[split:])):
+        (tmp_path / "per_cpu" / f"cpu{cpu}").mkdir(parents=True)
+        (tmp_path / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw").write_bytes(part)
+    (tmp_path / "events" / "block" / "block_rq_issue").mkdir(parents=True)
+    cap = Capture.__new__(Capture)
+    cap.plan = SimpleNamespace(sector_start=0)  # type: ignore[assignment]
+    cap.instance, cap.event_dir = tmp_path, tmp_path / "events" / "block" / "block_rq_issue"
+    batches: list[np.ndarray] = []
+    result = cap._stream_raw(LAYOUT, PAGE, 0.2, batches.append, None, None)
+    got = np.concatenate(batches)
+    assert len(batches) > 3 and result.events == len(got) == 3000
+    assert (np.diff(got["t"]) >= 0).all()
