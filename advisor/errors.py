@@ -54,6 +54,7 @@ ACTIONS: dict[str, str] = {
     "accept-writeback-risk": "accept the risk of losing written data with the SSD, or choose writethrough",
     "other-name": "choose another name",
     "free-ssd": "name a free SSD",
+    "name-ssd": "name the SSD (or both of a mirrored pool) the resized cache goes on",
     "remove-first": "remove that cache first",
     "choose-partition": "choose the partition that holds the data",
     "watch": "follow {target} live",

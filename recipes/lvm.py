@@ -345,6 +345,23 @@ def cache_pvs(inv: Inventory, lv_name: str) -> list[Device]:
     ]
 
 
+def pool_parts(inv: Inventory, origin: Device) -> list[Device]:
+    """The LVs that make the cache pool (or cache volume) of the cached LV ``origin``: lvm2 names
+    them after it (``data_cache_cpool_cdata``, ``..._cmeta``, their raid images)."""
+    if origin.lvm is None or not origin.lvm.pool:
+        return []
+    vg, pool = origin.lvm.vg, origin.lvm.pool
+    return [
+        d
+        for d in inv.devices
+        if d.lvm is not None
+        and d.lvm.role == "lv"
+        and d.lvm.vg == vg
+        and d.lvm.lv is not None
+        and (d.lvm.lv == pool or d.lvm.lv.startswith(f"{pool}_"))
+    ]
+
+
 def remove_cache(
     inv: Inventory,
     lv_name: str,

@@ -1,5 +1,5 @@
 """lvmcache recipes: attach a cache pool to an LV in place, make a new cached LV on empty disks,
-change a cache's mode, remove it.
+change a cache's mode or size, remove it.
 
 Recipes read an inventory and build a :class:`~advisor.plan.model.Plan`; they run nothing. Every
 refusal is a :class:`~recipes.common.RecipeError` with a code and its facts.
@@ -19,6 +19,7 @@ from advisor.disks.discovery import find_device
 from advisor.errors import codes, next_step
 from advisor.plan.checks import (
     CacheMode,
+    CachePool,
     LvComplete,
     LvExists,
     NoSignature,
@@ -39,18 +40,20 @@ from recipes.lvm import (
     check_name,
     fast_side,
     find_lv,
+    pool_parts,
     remove_cache,
     too_small,
     uncached_lv,
 )
 from recipes.registry import Recipe, option, register
 
-ATTACH, UNCACHE, NEW, MODE, REPAIR = (
+ATTACH, UNCACHE, NEW, MODE, REPAIR, RESIZE = (
     "lvmcache-attach",
     LVMCACHE.remover,
     "lvmcache-new",
     "lvmcache-mode",
     "cache-repair",
+    "lvmcache-resize",
 )
 UNDO = "Undo it by removing the cache; dirty blocks are written back first."
 MODES = LVMCACHE.modes
@@ -67,6 +70,9 @@ codes(
         "mirror-needs-two": "the recommendation is writeback on a cache mirrored across two SSDs (LVM raid1), and "
         "{count} SSD was named",
         "not-degraded": "the cache of {lv} is not a mirror missing one SSD ({state}), so there is nothing to repair",
+        "resize-unwell": "the cache of {lv} is not well ({state}), so it is not resized",
+        "resize-same-size": "the cache of {lv} already holds {size}",
+        "resize-where": "cachewise cannot tell which SSD the cache pool of {lv} is on",
     }
 )
 
@@ -88,6 +94,7 @@ def lvmcache_attach(
     *,
     wipe: bool = False,
     allow_partition: bool = False,
+    pool_name: str | None = None,
 ) -> Plan:
     """Attach a cache pool on ``ssd_path`` to the LV ``lv_name`` in place: the SSD becomes a PV
     of the LV's VG, a cache pool of the given size is made on it, and lvconvert attaches it.
@@ -111,7 +118,8 @@ def lvmcache_attach(
         raise too_small(fast, f"a {human_size(size)} cache with {human_size(meta)} of metadata and its spare", need)
 
     vglv = f"{vg}/{lv}"
-    pool, pool_meta = f"{lv}_cache", f"{lv}_cache_meta"
+    pool = pool_name or f"{lv}_cache"
+    pool_meta = f"{pool}_meta"
     steps = fast.join_steps(vg)
     steps.append(fast.lvcreate("lvcreate-data", vg, pool, size))
     steps.append(fast.lvcreate("lvcreate-meta", vg, pool_meta, meta))
@@ -291,6 +299,96 @@ def lvmcache_mode(inv: Inventory, lv_name: str, mode: str) -> Plan:
         layout_before=(f"{vglv}: cache LV",),
         layout_after=(f"{vglv}: cache LV in {mode}",),
         notes=notes,
+    )
+
+
+def lvmcache_resize(
+    inv: Inventory,
+    lv_name: str,
+    size_bytes: int,
+    *,
+    ssd_path: str | Sequence[str] | None = None,
+    mode: str | None = None,
+    policy: str | None = None,
+) -> Plan:
+    """Give a cached LV a cache of another size. lvm2 cannot resize a cache pool in place
+    (lvmcache(7)), so the plan takes the cache off (lvconvert --uncache: the dirty blocks are
+    written back first, the executor counts them down) and attaches a new pool of the new size on
+    the same SSD(s), in the same mode. The new cache starts cold: it warms up again."""
+    origin = find_lv(inv, lv_name)
+    assert origin.lvm is not None
+    vg, vglv = origin.lvm.vg or "", f"{origin.lvm.vg}/{origin.lvm.lv}"
+    if origin.lvm.segtype != "cache":
+        raise RecipeError("not-cached", lv=vglv, segtype=origin.lvm.segtype or "unknown")
+    caching = origin.caching
+    if caching is not None and (caching.failed or caching.degraded or caching.read_only or caching.needs_check):
+        raise RecipeError("resize-unwell", lv=vglv, state=caching.state, next=[next_step("see-devices")])
+    parts = pool_parts(inv, origin)
+    current = next((d.size_bytes for d in parts if d.lvm and d.lvm.lv and d.lvm.lv.endswith("_cdata")), None)
+    size = -(-size_bytes // LVM_EXTENT) * LVM_EXTENT
+    if current is not None and current == size:
+        raise RecipeError("resize-same-size", lv=vglv, size=human_size(size))
+    if ssd_path is None:  # the SSD(s) the pool is on now
+        names = {d.name for d in parts}
+        ssds = [d for d in inv.devices if d.lvm is not None and d.lvm.role == "pv" and set(d.holders) & names]
+        if not ssds:
+            raise RecipeError("resize-where", lv=vglv, next=[next_step("name-ssd")])
+        ssd_path = [d.display_path for d in ssds]
+    # The inventory once the old cache is gone: the LV plain again, and on each PV that held a
+    # part of its pool, the space the other LVs on it take is not free.
+    freed = {d.name for d in parts}
+    plain = replace(origin, lvm=replace(origin.lvm, segtype="linear", pool=None), caching=None)
+    future_devices = []
+    for d in inv.devices:
+        if d.name == origin.name:
+            d = plain
+        elif d.lvm is not None and d.lvm.role == "pv" and set(d.holders) & freed:
+            others = [inv.by_name(h) for h in d.holders if h not in freed]
+            d = replace(d, size_bytes=d.size_bytes - sum(h.size_bytes for h in others if h is not None))
+        future_devices.append(d)
+    future = replace(inv, devices=tuple(future_devices))
+    spec = CacheSpec(
+        size, mode or (caching.mode if caching is not None else None) or "writethrough", policy=policy or "smq"
+    )
+    # A pool named apart from the one it replaces: the attach step's postcondition names it, so a
+    # run (or a resume) can tell the new cache from the old one, which is in the same mode.
+    old_pool = (origin.lvm.pool or "").removesuffix("_cpool")
+    taken = {d.lvm.lv for d in inv.devices if d.lvm is not None and d.lvm.vg == vg and d.lvm.lv}
+    pool = next(
+        name
+        for n in range(1, 100)
+        if (name := f"{origin.lvm.lv}_cache" + (str(n) if n > 1 else "")) != old_pool
+        and not any(t == name or t.startswith(f"{name}_") for t in taken)
+    )
+    attach = lvmcache_attach(future, vglv, ssd_path, spec, pool_name=pool)
+    *pool_steps, attach_step = attach.steps
+    attach_step = replace(attach_step, post=(*attach_step.post, CachePool(lv=vglv, pool=f"{vg}/{pool}")))
+    uncache = remove_cache(inv, vglv, LVMCACHE, UNCACHE)
+    real = [find_device(inv, b.path) for b in attach.devices[1:]]
+    ssd_bytes = min((d.size_bytes for d in real if d is not None), default=attach.space.get("ssd_bytes", 0))
+    return replace(
+        attach,
+        kind=RESIZE,
+        space={**attach.space, "ssd_bytes": ssd_bytes},
+        title=f"Resize the cache of {vglv}"
+        + (f" from {human_size(current)}" if current is not None else "")
+        + f" to {human_size(size)} ({spec.mode})",
+        devices=(
+            bind(origin, "origin"),
+            *(bind(d, b.role) for d, b in zip(real, attach.devices[1:], strict=True) if d),
+        ),
+        steps=(*uncache.steps, *pool_steps, attach_step),
+        layout_before=(
+            f"{vglv}: cache LV, {human_size(origin.size_bytes)}"
+            + (f"; its cache {human_size(current)}, {caching.state}" if current is not None and caching else ""),
+        ),
+        notes=(
+            "lvm2 cannot resize a cache pool in place: the cache is taken off (dirty blocks are written back first, "
+            "which can take a while with a big writeback cache) and a new pool of the new size is attached on the "
+            "same SSD.",
+            "The new cache starts empty and warms up again (D-WARM-1); the LV stays mounted and in use throughout.",
+        )
+        + attach.notes[2:],
     )
 
 
@@ -590,5 +688,36 @@ register(
         "changes",
         LVMCACHE,
         uses=(Use("cachemode"),),
+    )
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResizeOptions:
+    lv: str = option("the cached LV, as VG/LV", "lv")
+    size: int = option("the new cache size, e.g. 96g", "size")
+    ssd: tuple[str, ...] = option(
+        "the SSD the new pool goes on (default: the one(s) its pool is on now); twice for a mirrored pool",
+        "device",
+        metavar="DEV",
+        repeat=True,
+        default=(),
+    )
+    mode: Mode | None = option("cache mode (default: the cache's own)", "choice", choices=MODES, default=None)
+
+
+register(
+    Recipe(
+        RESIZE,
+        "grow or shrink an lvmcache (taken off and attached again at the new size)",
+        "lvm2 cannot resize a cache pool in place: lvconvert --uncache writes the dirty blocks back and drops the "
+        "pool, then a pool of the new size is made on the same SSD (lvcreate, lvconvert --type cache-pool) and "
+        "attached (lvconvert --type cache). The LV stays in use; the new cache warms up again.",
+        ResizeOptions,
+        lambda inv, o: lvmcache_resize(inv, o.lv, o.size, ssd_path=o.ssd or None, mode=o.mode),
+        "changes",
+        LVMCACHE,
+        uses=(Use("uncache"), *_POOL),
+        remakes=True,
     )
 )

@@ -94,6 +94,7 @@ class Recipe(Generic[OptionsT]):
     adopt: Callable[[OptionsT, CacheConfig], OptionsT] | None = None  # fill the options from a recommendation
     adopts: str = ""  # what it takes from a recommendation, for the help
     reads_fs_block_size: bool = False  # the builder needs the slow device's file system block size
+    remakes: bool = False  # it changes a cache by making it anew (a resize): recorded as made, for the watch
 
     def __post_init__(self) -> None:
         # A plan that makes or removes a cache may end by making the initramfs again, for a
@@ -189,4 +190,4 @@ def maker(backend: Backend) -> Recipe[Any] | None:
 def makes_cache(kind: str) -> bool:
     """Whether plans of this kind make a cache (recorded with their prediction for the watch)."""
     r = _RECIPES.get(kind)
-    return r is not None and r.effect == "makes"
+    return r is not None and (r.effect == "makes" or r.remakes)

@@ -40,6 +40,7 @@ ACTIONS = {
     "name-both-ssds": "mark both SSDs with Space on the Fast device step",
     "writethrough": "choose writethrough with o",
     "other-name": "choose another name",
+    "name-ssd": "resize it in a shell, naming the SSD (cachewise plan lvmcache-resize --ssd DEV)",
     "free-ssd": "choose a free SSD",
     "remove-first": f"remove that one first ({REMOVE_FLOW})",
     "choose-partition": "choose the partition that holds the data",

@@ -21,6 +21,7 @@ from advisor.plan import language
 from advisor.plan.checks import (
     BcacheSuperblock,
     CacheMode,
+    CachePool,
     Check,
     InitramfsCarries,
     LvComplete,
@@ -87,6 +88,7 @@ class Context:
     pool_modes: dict[str, str]  # VG/LV of each cache pool the plan makes -> its cache mode
     segtype: str  # what the plan's kind changes or removes ("cache", "writecache"; "" for none)
     initramfs: str = ""  # what the initramfs must carry for the device the plan leaves (InitramfsCarries)
+    remakes: bool = False  # the plan takes a cache off and attaches another (a resize)
 
 
 def initramfs_needs(backend: str, effect: str, mirrored: bool = False) -> str:
@@ -105,9 +107,10 @@ def initramfs_needs(backend: str, effect: str, mirrored: bool = False) -> str:
 
 
 def context(plan: _Plan) -> Context:
-    cache_set, modes, mirrored = None, {}, False
+    cache_set, modes, mirrored, remakes = None, {}, False, False
     for step in plan.steps:
         m = language.match_argv(step.argv) if step.argv else None
+        remakes = remakes or (m is not None and m.shape == "uncache")
         if m is not None and m.shape == "make-bcache":
             cache_set = m.args["UUID"]
         elif m is not None and m.shape == "cache-pool":
@@ -116,7 +119,7 @@ def context(plan: _Plan) -> Context:
     kind = language.kind_of(plan.kind)
     roles = {d.path: d.role for d in plan.devices}
     needs = initramfs_needs(kind.backend, kind.effect, mirrored) if kind else ""
-    return Context(roles, cache_set, modes, kind.segtype if kind else "", needs)
+    return Context(roles, cache_set, modes, kind.segtype if kind else "", needs, remakes)
 
 
 SEQUENTIAL_CUTOFF_MAX = (1 << 32) - 1
@@ -156,6 +159,8 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
         if mode is None:
             return f"its cache pool {vglv} is not one the plan makes"
         post = frozenset({Segtype(lv=vglv2, segtype="cache"), CacheMode(lv=vglv2, mode=mode)})
+        if ctx.remakes:  # the LV was cached before too: only the new pool tells the step ran
+            post = post | {CachePool(lv=vglv2, pool=vglv)}
         return (Segtype(lv=vglv, segtype="cache-pool"), NotSegtype(lv=vglv2, segtype="cache")), [post]
     if shape == "writecache-attach":
         return (NotSegtype(lv=vglv2, segtype="writecache"),), [frozenset({Segtype(lv=vglv2, segtype="writecache")})]

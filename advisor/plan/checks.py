@@ -328,6 +328,29 @@ class CacheMode(_LvColumn):
     mode: str
 
 
+@dataclass(frozen=True)
+class CachePool(_LvColumn):
+    """The LV is cached by this cache pool: lvs's pool_lv, which lvm2 2.03 renames POOL_cpool when
+    it attaches it (either name holds). What tells a cache made anew (a resize) from the old one."""
+
+    kind, column = "cache_pool", "pool"
+    sentences = ("LV {lv} is cached by the pool {value}", "LV {lv} is not cached by the pool {value}")
+    pool: str
+
+    def holds(self, system: SystemView) -> bool:
+        row = system.lv(self.lv)
+        name = self.pool.split("/")[-1]
+        return row is not None and (row.pool in (name, f"{name}_cpool")) != self.negated
+
+    def ansible(self, r: str = "r") -> Ansible:
+        name = self.pool.split("/")[-1]
+        names = ", ".join(_quoted(n) for n in (name, f"{name}_cpool", f"[{name}]", f"[{name}_cpool]"))
+        return Ansible(
+            ("lvs", "--noheadings", "-o", "pool_lv", self.lv),
+            f"({r}.rc == 0 and ({r}.stdout | trim) in [{names}])",
+        )
+
+
 # --- devices ---
 
 

@@ -49,6 +49,7 @@ CACHE_FIELDS = (
     "lv_attr",
     "lv_uuid",
     "lv_size",
+    "pool_lv",
 )
 # Formats tried in order; the first one lvm2 accepts is remembered for the rest of the process,
 # per lvm2 binary (pvs and lvs are links to the one lvm program).
@@ -137,6 +138,7 @@ class Lv:
     size_bytes: int | None = None
     uuid: str = ""
     attr: str = ""  # lv_attr
+    pool: str = ""  # pool_lv without brackets: a cached LV's cache pool (lvm2 2.03 names it POOL_cpool)
 
     @property
     def full_name(self) -> str:
@@ -162,6 +164,7 @@ class Lv:
             size_bytes=_int(row.get("lv_size")),
             uuid=row.get("lv_uuid", ""),
             attr=row.get("lv_attr", ""),
+            pool=row.get("pool_lv", "").strip("[]"),
         )
 
 

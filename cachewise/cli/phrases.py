@@ -39,6 +39,7 @@ ACTIONS = {
     "name-both-ssds": "name both with --ssd A --ssd B",
     "writethrough": "choose --mode writethrough for one",
     "other-name": "choose another name",
+    "name-ssd": "name it with --ssd (twice for a mirrored pool)",
     "free-ssd": "name a free SSD",
     "watch": "follow it with `cachewise watch {target}`",
     "change-mode": "switch its mode with `cachewise plan lvmcache-mode --lv {target}`",

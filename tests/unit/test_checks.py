@@ -24,6 +24,7 @@ SAMPLE_ARGS = {"device": "/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001", "vg": "
                "file": TUNABLES_FILE}
 
 SAMPLE_ARGS["needs"] = "lvmcache"  # InitramfsCarries
+SAMPLE_ARGS["pool"] = "labvg/data_cache"  # CachePool
 
 
 class View:
@@ -31,7 +32,7 @@ class View:
 
     def __init__(self) -> None:
         self.pvs = {"/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_NVME0001": "labvg"}
-        self.lvs = {"labvg/data": Lv("labvg", "data", False, "cache", "writethrough")}
+        self.lvs = {"labvg/data": Lv("labvg", "data", False, "cache", "writethrough", pool="data_cache_cpool")}
         self.files = {"{backing}/bcache/state": "clean"}
 
     def pv_vg(self, device: str) -> str | None:
