@@ -117,6 +117,11 @@ def backend(backend_id: str) -> Backend:
     raise KeyError(backend_id)
 
 
+def by_target(target: str) -> Backend | None:
+    """The backend whose kernel target the watch names a cache by ("dm-cache", "bcache" ...)."""
+    return next((b for b in BACKENDS if b.target == target), None)
+
+
 def by_segtype(segtype: str | None) -> Backend | None:
     """The backend of an LV with lvm2's segment type ``segtype``, if it is a cache."""
     return next((b for b in BACKENDS if segtype is not None and b.lvm_segtype == segtype), None)

@@ -28,6 +28,7 @@ from advisor.units import duration, human_size, rate
 from advisor.watch.figures import Figures
 from advisor.watch.sampler import CacheRef
 from cachewise.core import demo, watch
+from cachewise.core.recheck import Rechecked, RecheckRequest, recheck
 from cachewise.render import stall_text
 from screens.base import CoreScreen
 from screens.flows.model import Flow
@@ -237,19 +238,44 @@ class Sampled(Message):
         self.figures, self.gone, self.warning = figures, gone, warning
 
 
+def recheck_text(r: Rechecked) -> Text:
+    """The Re-check panel: the verdict, its reasons with their sources, and its plan."""
+    v = r.verdict
+    text = Text(v.summary, style="bold green" if v.action == "keep" else "bold yellow")
+    for reason in v.reasons:
+        cites = f" [{', '.join(reason.findings)}]" if reason.findings else ""
+        text.append(f"\n• {reason.text}{cites}")
+    if r.plan is not None:
+        text.append(f"\np previews the plan: {r.plan.title}.", style="bold")
+    elif r.refused is not None:
+        text.append(f"\nNo plan: {word(r.refused)}", style="red")
+    if v.how:
+        text.append(f"\n{v.how}")
+    if v.action != "keep" and r.plan is None and v.plan is None:
+        text.append("\nWith a capture of the same days, `cachewise recheck --trace` sizes it from its curve.")
+    return text
+
+
 class WarmupScreen(CoreScreen):
-    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("r", "recheck", "Re-check"),
+        Binding("p", "recheck_plan", "Plan", show=False),
+    ]
     HELP = (
         "A cache, live: how full it is and how fast it fills, the hit ratio this interval and since the "
         "start (against the prediction when cachewise made it), the I/O served by the cache and by the slow "
         "device, and dirty data with the time left to flush it, or a stalled flush and its likely causes. "
         "A cache that failed or lost its SSD is said at the top, with what it means for the data. "
-        "It only reads the kernel's counters."
+        "It only reads the kernel's counters. r re-checks the cache: from what the kernel counted since it was "
+        "made and what it was predicted to do, keep it, grow or shrink it, change its mode, remove it, or can't "
+        "judge yet; p then previews the plan that does it."
     )
     DEFAULT_CSS = """
     WarmupScreen #glance, WarmupScreen #warmup-note { height: auto; padding: 0 1; }
     WarmupScreen #stall { height: auto; max-height: 8; border: round $warning; padding: 0 1; }
     WarmupScreen #trouble { height: auto; border: heavy $error; padding: 0 1; }
+    WarmupScreen #recheck { height: auto; max-height: 12; border: round $accent; padding: 0 1; }
     WarmupScreen #charts { grid-size: 2 2; height: 1fr; min-height: 6; }
     WarmupScreen Chart { border: round $primary; height: 1fr; }
     WarmupScreen #warmup-curve { height: auto; border: round $primary; padding: 0 1; }
@@ -272,6 +298,7 @@ class WarmupScreen(CoreScreen):
         self.figures: list[Figures] = []
         self.gone = False
         self._warned = False
+        self.rechecked: Rechecked | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -284,6 +311,10 @@ class WarmupScreen(CoreScreen):
         trouble = Static("", id="trouble")  # a failed cache, a dead SSD: shown at once, above all else
         trouble.display = False
         yield trouble
+        with VerticalScroll(id="recheck") as panel:
+            panel.border_title = "Re-check"
+            panel.display = False
+            yield Static("", id="recheck-text")
         with VerticalScroll(id="stall") as stall:
             stall.border_title = "Flush stalled"
             stall.display = False
@@ -357,12 +388,42 @@ class WarmupScreen(CoreScreen):
         for curve in self.query(CurveChart):
             curve.show(curve.curve, latest.hit_ratio if latest.hit_ratio is not None else latest.hit_ratio_total)
 
+    def action_recheck(self) -> None:
+        self._show_panel(Text(f"Re-checking {self.ref.name}...", style="dim"))
+        self._recheck()
+
+    @work(thread=True, exclusive=True, group="recheck", description="re-check the cache", exit_on_error=False)
+    def _recheck(self) -> None:
+        result = recheck(self.core, RecheckRequest(self.ref.name, record=False))
+        self.app.call_from_thread(self._rechecked, result)
+
+    def _rechecked(self, result: Rechecked) -> None:
+        self.rechecked = result
+        self._show_panel(recheck_text(result))
+
+    def _show_panel(self, text: Text) -> None:
+        self.query_one("#recheck").display = True
+        self.query_one("#recheck-text", Static).update(text)
+
+    def action_recheck_plan(self) -> None:
+        r = self.rechecked
+        if r is None:
+            self.notify("Press r to re-check the cache first.")
+        elif r.plan is None:
+            self.notify("The re-check names no plan cachewise makes.")
+        else:
+            self.nav.apply(r.plan)
+
     def _note(self, text: str) -> None:
         note = self.query_one("#warmup-note", Static)
         note.update(Text(text, style="bold red"))
         note.display = True
 
     def worker_failed(self, worker: Worker[object], error: BaseException) -> None:
+        if worker.group == "recheck":
+            said = word(error) if isinstance(error, CachewiseError) else f"{error}. Nothing was changed."
+            self._show_panel(Text(f"The re-check could not be made: {said}", style="red"))
+            return
         if worker.group != "warmup":
             super().worker_failed(worker, error)
             return

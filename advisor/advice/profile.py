@@ -19,7 +19,7 @@ from advisor.backends import BackendId as Backend
 from advisor.errors import next_step
 from advisor.units import MiB, cache_size
 from advisor.workload import mrc
-from advisor.workload.analysis import CHUNK, COLD_LIMIT
+from advisor.workload.analysis import CHUNK, COLD_LIMIT, Analysis
 
 KNEE_SHARE = 0.90  # of the achievable hit ratio
 HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
@@ -245,98 +245,103 @@ def _steady(steady: list[float], raw: list[float]) -> np.ndarray[Any, Any]:
     return np.asarray(steady if steady else raw, dtype=np.float64)
 
 
+def trace_profile(a: Analysis, workload: WorkloadType | None = None, read_iops: float | None = None) -> Profile:
+    """The profile a trace (or a capture) measured: its curves, hot data, rates and replays."""
+    reads = a.read_requests / max(a.requests, 1)
+    shares = dict(zip(a.hot_shares, a.hot_blocks, strict=True))
+    hot_blocks = shares.get(HOT_SHARE, a.footprint_blocks)
+    rate = a.block_accesses * reads / a.duration_s if a.duration_s > 0 else read_iops
+    hot_pct = 100 * hot_blocks / max(a.footprint_blocks, 1)
+    chunked = bool(a.chunk_size and a.chunk_curve_sizes_blocks)
+    drawn = ""
+    if a.periods is not None:  # a capture: the hours the sizes are drawn from, and its phases
+        p = a.periods
+        kinds = sorted({ph.kind for ph in p.phases}, key=[ph.kind for ph in p.phases].index)
+        over = f"{p.hours:,.1f} hours over {len(p.days)} days" if p.days else f"{p.hours:,.2f} hours"
+        phases = f"; its phases: {', '.join(kinds)}" if kinds else ""
+        drawn = f" (a capture of {over}: the sizes are drawn from all of it{phases})"
+    text = (
+        f"Measured from the trace {a.source}{drawn}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
+        f"{100 * a.sequential_share:.0f}% sequential, {hot_pct:.1f}% of the touched data serves "
+        f"{100 * HOT_SHARE:.0f}% of the I/O."
+    )
+    if a.bypassed_requests:
+        text += (
+            f" {a.bypassed_requests:,} requests ({cache_size(a.bypassed_bytes)}) belong to streams past "
+            f"{cache_size(a.sequential_cutoff)}, which a cache lets through to the disk (bcache's "
+            "sequential_cutoff; dm-cache promotes nothing read once): they are left out of the curve."
+        )
+    text += (
+        f" {100 * a.cold_miss_share:.1f}% of the rest are first touches: those before a cache of a given "
+        "size is full are its warm-up, those after it count as misses, so the predicted hit ratios are a "
+        "full cache's."
+    )
+    return Profile(
+        kind=workload,
+        read_share=reads,
+        sequential_share=a.sequential_share,
+        sizes_bytes=np.asarray(a.curve_sizes_blocks, dtype=np.float64) * a.block_size,
+        hits=_steady(a.curve_steady_hit_ratio, a.curve_hit_ratio),
+        source="trace",
+        hot_bytes=hot_blocks * a.block_size,
+        footprint_bytes=a.footprint_bytes,
+        read_rate=rate,
+        chunk_sizes_bytes=(
+            np.asarray(a.chunk_curve_sizes_blocks, dtype=np.float64) * a.chunk_size
+            if chunked and a.chunk_size
+            else None
+        ),
+        chunk_hits=_steady(a.chunk_curve_steady_hit_ratio, a.chunk_curve_hit_ratio) if chunked else None,
+        chunk_bytes=a.chunk_size,
+        cold_share=a.cold_miss_share,
+        too_short=a.too_short,
+        bypassed_bytes=a.bypassed_bytes,
+        raw_hits=np.asarray(a.curve_hit_ratio, dtype=np.float64),
+        curve_mode=a.curve_mode,
+        chunk_cold_share=a.chunk_cold_miss_share,
+        bypassed_share=a.bypassed_requests / max(a.requests, 1),
+        blocks_per_request=a.block_accesses / max(a.requests - a.bypassed_requests, 1),
+        write_rate=a.write_requests / a.duration_s if a.duration_s > 0 else None,
+        write_backlog=(a.write_drain_rates, a.write_backlog_bytes),
+        read_hits=_curve(a.curve_read_steady_hit_ratio or a.curve_read_hit_ratio),
+        raw_read_hits=_curve(a.curve_read_hit_ratio),
+        chunk_read_hits=_curve(a.chunk_curve_read_steady_hit_ratio or a.chunk_curve_read_hit_ratio)
+        if chunked
+        else None,
+        chunk_raw_read_hits=_curve(a.chunk_curve_read_hit_ratio) if chunked else None,
+        sample_rate=a.curve_sample_rate,
+        chunk_raw_hits=np.asarray(a.chunk_curve_hit_ratio, dtype=np.float64) if chunked else None,
+        coarse=tuple(
+            Curves(
+                c.chunk_size,
+                np.asarray(c.sizes_blocks, dtype=np.float64) * c.chunk_size,
+                _steady(c.steady_hit_ratio, c.hit_ratio),
+                _curve(c.hit_ratio),
+                _curve(c.read_steady_hit_ratio or c.read_hit_ratio),
+                _curve(c.read_hit_ratio),
+            )
+            for c in sorted(a.coarse_chunk_curves, key=lambda c: c.chunk_size)
+        )
+        if chunked
+        else (),
+        smq_sizes_bytes=(
+            np.asarray(a.smq_sizes_blocks, dtype=np.float64) * a.smq_chunk_size
+            if a.smq_sizes_blocks and a.smq_chunk_size
+            else None
+        ),
+        smq_read_hits=_nan_curve(a.smq_read_hit_ratio) if a.smq_sizes_blocks else None,
+        smq_t63=_nan_curve(a.smq_seconds_63) if a.smq_sizes_blocks else None,
+        bcache_sizes_bytes=np.asarray(a.bcache_sizes_bytes, dtype=np.float64) if a.bcache_sizes_bytes else None,
+        bcache_read_hits=_nan_curve(a.bcache_read_hit_ratio) if a.bcache_sizes_bytes else None,
+        bcache_t63=_nan_curve(a.bcache_seconds_63) if a.bcache_sizes_bytes else None,
+        reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
+    )
+
+
 def profile(inp: Inputs, data_bytes: int) -> Profile:
     a = inp.analysis
     if a is not None and a.curve_sizes_blocks:
-        reads = a.read_requests / max(a.requests, 1)
-        shares = dict(zip(a.hot_shares, a.hot_blocks, strict=True))
-        hot_blocks = shares.get(HOT_SHARE, a.footprint_blocks)
-        rate = a.block_accesses * reads / a.duration_s if a.duration_s > 0 else inp.read_iops
-        hot_pct = 100 * hot_blocks / max(a.footprint_blocks, 1)
-        chunked = bool(a.chunk_size and a.chunk_curve_sizes_blocks)
-        drawn = ""
-        if a.periods is not None:  # a capture: the hours the sizes are drawn from, and its phases
-            p = a.periods
-            kinds = sorted({ph.kind for ph in p.phases}, key=[ph.kind for ph in p.phases].index)
-            over = f"{p.hours:,.1f} hours over {len(p.days)} days" if p.days else f"{p.hours:,.2f} hours"
-            phases = f"; its phases: {', '.join(kinds)}" if kinds else ""
-            drawn = f" (a capture of {over}: the sizes are drawn from all of it{phases})"
-        text = (
-            f"Measured from the trace {a.source}{drawn}: {a.requests:,} requests, {100 * reads:.0f}% reads, "
-            f"{100 * a.sequential_share:.0f}% sequential, {hot_pct:.1f}% of the touched data serves "
-            f"{100 * HOT_SHARE:.0f}% of the I/O."
-        )
-        if a.bypassed_requests:
-            text += (
-                f" {a.bypassed_requests:,} requests ({cache_size(a.bypassed_bytes)}) belong to streams past "
-                f"{cache_size(a.sequential_cutoff)}, which a cache lets through to the disk (bcache's "
-                "sequential_cutoff; dm-cache promotes nothing read once): they are left out of the curve."
-            )
-        text += (
-            f" {100 * a.cold_miss_share:.1f}% of the rest are first touches: those before a cache of a given "
-            "size is full are its warm-up, those after it count as misses, so the predicted hit ratios are a "
-            "full cache's."
-        )
-        return Profile(
-            kind=inp.workload,
-            read_share=reads,
-            sequential_share=a.sequential_share,
-            sizes_bytes=np.asarray(a.curve_sizes_blocks, dtype=np.float64) * a.block_size,
-            hits=_steady(a.curve_steady_hit_ratio, a.curve_hit_ratio),
-            source="trace",
-            hot_bytes=hot_blocks * a.block_size,
-            footprint_bytes=a.footprint_bytes,
-            read_rate=rate,
-            chunk_sizes_bytes=(
-                np.asarray(a.chunk_curve_sizes_blocks, dtype=np.float64) * a.chunk_size
-                if chunked and a.chunk_size
-                else None
-            ),
-            chunk_hits=_steady(a.chunk_curve_steady_hit_ratio, a.chunk_curve_hit_ratio) if chunked else None,
-            chunk_bytes=a.chunk_size,
-            cold_share=a.cold_miss_share,
-            too_short=a.too_short,
-            bypassed_bytes=a.bypassed_bytes,
-            raw_hits=np.asarray(a.curve_hit_ratio, dtype=np.float64),
-            curve_mode=a.curve_mode,
-            chunk_cold_share=a.chunk_cold_miss_share,
-            bypassed_share=a.bypassed_requests / max(a.requests, 1),
-            blocks_per_request=a.block_accesses / max(a.requests - a.bypassed_requests, 1),
-            write_rate=a.write_requests / a.duration_s if a.duration_s > 0 else None,
-            write_backlog=(a.write_drain_rates, a.write_backlog_bytes),
-            read_hits=_curve(a.curve_read_steady_hit_ratio or a.curve_read_hit_ratio),
-            raw_read_hits=_curve(a.curve_read_hit_ratio),
-            chunk_read_hits=_curve(a.chunk_curve_read_steady_hit_ratio or a.chunk_curve_read_hit_ratio)
-            if chunked
-            else None,
-            chunk_raw_read_hits=_curve(a.chunk_curve_read_hit_ratio) if chunked else None,
-            sample_rate=a.curve_sample_rate,
-            chunk_raw_hits=np.asarray(a.chunk_curve_hit_ratio, dtype=np.float64) if chunked else None,
-            coarse=tuple(
-                Curves(
-                    c.chunk_size,
-                    np.asarray(c.sizes_blocks, dtype=np.float64) * c.chunk_size,
-                    _steady(c.steady_hit_ratio, c.hit_ratio),
-                    _curve(c.hit_ratio),
-                    _curve(c.read_steady_hit_ratio or c.read_hit_ratio),
-                    _curve(c.read_hit_ratio),
-                )
-                for c in sorted(a.coarse_chunk_curves, key=lambda c: c.chunk_size)
-            )
-            if chunked
-            else (),
-            smq_sizes_bytes=(
-                np.asarray(a.smq_sizes_blocks, dtype=np.float64) * a.smq_chunk_size
-                if a.smq_sizes_blocks and a.smq_chunk_size
-                else None
-            ),
-            smq_read_hits=_nan_curve(a.smq_read_hit_ratio) if a.smq_sizes_blocks else None,
-            smq_t63=_nan_curve(a.smq_seconds_63) if a.smq_sizes_blocks else None,
-            bcache_sizes_bytes=np.asarray(a.bcache_sizes_bytes, dtype=np.float64) if a.bcache_sizes_bytes else None,
-            bcache_read_hits=_nan_curve(a.bcache_read_hit_ratio) if a.bcache_sizes_bytes else None,
-            bcache_t63=_nan_curve(a.bcache_seconds_63) if a.bcache_sizes_bytes else None,
-            reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
-        )
+        return trace_profile(a, inp.workload, inp.read_iops)
     wc = WORKLOADS[inp.workload] if inp.workload else None
     if wc is None and inp.hot_fraction is None:
         raise RecommendError(

@@ -37,6 +37,7 @@ COMMANDS = {
     "watch": "caches:cmd_watch",
     "tunables": "tunables:cmd_tunables",
     "doctor": "health:cmd_doctor",
+    "recheck": "recheck:cmd_recheck",
     "completion": "completion:cmd_completion",
     "tui": "tui:cmd_tui",
     "demo": "tui:cmd_demo",

@@ -477,6 +477,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--no-record", action="store_true", help="do not record the samples in the history database")
 
+    rc = sub.add_parser(
+        "recheck",
+        help="does a cache still fit its workload: keep, grow, shrink, change mode or remove, with the plan",
+        description="Re-check a cache after it was made: the read hit ratio the kernel counted since it warmed up "
+        "(the samples watch and doctor recorded, and one read now) against what it was predicted to do, and, with "
+        "--trace, against a trace or capture of the same days, whose curve says what another size would serve. "
+        "It says keep, grow, shrink, change the mode, remove, or that it cannot judge yet (with the range the "
+        "counters allow), each reason with its source, and makes the plan that carries it out (an lvmcache is "
+        "resized by taking its cache off, dirty blocks written back first, and attaching one of the new size). "
+        "Exit status: 0 keep, 1 a change advised, 2 can't judge yet, 3 could not look. Changes nothing.",
+    )
+    _cache(rc.add_argument("target", metavar="TARGET", help="the cache: VG/LV, bcacheN or its backing device"))
+    rc.add_argument(
+        "--trace",
+        type=Path,
+        metavar="PATH",
+        help="a trace or capture folder of the cache's workload over the same days (cachewise capture, trace)",
+    )
+    rc.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="save the plan that carries the verdict out (must not exist)"
+    )
+    _common(
+        rc,
+        json="schema cachewise.recheck/1: the verdict, its reasons and numbers, and the plan",
+        record="the sample read now",
+    )
+
     tun = sub.add_parser(
         "tunables",
         help="bcache tunables the kernel forgets at boot, kept in /etc/cachewise: show them, or set them again",

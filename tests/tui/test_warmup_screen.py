@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import queue
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Static
 from textual.worker import get_current_worker
 
+from advisor.disks.collect import RawSystem
+from advisor.disks.discovery import build_inventory
 from advisor.history import DB_NAME, History
 from advisor.runner import CommandRunner
 from advisor.units import GiB, MiB
@@ -27,6 +30,7 @@ from screens.app import CachewiseApp
 from screens.apply import ApplyScreen
 from screens.disks import DisksScreen
 from screens.warmup import Chart, WarmupScreen
+from tests.conftest import FIXTURES
 from tests.tui import screenshots
 from tests.tui.test_apply_screen import FakeExecutor
 from tests.tui.test_disks_screen import FakeDiscovery, lab_inventory
@@ -204,3 +208,50 @@ async def test_tui_watch_opens_on_the_warmup_screen_and_leaving_records_what_is_
             await pilot.pause(0.01)
         else:
             raise AssertionError("leaving the screen did not record the pending sample")
+
+
+class FixedSampler(Sampler):
+    """Finds the given cache; every sample() is the same reading, at once."""
+
+    def __init__(self, ref: CacheRef, reading: Sample) -> None:
+        super().__init__(CommandRunner())
+        self.ref, self.reading = ref, reading
+
+    def caches(self) -> list[CacheRef]:
+        return [self.ref]
+
+    def sample(self, refs: list[CacheRef]) -> list[Sample]:
+        return [replace(self.reading, t=time.time())]
+
+
+async def test_r_rechecks_the_cache_and_p_previews_the_resize_plan(tmp_path: Path) -> None:
+    vault = CacheRef("dm-cache", "labvg/vault", "dm-4", "dm-7", "dm-5", dm_name="labvg-vault")
+
+    def reading(dt: float, hits: int, misses: int) -> Sample:
+        return Sample(T0 + dt, "labvg/vault", "dm-cache", "writethrough", "ok", "smq", 16 * MiB, 16 * MiB, 0,
+                      hits, misses, read_hits=hits, read_misses=misses)
+
+    with History(tmp_path / DB_NAME) as hist:  # made an hour ago, predicted 80% with 48 MiB of hot data
+        hist.record_cache("labvg/vault", "lvmcache-attach", Prediction(0.8, 48 * MiB, 60, 120), T0 - 3600)
+        hist.record_samples([reading(0, 0, 0), reading(60, 300, 700)])
+    inv = build_inventory(RawSystem.load(FIXTURES / "lab-caches" / "raw-layers.json"))
+    core = Core(FakeDiscovery(inv), state_dir=tmp_path, live=False, _sampler=FixedSampler(vault, reading(0, 3000, 7000)))
+    app = CachewiseApp(core, watch_hotplug=False)
+    async with app.run_test(size=(120, 45)) as pilot:
+        await app.push_screen(WarmupScreen(vault, interval=60))
+        screen = app.screen
+        assert isinstance(screen, WarmupScreen)
+        await pilot.press("p")
+        assert screen.rechecked is None
+        await pilot.press("r")
+        for _ in range(500):
+            await pilot.pause(0.01)
+            if screen.rechecked is not None:
+                break
+        assert screen.rechecked is not None
+        text = str(screen.query_one("#recheck-text", Static).content)
+        assert "Grow it to 56.0 MiB" in text and "30% were served by the cache" in text and "L-SIZE-4" in text
+        assert "p previews the plan: Resize the cache of labvg/vault from 16.0 MiB to 56.0 MiB" in text
+        await pilot.press("p")
+        await pilot.pause()
+        assert isinstance(app.screen, ApplyScreen) and app.screen.plan.kind == "lvmcache-resize"
