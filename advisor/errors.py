@@ -53,6 +53,7 @@ ACTIONS: dict[str, str] = {
     "writethrough": "choose writethrough for one SSD",
     "accept-writeback-risk": "accept the risk of losing written data with the SSD, or choose writethrough",
     "other-name": "choose another name",
+    "run-doctor": "ask doctor what is wrong with it",
     "free-ssd": "name a free SSD",
     "name-ssd": "name the SSD (or both of a mirrored pool) the resized cache goes on",
     "remove-first": "remove that cache first",

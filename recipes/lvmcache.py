@@ -35,6 +35,7 @@ from advisor.units import human_size
 from recipes.common import ACCEPT_LOSS, RecipeError, bind, check_backend
 from recipes.lvm import (
     FAST_ROLES,
+    PV_HEADER,
     RAID_META,
     check_fast_device,
     check_name,
@@ -328,10 +329,10 @@ def lvmcache_resize(
     size = -(-size_bytes // LVM_EXTENT) * LVM_EXTENT
     if current is not None and current == size:
         raise RecipeError("resize-same-size", lv=vglv, size=human_size(size))
-    if ssd_path is None:  # the SSD(s) the pool is on now
+    if ssd_path is None:  # the SSD(s) the pool is on now: two only as the legs of a raid1 pool
         names = {d.name for d in parts}
         ssds = [d for d in inv.devices if d.lvm is not None and d.lvm.role == "pv" and set(d.holders) & names]
-        if not ssds:
+        if not ssds or len(ssds) > (2 if mirror_legs(inv, origin) else 1):
             raise RecipeError("resize-where", lv=vglv, next=[next_step("name-ssd")])
         ssd_path = [d.display_path for d in ssds]
     # The inventory once the old cache is gone: the LV plain again, and on each PV that held a
@@ -343,8 +344,10 @@ def lvmcache_resize(
         if d.name == origin.name:
             d = plain
         elif d.lvm is not None and d.lvm.role == "pv" and set(d.holders) & freed:
+            # less what other LVs take, and LVM's label and metadata area before the first extent
             others = [inv.by_name(h) for h in d.holders if h not in freed]
-            d = replace(d, size_bytes=d.size_bytes - sum(h.size_bytes for h in others if h is not None))
+            taken_bytes = sum(h.size_bytes for h in others if h is not None) + PV_HEADER
+            d = replace(d, size_bytes=d.size_bytes - taken_bytes)
         future_devices.append(d)
     future = replace(inv, devices=tuple(future_devices))
     spec = CacheSpec(
@@ -360,7 +363,7 @@ def lvmcache_resize(
         if (name := f"{origin.lvm.lv}_cache" + (str(n) if n > 1 else "")) != old_pool
         and not any(t == name or t.startswith(f"{name}_") for t in taken)
     )
-    attach = lvmcache_attach(future, vglv, ssd_path, spec, pool_name=pool)
+    attach = lvmcache_attach(future, vglv, ssd_path, spec, pool_name=pool, allow_partition=True)
     *pool_steps, attach_step = attach.steps
     attach_step = replace(attach_step, post=(*attach_step.post, CachePool(lv=vglv, pool=f"{vg}/{pool}")))
     uncache = remove_cache(inv, vglv, LVMCACHE, UNCACHE)
@@ -387,6 +390,9 @@ def lvmcache_resize(
             "which can take a while with a big writeback cache) and a new pool of the new size is attached on the "
             "same SSD.",
             "The new cache starts empty and warms up again (D-WARM-1); the LV stays mounted and in use throughout.",
+            "A roll back after step 1 leaves the LV without a cache (its data whole: the dirty blocks were written "
+            "back); make one again with lvmcache-attach. lvm2's --cachesettings set on the old pool (such as "
+            "migration_threshold) are not carried over.",
         )
         + attach.notes[2:],
     )

@@ -41,6 +41,7 @@ ACTIONS = {
     "writethrough": "choose writethrough with o",
     "other-name": "choose another name",
     "name-ssd": "resize it in a shell, naming the SSD (cachewise plan lvmcache-resize --ssd DEV)",
+    "run-doctor": "press d on the Disks screen to see what doctor says",
     "free-ssd": "choose a free SSD",
     "remove-first": f"remove that one first ({REMOVE_FLOW})",
     "choose-partition": "choose the partition that holds the data",
@@ -109,6 +110,9 @@ KEYS = {
     "app.help": "What this question is for, and every key it answers to",
     "app.pop_screen": "Go back to the screen before this one; nothing is changed",
     "app.quit": "Leave cachewise",
+    "recheck": "Re-check the cache: keep, grow, shrink, change its mode or remove it, from what the kernel counted "
+    "and what it was predicted to do",
+    "recheck_plan": "Preview the plan the re-check names (nothing runs before you confirm it)",
     "rescan": "Read the disks again now (a disk plugged in or out is noticed by itself)",
     "toggle_all": "Show or hide loop, zram and empty devices",
     "toggle_mark": "Mark or unmark the highlighted device (the SSDs for a cache, the disks to probe)",

@@ -24,6 +24,7 @@ from textual.widgets import Footer, Header, Static
 from textual.worker import Worker, get_current_worker
 
 from advisor.errors import CachewiseError
+from advisor.health.recheck import cited
 from advisor.units import duration, human_size, rate
 from advisor.watch.figures import Figures
 from advisor.watch.sampler import CacheRef
@@ -243,10 +244,9 @@ def recheck_text(r: Rechecked) -> Text:
     v = r.verdict
     text = Text(v.summary, style="bold green" if v.action == "keep" else "bold yellow")
     for reason in v.reasons:
-        cites = f" [{', '.join(reason.findings)}]" if reason.findings else ""
-        text.append(f"\n• {reason.text}{cites}")
+        text.append(f"\n• {cited(reason)}")
     if r.plan is not None:
-        text.append(f"\np previews the plan: {r.plan.title}.", style="bold")
+        text.append(f"\na previews the plan: {r.plan.title}.", style="bold")
     elif r.refused is not None:
         text.append(f"\nNo plan: {word(r.refused)}", style="red")
     if v.how:
@@ -256,20 +256,26 @@ def recheck_text(r: Rechecked) -> Text:
     return text
 
 
+class RecheckDone(Message):
+    def __init__(self, result: Rechecked) -> None:
+        super().__init__()
+        self.result = result
+
+
 class WarmupScreen(CoreScreen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("r", "recheck", "Re-check"),
-        Binding("p", "recheck_plan", "Plan", show=False),
+        Binding("k", "recheck", "Re-check"),
+        Binding("a", "recheck_plan", "Plan it", show=False),
     ]
     HELP = (
         "A cache, live: how full it is and how fast it fills, the hit ratio this interval and since the "
         "start (against the prediction when cachewise made it), the I/O served by the cache and by the slow "
         "device, and dirty data with the time left to flush it, or a stalled flush and its likely causes. "
         "A cache that failed or lost its SSD is said at the top, with what it means for the data. "
-        "It only reads the kernel's counters. r re-checks the cache: from what the kernel counted since it was "
+        "It only reads the kernel's counters. k re-checks the cache: from what the kernel counted since it was "
         "made and what it was predicted to do, keep it, grow or shrink it, change its mode, remove it, or can't "
-        "judge yet; p then previews the plan that does it."
+        "judge yet; a then previews the plan that does it."
     )
     DEFAULT_CSS = """
     WarmupScreen #glance, WarmupScreen #warmup-note { height: auto; padding: 0 1; }
@@ -389,17 +395,22 @@ class WarmupScreen(CoreScreen):
             curve.show(curve.curve, latest.hit_ratio if latest.hit_ratio is not None else latest.hit_ratio_total)
 
     def action_recheck(self) -> None:
+        if self.core.recorded:  # its one reading would take a frame the charts never show
+            self.notify("The re-check reads this machine's caches; a recording played back has none to re-check.")
+            return
         self._show_panel(Text(f"Re-checking {self.ref.name}...", style="dim"))
         self._recheck()
 
     @work(thread=True, exclusive=True, group="recheck", description="re-check the cache", exit_on_error=False)
     def _recheck(self) -> None:
         result = recheck(self.core, RecheckRequest(self.ref.name, record=False))
-        self.app.call_from_thread(self._rechecked, result)
+        if not get_current_worker().is_cancelled:  # pressed again meanwhile, or the screen left
+            self.post_message(RecheckDone(result))
 
-    def _rechecked(self, result: Rechecked) -> None:
-        self.rechecked = result
-        self._show_panel(recheck_text(result))
+    @on(RecheckDone)
+    def _rechecked(self, message: RecheckDone) -> None:
+        self.rechecked = message.result
+        self._show_panel(recheck_text(message.result))
 
     def _show_panel(self, text: Text) -> None:
         self.query_one("#recheck").display = True
@@ -408,7 +419,7 @@ class WarmupScreen(CoreScreen):
     def action_recheck_plan(self) -> None:
         r = self.rechecked
         if r is None:
-            self.notify("Press r to re-check the cache first.")
+            self.notify("Press k to re-check the cache first.")
         elif r.plan is None:
             self.notify("The re-check names no plan cachewise makes.")
         else:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from advisor.advice.lvmrules import LVM_EXTENT
 from advisor.advice.model import Reason
 from advisor.advice.profile import Profile, curve_knee
 from advisor.backends import Backend
@@ -38,7 +39,7 @@ SHRINK_LOSS = 0.02
 USELESS = 0.05  # a read hit ratio under this at the largest size the SSD holds: no cache helps
 FEW_WRITES = 0.05  # a writeback cache whose workload writes less than this share gains nothing by it
 FULL = 0.95  # used over capacity from here on: the cache is full
-EXTENT = 4 << 20  # sizes are whole LVM extents
+EXTENT = LVM_EXTENT  # sizes are whole LVM extents
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Observed:
     high: float
     fill: float | None
     dirty_bytes: int | None
+    reads_only: bool = True  # False: the kernel counts no reads apart (bcache), every lookup is taken
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,11 @@ class Verdict:
         return data
 
 
+def cited(reason: Reason) -> str:
+    """A reason with its findings, as both front ends show it: "text [L-SIZE-4, C-FILL-1]"."""
+    return reason.text + (f" [{', '.join(reason.findings)}]" if reason.findings else "")
+
+
 def wilson(hits: int, total: int, z: float = 1.96) -> tuple[float, float]:
     """The 95% interval of a ratio of ``hits`` in ``total`` (Wilson's score interval)."""
     if total <= 0:
@@ -110,33 +117,40 @@ def wilson(hits: int, total: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, mid - half), min(1.0, mid + half)
 
 
-def _reads(s: Sample) -> tuple[int, int] | None:
-    if s.read_hits is not None and s.read_misses is not None:
-        return s.read_hits, s.read_misses
-    return None
+def _counts(s: Sample, reads: bool) -> tuple[int, int] | None:
+    if reads:
+        return (s.read_hits, s.read_misses) if s.read_hits is not None and s.read_misses is not None else None
+    return (s.hits, s.misses) if s.hits is not None and s.misses is not None else None
 
 
 def observed(samples: Sequence[Sample], since: float = 0.0) -> Observed | None:
-    """The read hit ratio over the samples from ``since`` on, from the kernel's cumulative
-    counters: the last stretch over which they only grew (a cache made again, or the machine
-    rebooted, starts them at zero). None when the kernel counts no reads apart."""
-    rows = [(s, r) for s in sorted(samples, key=lambda s: s.t) if s.t >= since and (r := _reads(s)) is not None]
+    """The read hit ratio from the kernel's cumulative counters, from the last sample at or before
+    ``since`` (the baseline) to the newest: the sum of each step's growth, a step whose counters
+    went back (a cache made again, a reboot) counted from zero. Samples of another cache of the
+    same name (another kind or size than the newest) are left out. bcache counts no reads apart:
+    its lookups of every kind are taken (``reads_only`` False). None without two samples."""
+    ordered = sorted(samples, key=lambda s: s.t)
+    if not ordered:
+        return None
+    last = ordered[-1]
+    same = [x for x in ordered if x.kind == last.kind and x.capacity_bytes == last.capacity_bytes]
+    reads = _counts(last, True) is not None
+    rows = [(x, c) for x in same if (c := _counts(x, reads)) is not None]
+    base = max((i for i, (x, _) in enumerate(rows) if x.t <= since), default=0)
+    rows = rows[base:]
     if len(rows) < 2:
         return None
-    start = 0
-    for i in range(1, len(rows)):
-        (_, (h0, m0)), (_, (h1, m1)) = rows[i - 1], rows[i]
-        if h1 < h0 or m1 < m0:
-            start = i
-    first, last = rows[start], rows[-1]
-    if first is last:
-        return None
-    hits, misses = last[1][0] - first[1][0], last[1][1] - first[1][1]
+    hits = misses = 0
+    for (_, (h0, m0)), (_, (h1, m1)) in zip(rows, rows[1:], strict=False):
+        reset = h1 < h0 or m1 < m0
+        hits += h1 if reset else h1 - h0
+        misses += m1 if reset else m1 - m0
     total = hits + misses
-    s = last[0]
     low, high = wilson(hits, total)
-    fill = s.used_bytes / s.capacity_bytes if s.used_bytes is not None and s.capacity_bytes else None
-    return Observed(first[0].t, s.t, total, hits / total if total else 0.0, low, high, fill, s.dirty_bytes)
+    fill = last.used_bytes / last.capacity_bytes if last.used_bytes is not None and last.capacity_bytes else None
+    return Observed(
+        rows[0][0].t, last.t, total, hits / total if total else 0.0, low, high, fill, last.dirty_bytes, reads
+    )
 
 
 def _pct(x: float) -> str:
@@ -147,11 +161,11 @@ def recheck(s: Situation) -> Verdict:
     """What to do with the cache, and why."""
     now = s.now if s.now is not None else (s.samples[-1].t if s.samples else 0.0)
     predicted = s.prediction.hit_ratio if s.prediction else None
-    # Judged once warm: from the prediction's 95% warm-up time after the cache was made, when
-    # the samples reach that far; else over everything recorded.
+    # Judged once warm: from the prediction's 95% warm-up time after the cache was made (the
+    # last sample before it is the baseline); the samples are the cache's since it was made.
     warm_from = (s.made_at or 0.0) + ((s.prediction.seconds_95 or 0.0) if s.prediction else 0.0)
-    obs = observed(s.samples, warm_from) if any(x.t >= warm_from for x in s.samples[-1:]) else None
-    obs = obs or observed(s.samples)
+    warming = s.made_at is not None and warm_from > now
+    obs = observed([x for x in s.samples if x.t >= (s.made_at or 0.0)], 0.0 if warming else warm_from)
     base = {
         "target": s.target,
         "backend": s.backend.id,
@@ -164,7 +178,10 @@ def recheck(s: Situation) -> Verdict:
     if obs is not None:
         reasons.append(
             Reason(
-                f"The kernel counted {obs.read_lookups:,} read lookups over {duration(obs.until - obs.since)}: "
+                f"The kernel counted {obs.read_lookups:,} {'read lookups' if obs.reads_only else 'lookups'} "
+                f"over {duration(obs.until - obs.since)}"
+                + ("" if obs.reads_only else " (it counts reads and writes together)")
+                + ": "
                 f"{_pct(obs.read_hit_ratio)} were served by the cache (95% interval "
                 f"{100 * obs.low:.1f}-{100 * obs.high:.1f}%)"
                 + (f", predicted {_pct(predicted)}" if predicted is not None else "")
@@ -172,6 +189,14 @@ def recheck(s: Situation) -> Verdict:
                 + "."
             )
         )
+    if warming:
+        reasons.append(
+            Reason(
+                f"It is still warming up: 95% of its hot data should be in within {duration(warm_from - now)}.",
+                ("C-FILL-1",),
+            )
+        )
+        return _cant_judge(s, obs, predicted, reasons, base, "Can't judge yet: the cache is still warming up.")
     prof = s.profile
     if prof is None:
         return _without_trace(s, obs, predicted, reasons, base, now)
@@ -200,15 +225,6 @@ def _without_trace(
     if obs is None or obs.read_lookups < MIN_LOOKUPS or obs.high - obs.low > WIDE:
         seen = f"{obs.read_lookups:,}" if obs is not None else "no"
         return _cant_judge(s, obs, predicted, reasons, base, f"Can't judge yet: the kernel has counted {seen} reads.")
-    if s.prediction is not None and s.made_at is not None and s.prediction.seconds_95:
-        left = s.made_at + s.prediction.seconds_95 - now
-        if left > 0:
-            reasons.append(
-                Reason(
-                    f"It is still warming up: 95% of its hot data should be in within {duration(left)}.", ("C-FILL-1",)
-                )
-            )
-            return _cant_judge(s, obs, predicted, reasons, base, "Can't judge yet: the cache is still warming up.")
     hot = s.prediction.hot_bytes if s.prediction else None
     full = obs.fill is not None and obs.fill >= FULL
     short = predicted is not None and obs.high < predicted - AGREE
@@ -273,24 +289,55 @@ def _with_trace(
         f"({human_size(most)})."
     )
     reasons.append(Reason(text, ("L-SIZE-4", "L-SIZE-1")))
-    if prof.too_short_for(b):
+    counted = obs is not None and obs.read_lookups >= MIN_LOOKUPS
+    if not len(sizes) or prof.too_short_for(b):
+        # The trace cannot show whether the data comes back. Only when the kernel, over enough
+        # reads, also saw almost none come back is that evidence; else the counters judge alone.
+        if obs is not None and counted and obs.read_hit_ratio < USELESS and best_hit < USELESS:
+            reasons.append(
+                Reason(
+                    f"Most of the trace's reads are first touches, and the kernel served under {_pct(USELESS)} of "
+                    f"reads: the data read does not come back, so no size would serve many (at most "
+                    f"{_pct(best_hit)} at {human_size(most)}).",
+                    ("L-SIZE-4", "T-SIZE-3"),
+                )
+            )
+            return Verdict(
+                **base,
+                action="remove",
+                summary="Remove it: the data it is given is read once, so it serves almost no reads.",
+                reasons=tuple(reasons),
+                plan="remove",
+                options={"device": s.target},
+            )
         reasons.append(
             Reason(
-                "Most of the trace's reads are first touches: its curve counts them as misses, as the cache did.",
+                "Most of the trace's reads are first touches: it cannot show whether the data comes back, so it "
+                "sizes nothing; a longer capture of the cache's usual days can.",
                 ("L-SIZE-4",),
             )
         )
-    if obs is not None and obs.read_lookups >= MIN_LOOKUPS:
-        if abs(obs.read_hit_ratio - now_hit) <= AGREE:
-            reasons.append(Reason(f"The trace's curve and the kernel agree within {_pct(AGREE)} at this size."))
-        else:
+        return _without_trace(s, obs, predicted, reasons, {**base, "curve_now": None}, s.now or 0.0)
+    if obs is not None and counted:
+        if abs(obs.read_hit_ratio - now_hit) > AGREE:
             reasons.append(
                 Reason(
-                    f"The trace's curve and the kernel disagree by more than {_pct(AGREE)} at this size "
-                    "(a cache still warming, or a trace of other days): the sizes below are the trace's."
+                    f"The trace's curve ({_pct(now_hit)}) and the kernel ({_pct(obs.read_hit_ratio)}) disagree by "
+                    f"more than {_pct(AGREE)} at the cache's own size: a cache still warming, or a trace of other "
+                    "days. Neither sizes it until they agree.",
+                    ("L-SIZE-4",),
                 )
             )
-    if best_hit < USELESS and (obs is None or obs.read_hit_ratio < 2 * USELESS):
+            return _cant_judge(
+                s, obs, predicted, reasons, base, "Can't judge yet: the trace and the kernel's counters disagree."
+            )
+        reasons.append(Reason(f"The trace's curve and the kernel agree within {_pct(AGREE)} at this size."))
+    elif obs is None or not counted:
+        seen = f"{obs.read_lookups:,}" if obs is not None else "no"
+        reasons.append(
+            Reason(f"The kernel has counted {seen} reads since the cache warmed up: the trace alone sizes it.")
+        )
+    if best_hit < USELESS and obs is not None and counted and obs.read_hit_ratio < 2 * USELESS:
         reasons.append(
             Reason(
                 f"Even a cache of {human_size(most)} would serve under {_pct(USELESS)} of reads: the data read does "

@@ -486,7 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
         "It says keep, grow, shrink, change the mode, remove, or that it cannot judge yet (with the range the "
         "counters allow), each reason with its source, and makes the plan that carries it out (an lvmcache is "
         "resized by taking its cache off, dirty blocks written back first, and attaching one of the new size). "
-        "Exit status: 0 keep, 1 a change advised, 2 can't judge yet, 3 could not look. Changes nothing.",
+        "Exit status: 0 keep, 1 a change advised, 3 could not look, 4 can't judge yet. Changes nothing.",
     )
     _cache(rc.add_argument("target", metavar="TARGET", help="the cache: VG/LV, bcacheN or its backing device"))
     rc.add_argument(

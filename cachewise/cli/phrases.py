@@ -40,6 +40,7 @@ ACTIONS = {
     "writethrough": "choose --mode writethrough for one",
     "other-name": "choose another name",
     "name-ssd": "name it with --ssd (twice for a mirrored pool)",
+    "run-doctor": "run `cachewise doctor {target}`",
     "free-ssd": "name a free SSD",
     "watch": "follow it with `cachewise watch {target}`",
     "change-mode": "switch its mode with `cachewise plan lvmcache-mode --lv {target}`",

@@ -30,6 +30,8 @@ codes(
         "recheck-writecache": "{target} is a dm-writecache, which caches writes: the re-check judges read caches "
         "(lvmcache, bcache); doctor judges a writecache's backlog",
         "recheck-unread": "{target} could not be read now ({why})",
+        "recheck-unwell": "{target} is not well ({state}): a re-check judges a working cache; doctor says what is "
+        "wrong and what to do",
     }
 )
 
@@ -91,8 +93,14 @@ def recheck(core: Core, request: RecheckRequest) -> Rechecked:
     if not now_samples:
         raise Refused("recheck-unread", target=ref.name, why="no sample", next=[next_step("see-caches")])
     now = now_samples[0]
-    predicted = watch.prediction(core, ref)
-    made_at = predicted.applied_at if predicted else None
+    if now.trouble or not now.capacity_bytes:
+        raise Refused(
+            "recheck-unwell",
+            target=ref.name,
+            state=now.trouble or now.state or "no capacity read",
+            next=[next_step("run-doctor", target=ref.name)],
+        )
+    made_at, predicted = watch.made(core, ref)
     past: list[Sample] = []
     warning = core.record(lambda h: past.extend(h.samples(ref.name, made_at or 0.0)))
     if warning is not None:
@@ -113,7 +121,7 @@ def recheck(core: Core, request: RecheckRequest) -> Rechecked:
     situation = Situation(
         target=ref.name,
         backend=backend,
-        capacity_bytes=now.capacity_bytes or 0,
+        capacity_bytes=now.capacity_bytes,
         mode=now.mode,
         samples=[*past, now],
         made_at=made_at,

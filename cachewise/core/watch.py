@@ -34,22 +34,33 @@ def target(core: Core, name: str) -> CacheRef:
     return core.sampler().find(name)
 
 
-def prediction(core: Core, ref: CacheRef) -> Prediction | None:
-    """What the recommendation behind this cache predicted, when cachewise made it from one:
-    the newest cache recorded on the same device."""
+def made(core: Core, ref: CacheRef) -> tuple[float | None, Prediction | None]:
+    """When cachewise last made a cache on this device (None: not by cachewise, or not recorded),
+    and what the recommendation behind it predicted (None: it was made without one). Only the
+    newest cache made on the device counts: an older one's prediction is not this cache's."""
     if core.recording is not None:
-        return core.recording.prediction(ref)
-    found: list[Prediction] = []
+        p = core.recording.prediction(ref)
+        return (p.applied_at if p else None), p
+    found: list[tuple[float, Prediction | None]] = []
 
     def read(hist: History) -> None:
         for made_on, made_at, predicted in hist.made_caches():
             real = os.path.basename(os.path.realpath(made_on)) if made_on.startswith("/") else made_on
-            if predicted is not None and real in (ref.device, ref.origin, ref.name):
-                found.append(replace(predicted, applied_at=predicted.applied_at or made_at))
+            if real in (ref.device, ref.origin, ref.name):
+                found.append((made_at, predicted))
                 return
 
     core.record(read)
-    return found[0] if found else None
+    if not found:
+        return None, None
+    made_at, predicted = found[0]
+    return made_at, replace(predicted, applied_at=predicted.applied_at or made_at) if predicted else None
+
+
+def prediction(core: Core, ref: CacheRef) -> Prediction | None:
+    """What the recommendation behind this cache predicted, when cachewise made it from one:
+    the newest cache recorded on the same device."""
+    return made(core, ref)[1]
 
 
 @dataclass(frozen=True)

@@ -224,7 +224,7 @@ class FixedSampler(Sampler):
         return [replace(self.reading, t=time.time())]
 
 
-async def test_r_rechecks_the_cache_and_p_previews_the_resize_plan(tmp_path: Path) -> None:
+async def test_k_rechecks_the_cache_and_a_previews_the_resize_plan(tmp_path: Path) -> None:
     vault = CacheRef("dm-cache", "labvg/vault", "dm-4", "dm-7", "dm-5", dm_name="labvg-vault")
 
     def reading(dt: float, hits: int, misses: int) -> Sample:
@@ -241,9 +241,9 @@ async def test_r_rechecks_the_cache_and_p_previews_the_resize_plan(tmp_path: Pat
         await app.push_screen(WarmupScreen(vault, interval=60))
         screen = app.screen
         assert isinstance(screen, WarmupScreen)
-        await pilot.press("p")
+        await pilot.press("a")
         assert screen.rechecked is None
-        await pilot.press("r")
+        await pilot.press("k")
         for _ in range(500):
             await pilot.pause(0.01)
             if screen.rechecked is not None:
@@ -251,7 +251,7 @@ async def test_r_rechecks_the_cache_and_p_previews_the_resize_plan(tmp_path: Pat
         assert screen.rechecked is not None
         text = str(screen.query_one("#recheck-text", Static).content)
         assert "Grow it to 56.0 MiB" in text and "30% were served by the cache" in text and "L-SIZE-4" in text
-        assert "p previews the plan: Resize the cache of labvg/vault from 16.0 MiB to 56.0 MiB" in text
-        await pilot.press("p")
+        assert "a previews the plan: Resize the cache of labvg/vault from 16.0 MiB to 56.0 MiB" in text
+        await pilot.press("a")
         await pilot.pause()
         assert isinstance(app.screen, ApplyScreen) and app.screen.plan.kind == "lvmcache-resize"

@@ -88,13 +88,31 @@ def situation(profile: Profile | None, capacity: int, obs: list[Sample], **kw: A
 
 # --- what the kernel counted ---
 
-def test_the_read_hit_ratio_is_counted_over_the_last_run_of_the_counters() -> None:
+def test_the_read_hit_ratio_adds_each_step_and_counts_a_reset_from_zero() -> None:
     before = samples(0.2, 10_000)
-    after = samples(0.8, 5_000, start=before[-1].t + 60)  # made again: the counters start at zero
+    after = samples(0.8, 5_000, start=before[-1].t + 60)[1:]  # a reboot: the counters start at zero
     obs = observed(before + after)
     assert obs is not None
-    assert obs.read_lookups == 5_000 and obs.read_hit_ratio == pytest.approx(0.8, abs=0.01)
-    assert obs.low < 0.8 < obs.high and obs.high - obs.low < 0.05
+    assert obs.read_lookups == 15_000 and obs.read_hit_ratio == pytest.approx(6_000 / 15_000, abs=0.001)
+    assert obs.low < 0.4 < obs.high and obs.high - obs.low < 0.05
+    # from a baseline: the last sample at or before it
+    late = observed(before + after, since=before[5].t + 1)
+    assert late is not None and late.since == before[5].t and late.read_lookups == (10_000 - 5_000) + 5_000
+
+
+def test_samples_of_another_cache_of_the_same_name_are_left_out() -> None:
+    old = samples(0.1, 10_000, capacity=16 * MiB)
+    new = samples(0.9, 10_000, start=old[-1].t + 60, capacity=48 * MiB)
+    obs = observed(old + new)
+    assert obs is not None and obs.read_lookups == 10_000 and obs.read_hit_ratio == pytest.approx(0.9, abs=0.001)
+
+
+def test_bcache_counts_every_lookup_and_says_so() -> None:
+    rows = [Sample(1000.0 + 60 * i, "bcache0", "bcache", "writeback", "clean", None, 64 * MiB, 32 * MiB, 0,
+                   700 * i, 300 * i) for i in range(5)]
+    v = recheck(situation(None, 64 * MiB, rows, backend=BCACHE, mode="writeback"))
+    assert v.observed is not None and not v.observed.reads_only and v.observed.read_lookups == 4_000
+    assert "reads and writes together" in v.reasons[0].text
 
 
 def test_wilson_interval_narrows_with_the_count() -> None:
@@ -222,11 +240,11 @@ def test_a_resize_goes_on_the_ssd_its_pool_is_on(layers: Inventory) -> None:
 
 
 def test_a_resize_counts_the_space_other_lvs_take_on_the_ssd(layers: Inventory) -> None:
-    # the SSD (256 MiB) also holds labvg/data's 32 MiB pool and its 8 MiB metadata: 216 MiB stay
-    # for the new pool, its 8 MiB of metadata and their spare
-    assert lvmcache_resize(layers, "labvg/vault", 200 * MiB, ssd_path="/dev/sdb").space["ssd_bytes_used"] == 216 * MiB
+    # the SSD (256 MiB) also holds labvg/data's 32 MiB pool and its 8 MiB metadata, and LVM's label
+    # and metadata area: 215 MiB stay for the new pool, its 8 MiB of metadata and their spare
+    assert lvmcache_resize(layers, "labvg/vault", 196 * MiB, ssd_path="/dev/sdb").space["ssd_bytes_used"] == 212 * MiB
     with pytest.raises(RecipeError, match="too small"):
-        lvmcache_resize(layers, "labvg/vault", 204 * MiB, ssd_path="/dev/sdb")
+        lvmcache_resize(layers, "labvg/vault", 200 * MiB, ssd_path="/dev/sdb")
 
 
 @pytest.mark.parametrize(("lv", "size", "ssd", "message"), [
