@@ -362,6 +362,20 @@ def pool_parts(inv: Inventory, origin: Device) -> list[Device]:
     ]
 
 
+def free_after_uncache(inv: Inventory, origin: Device) -> dict[str, int]:
+    """Each PV (kernel name) the cache pool of ``origin`` is on, with the bytes it has for a new
+    pool once that one is taken off: its size less what the other LVs on it take and LVM's label
+    and metadata area."""
+    parts = {d.name for d in pool_parts(inv, origin)}
+    free = {}
+    for pv in inv.devices:
+        if pv.lvm is None or pv.lvm.role != "pv" or not set(pv.holders) & parts:
+            continue
+        others = [inv.by_name(h) for h in pv.holders if h not in parts]
+        free[pv.name] = pv.size_bytes - sum(o.size_bytes for o in others if o is not None) - PV_HEADER
+    return free
+
+
 def remove_cache(
     inv: Inventory,
     lv_name: str,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from advisor.advice.config import CacheConfig
-from advisor.advice.lvmrules import CHUNK_UNIT, LVM_EXTENT, lvm_chunk_size, lvm_metadata_size
+from advisor.advice.lvmrules import CHUNK_UNIT, LVM_EXTENT, lvm_chunk_size, lvm_metadata_size, round_up
 from advisor.backends import LVMCACHE, Mode
 from advisor.disks.caches import mirror_legs
 from advisor.disks.devices import Inventory, LvmInfo
@@ -35,12 +35,12 @@ from advisor.units import human_size
 from recipes.common import ACCEPT_LOSS, RecipeError, bind, check_backend
 from recipes.lvm import (
     FAST_ROLES,
-    PV_HEADER,
     RAID_META,
     check_fast_device,
     check_name,
     fast_side,
     find_lv,
+    free_after_uncache,
     pool_parts,
     remove_cache,
     too_small,
@@ -326,30 +326,24 @@ def lvmcache_resize(
         raise RecipeError("resize-unwell", lv=vglv, state=caching.state, next=[next_step("see-devices")])
     parts = pool_parts(inv, origin)
     current = next((d.size_bytes for d in parts if d.lvm and d.lvm.lv and d.lvm.lv.endswith("_cdata")), None)
-    size = -(-size_bytes // LVM_EXTENT) * LVM_EXTENT
+    size = round_up(size_bytes, LVM_EXTENT)
     if current is not None and current == size:
         raise RecipeError("resize-same-size", lv=vglv, size=human_size(size))
+    free = free_after_uncache(inv, origin)
     if ssd_path is None:  # the SSD(s) the pool is on now: two only as the legs of a raid1 pool
-        names = {d.name for d in parts}
-        ssds = [d for d in inv.devices if d.lvm is not None and d.lvm.role == "pv" and set(d.holders) & names]
-        if not ssds or len(ssds) > (2 if mirror_legs(inv, origin) else 1):
+        if not free or len(free) > (2 if mirror_legs(inv, origin) else 1):
             raise RecipeError("resize-where", lv=vglv, next=[next_step("name-ssd")])
-        ssd_path = [d.display_path for d in ssds]
-    # The inventory once the old cache is gone: the LV plain again, and on each PV that held a
-    # part of its pool, the space the other LVs on it take is not free.
-    freed = {d.name for d in parts}
+        ssd_path = [d.display_path for d in inv.devices if d.name in free]
+    # The inventory once the old cache is gone: the LV plain again, each PV its pool was on as
+    # big as the space it will have.
     plain = replace(origin, lvm=replace(origin.lvm, segtype="linear", pool=None), caching=None)
-    future_devices = []
-    for d in inv.devices:
-        if d.name == origin.name:
-            d = plain
-        elif d.lvm is not None and d.lvm.role == "pv" and set(d.holders) & freed:
-            # less what other LVs take, and LVM's label and metadata area before the first extent
-            others = [inv.by_name(h) for h in d.holders if h not in freed]
-            taken_bytes = sum(h.size_bytes for h in others if h is not None) + PV_HEADER
-            d = replace(d, size_bytes=d.size_bytes - taken_bytes)
-        future_devices.append(d)
-    future = replace(inv, devices=tuple(future_devices))
+    future = replace(
+        inv,
+        devices=tuple(
+            plain if d.name == origin.name else replace(d, size_bytes=free[d.name]) if d.name in free else d
+            for d in inv.devices
+        ),
+    )
     spec = CacheSpec(
         size, mode or (caching.mode if caching is not None else None) or "writethrough", policy=policy or "smq"
     )

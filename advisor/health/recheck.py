@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from advisor.advice.lvmrules import LVM_EXTENT
+from advisor.advice.lvmrules import LVM_EXTENT, round_up
 from advisor.advice.model import Reason
 from advisor.advice.profile import Profile, curve_knee
 from advisor.backends import Backend
@@ -39,7 +39,6 @@ SHRINK_LOSS = 0.02
 USELESS = 0.05  # a read hit ratio under this at the largest size the SSD holds: no cache helps
 FEW_WRITES = 0.05  # a writeback cache whose workload writes less than this share gains nothing by it
 FULL = 0.95  # used over capacity from here on: the cache is full
-EXTENT = LVM_EXTENT  # sizes are whole LVM extents
 
 
 @dataclass(frozen=True)
@@ -199,7 +198,7 @@ def recheck(s: Situation) -> Verdict:
         return _cant_judge(s, obs, predicted, reasons, base, "Can't judge yet: the cache is still warming up.")
     prof = s.profile
     if prof is None:
-        return _without_trace(s, obs, predicted, reasons, base, now)
+        return _without_trace(s, obs, predicted, reasons, base)
     return _with_trace(s, prof, obs, predicted, reasons, base)
 
 
@@ -220,7 +219,7 @@ def _cant_judge(
 
 
 def _without_trace(
-    s: Situation, obs: Observed | None, predicted: float | None, reasons: list[Reason], base: dict[str, Any], now: float
+    s: Situation, obs: Observed | None, predicted: float | None, reasons: list[Reason], base: dict[str, Any]
 ) -> Verdict:
     if obs is None or obs.read_lookups < MIN_LOOKUPS or obs.high - obs.low > WIDE:
         seen = f"{obs.read_lookups:,}" if obs is not None else "no"
@@ -255,7 +254,7 @@ def _without_trace(
 
 def _fit(s: Situation, size: int) -> int:
     """``size`` in whole LVM extents, or the most the SSD holds."""
-    size = -(-size // EXTENT) * EXTENT
+    size = round_up(size, LVM_EXTENT)
     return min(size, s.room_bytes) if s.room_bytes else size
 
 
@@ -302,13 +301,8 @@ def _with_trace(
                     ("L-SIZE-4", "T-SIZE-3"),
                 )
             )
-            return Verdict(
-                **base,
-                action="remove",
-                summary="Remove it: the data it is given is read once, so it serves almost no reads.",
-                reasons=tuple(reasons),
-                plan="remove",
-                options={"device": s.target},
+            return _remove(
+                s, base, reasons, "Remove it: the data it is given is read once, so it serves almost no reads."
             )
         reasons.append(
             Reason(
@@ -317,7 +311,7 @@ def _with_trace(
                 ("L-SIZE-4",),
             )
         )
-        return _without_trace(s, obs, predicted, reasons, {**base, "curve_now": None}, s.now or 0.0)
+        return _without_trace(s, obs, predicted, reasons, {**base, "curve_now": None})
     if obs is not None and counted:
         if abs(obs.read_hit_ratio - now_hit) > AGREE:
             reasons.append(
@@ -345,13 +339,11 @@ def _with_trace(
                 ("L-SIZE-4", "T-SIZE-3"),
             )
         )
-        return Verdict(
-            **base,
-            action="remove",
-            summary=f"Remove it: it serves few reads and no size would serve many more ({_pct(best_hit)} at most).",
-            reasons=tuple(reasons),
-            plan="remove",
-            options={"device": s.target},
+        return _remove(
+            s,
+            base,
+            reasons,
+            f"Remove it: it serves few reads and no size would serve many more ({_pct(best_hit)} at most).",
         )
     if wanted > s.capacity_bytes * GROW_FACTOR and wanted_hit - now_hit >= GAIN:
         return _resize(s, "grow", wanted, wanted_hit, obs, predicted, now_hit, reasons, base)
@@ -369,12 +361,18 @@ def _with_trace(
     return _mode_or_keep(s, prof, obs, predicted, now_hit, reasons, base)
 
 
+def _remove(s: Situation, base: dict[str, Any], reasons: list[Reason], summary: str) -> Verdict:
+    return Verdict(
+        **base, action="remove", summary=summary, reasons=tuple(reasons), plan="remove", options={"device": s.target}
+    )
+
+
 def _smallest_as_good(s: Situation, prof: Profile, now_hit: float) -> int | None:
     """The smallest size (in LVM extents of 4 MiB, with a tenth to spare) whose predicted read hit
     ratio is within SHRINK_LOSS of the cache's own, searched on a geometric grid below it."""
-    for size in np.geomspace(EXTENT, max(s.capacity_bytes, EXTENT), 96):
+    for size in np.geomspace(LVM_EXTENT, max(s.capacity_bytes, LVM_EXTENT), 96):
         if _hit(s, prof, float(size)) >= now_hit - SHRINK_LOSS:
-            spared = -(-int(size * 1.1) // EXTENT) * EXTENT
+            spared = round_up(size * 1.1, LVM_EXTENT)
             return spared if spared < s.capacity_bytes else None
     return None
 

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from advisor.advice.lvmrules import LVM_EXTENT, lvm_chunk_size, lvm_metadata_size
+from advisor.advice.lvmrules import LVM_EXTENT, lvm_chunk_size, lvm_metadata_size, round_down
 from advisor.advice.profile import trace_profile
 from advisor.backends import Backend, by_target
 from advisor.disks.devices import Inventory
@@ -23,7 +23,7 @@ from advisor.watch.sampler import CacheRef, Sample
 from cachewise.core import plans, watch
 from cachewise.core.context import Core, Refused
 from cachewise.core.workload import analyze
-from recipes.lvm import pool_parts
+from recipes.lvm import free_after_uncache
 
 codes(
     {
@@ -63,7 +63,7 @@ def _backend(ref: CacheRef) -> Backend:
 
 def _room(inv: Inventory, ref: CacheRef, backend: Backend) -> int | None:
     """The largest cache the SSD(s) under this cache could hold once it is taken off: for an
-    lvmcache, the PVs its pool is on less what other LVs take of them, less a pool's metadata and
+    lvmcache, what the PVs its pool is on will have (recipes/lvm.py), less a pool's metadata and
     its spare; for a bcache, its cache device."""
     if backend.id == "bcache":
         dev = find_device(inv, ref.cache) if ref.cache else None
@@ -71,16 +71,12 @@ def _room(inv: Inventory, ref: CacheRef, backend: Backend) -> int | None:
     origin = find_device(inv, ref.name)
     if origin is None or origin.lvm is None:
         return None
-    parts = {d.name for d in pool_parts(inv, origin)}
-    free = []
-    for pv in (d for d in inv.devices if d.lvm is not None and d.lvm.role == "pv" and set(d.holders) & parts):
-        others = [inv.by_name(h) for h in pv.holders if h not in parts]
-        free.append(pv.size_bytes - sum(o.size_bytes for o in others if o is not None))
+    free = free_after_uncache(inv, origin)
     if not free:
         return None
-    room = min(free) - (1 << 20)  # LVM's label and metadata area
+    room = min(free.values())
     meta = lvm_metadata_size(room, lvm_chunk_size(room))
-    return max(0, (room - 2 * meta) // LVM_EXTENT * LVM_EXTENT)
+    return max(0, round_down(room - 2 * meta, LVM_EXTENT))
 
 
 def recheck(core: Core, request: RecheckRequest) -> Rechecked:
