@@ -18,6 +18,7 @@ from advisor.disks.discovery import find_device, inactive_failure
 from advisor.disks.failure import Failure
 from advisor.errors import codes, next_step
 from advisor.plan.checks import (
+    Check,
     LvExists,
     LvPartial,
     NoLv,
@@ -442,32 +443,15 @@ def remove_cache(
     if names and keep:
         raise RecipeError("keep-and-release", keeps=what)
     released: list[Device] = []
-    for n, path in enumerate(names, 1):
+    for path in names:
         ssd = find_device(inv, path)
         if ssd is None or ssd.lvm is None or ssd.lvm.role != "pv" or ssd.lvm.vg != vg:
             raise RecipeError("not-a-pv-of-vg", path=path, vg=vg)
         if any(d.name == ssd.name for d in released):
             raise RecipeError("named-twice", path=path)
         released.append(ssd)
-        pv, suffix = ssd.display_path, ("" if len(names) == 1 else f"-{n}")
-        devices.append(bind(ssd, FAST_ROLES[n - 1]))
-        steps.append(
-            Step(
-                f"vgreduce{suffix}",
-                ("vgreduce", vg, pv),
-                pre=(NotSegtype(lv=vglv, segtype=segtype),),
-                post=(NotPvInVg(device=pv, vg=vg),),
-                undo=(("vgextend", vg, pv),),
-            )
-        )
-        steps.append(
-            Step(
-                f"pvremove{suffix}",
-                ("pvremove", "--yes", pv),
-                post=(NotPv(device=pv),),
-                undo=(("pvcreate", "--yes", pv),),
-            )
-        )
+    devices += [bind(ssd, role) for ssd, role in zip(released, FAST_ROLES, strict=False)]
+    steps += release_steps(vg, released, pre=(NotSegtype(lv=vglv, segtype=segtype),))
     label = "cache" if segtype == "cache" else "writecache"
     title, before, after = f"Remove the {label} from {vglv}", f"{vglv}: {label} LV", f"{vglv}: plain LV, same data"
     if caching is not None and caching.failed:  # a rescue: what the origin has and lacks, said before it runs
@@ -483,6 +467,32 @@ def remove_cache(
         layout_after=(after,) + tuple(f"{d.display_path}: free" for d in released),
         notes=notes,
     )
+
+
+def release_steps(vg: str, pvs: Sequence[Device], *, pre: tuple[Check, ...]) -> list[Step]:
+    """vgreduce and pvremove for each PV of ``pvs`` once ``pre`` holds (the cache it held is off
+    them): the SSD leaves the VG blank, to be pulled or used again."""
+    steps: list[Step] = []
+    for n, ssd in enumerate(pvs, 1):
+        pv, suffix = ssd.display_path, ("" if len(pvs) == 1 else f"-{n}")
+        steps.append(
+            Step(
+                f"vgreduce{suffix}",
+                ("vgreduce", vg, pv),
+                pre=pre,
+                post=(NotPvInVg(device=pv, vg=vg),),
+                undo=(("vgextend", vg, pv),),
+            )
+        )
+        steps.append(
+            Step(
+                f"pvremove{suffix}",
+                ("pvremove", "--yes", pv),
+                post=(NotPv(device=pv),),
+                undo=(("pvcreate", "--yes", pv),),
+            )
+        )
+    return steps
 
 
 def _cached_with(vglv: str, segtype: str | None, backend: Backend) -> None:

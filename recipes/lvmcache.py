@@ -14,7 +14,7 @@ from advisor.advice.config import CacheConfig
 from advisor.advice.lvmrules import CHUNK_UNIT, LVM_EXTENT, lvm_chunk_size, lvm_metadata_size, round_up
 from advisor.backends import LVMCACHE, Mode
 from advisor.disks.caches import mirror_legs
-from advisor.disks.devices import Inventory, LvmInfo
+from advisor.disks.devices import Caching, Device, Inventory, LvmInfo
 from advisor.disks.discovery import find_device
 from advisor.errors import codes, next_step
 from advisor.plan.checks import (
@@ -30,7 +30,7 @@ from advisor.plan.checks import (
     Segtype,
 )
 from advisor.plan.language import Use
-from advisor.plan.model import Plan, Step
+from advisor.plan.model import BoundDevice, Plan, Step
 from advisor.units import human_size
 from recipes.common import ACCEPT_LOSS, RecipeError, bind, check_backend
 from recipes.lvm import (
@@ -42,20 +42,23 @@ from recipes.lvm import (
     find_lv,
     free_after_uncache,
     pool_parts,
+    release_steps,
     remove_cache,
     too_small,
     uncached_lv,
 )
 from recipes.registry import Recipe, option, register
 
-ATTACH, UNCACHE, NEW, MODE, REPAIR, RESIZE = (
+ATTACH, UNCACHE, NEW, MODE, REPAIR, RESIZE, MOVE = (
     "lvmcache-attach",
     LVMCACHE.remover,
     "lvmcache-new",
     "lvmcache-mode",
     "cache-repair",
     "lvmcache-resize",
+    "lvmcache-move",
 )
+OLD_ROLES = ("old-ssd", "old-ssd2")  # the SSD(s) a move takes the cache off
 UNDO = "Undo it by removing the cache; dirty blocks are written back first."
 MODES = LVMCACHE.modes
 
@@ -74,6 +77,8 @@ codes(
         "resize-unwell": "the cache of {lv} is not well ({state}), so it is not resized",
         "resize-same-size": "the cache of {lv} already holds {size}",
         "resize-where": "cachewise cannot tell which SSD the cache pool of {lv} is on",
+        "move-unwell": "the cache of {lv} is not well ({state}), so it is not moved",
+        "move-same-ssd": "the cache of {lv} is on {device} already",
     }
 )
 
@@ -303,40 +308,82 @@ def lvmcache_mode(inv: Inventory, lv_name: str, mode: str) -> Plan:
     )
 
 
-def lvmcache_resize(
-    inv: Inventory,
-    lv_name: str,
-    size_bytes: int,
-    *,
-    ssd_path: str | Sequence[str] | None = None,
-    mode: str | None = None,
-    policy: str | None = None,
-) -> Plan:
-    """Give a cached LV a cache of another size. lvm2 cannot resize a cache pool in place
-    (lvmcache(7)), so the plan takes the cache off (lvconvert --uncache: the dirty blocks are
-    written back first, the executor counts them down) and attaches a new pool of the new size on
-    the same SSD(s), in the same mode. The new cache starts cold: it warms up again."""
+@dataclass(frozen=True)
+class _Remade:
+    """A cached LV's cache taken off and a new pool attached: what a resize and a move share."""
+
+    origin: Device
+    vglv: str
+    current: int | None  # the size of the cache it has now
+    caching: Caching | None
+    spec: CacheSpec
+    attach: Plan  # lvmcache_attach's plan on the inventory as it will be once the old cache is off
+    steps: tuple[Step, ...]  # the uncache, the new pool's steps, the attach naming the new pool
+    pool: str  # VG/POOL of the new pool
+
+    def devices(self, inv: Inventory) -> tuple[BoundDevice, ...]:
+        real = [find_device(inv, b.path) for b in self.attach.devices[1:]]
+        return (
+            bind(self.origin, "origin"),
+            *(bind(d, b.role) for d, b in zip(real, self.attach.devices[1:], strict=True) if d),
+        )
+
+    def ssd_bytes(self, inv: Inventory) -> int:
+        real = [find_device(inv, b.path) for b in self.attach.devices[1:]]
+        return min((d.size_bytes for d in real if d is not None), default=self.attach.space.get("ssd_bytes", 0))
+
+    def before(self) -> str:
+        return f"{self.vglv}: cache LV, {human_size(self.origin.size_bytes)}" + (
+            f"; its cache {human_size(self.current)}, {self.caching.state}"
+            if self.current is not None and self.caching
+            else ""
+        )
+
+
+def _cached(inv: Inventory, lv_name: str, unwell: str) -> tuple[Device, Caching | None, int | None]:
+    """A cached LV that is well (code ``unwell`` otherwise), its caching, and its cache's size."""
     origin = find_lv(inv, lv_name)
     assert origin.lvm is not None
-    vg, vglv = origin.lvm.vg or "", f"{origin.lvm.vg}/{origin.lvm.lv}"
+    vglv = f"{origin.lvm.vg}/{origin.lvm.lv}"
     if origin.lvm.segtype != "cache":
         raise RecipeError("not-cached", lv=vglv, segtype=origin.lvm.segtype or "unknown")
     caching = origin.caching
     if caching is not None and (caching.failed or caching.degraded or caching.read_only or caching.needs_check):
-        raise RecipeError("resize-unwell", lv=vglv, state=caching.state, next=[next_step("see-devices")])
-    parts = pool_parts(inv, origin)
-    current = next((d.size_bytes for d in parts if d.lvm and d.lvm.lv and d.lvm.lv.endswith("_cdata")), None)
-    size = round_up(size_bytes, LVM_EXTENT)
-    if current is not None and current == size:
-        raise RecipeError("resize-same-size", lv=vglv, size=human_size(size))
+        raise RecipeError(unwell, lv=vglv, state=caching.state, next=[next_step("see-devices")])
+    current = next(
+        (d.size_bytes for d in pool_parts(inv, origin) if d.lvm and d.lvm.lv and d.lvm.lv.endswith("_cdata")), None
+    )
+    return origin, caching, current
+
+
+def _remake(
+    inv: Inventory,
+    origin: Device,
+    caching: Caching | None,
+    current: int | None,
+    size: int,
+    ssd_path: str | Sequence[str],
+    *,
+    mode: str | None,
+    policy: str | None,
+    wipe: bool = False,
+    allow_partition: bool = True,
+) -> _Remade:
+    """Take the cache of ``origin`` off (lvconvert --uncache: lvm2 writes the dirty blocks back,
+    the executor counts them down) and attach a new pool of ``size`` on ``ssd_path``, in the
+    cache's own mode unless ``mode`` is named."""
+    assert origin.lvm is not None
+    vg, vglv = origin.lvm.vg or "", f"{origin.lvm.vg}/{origin.lvm.lv}"
     free = free_after_uncache(inv, origin)
-    if ssd_path is None:  # the SSD(s) the pool is on now: two only as the legs of a raid1 pool
-        if not free or len(free) > (2 if mirror_legs(inv, origin) else 1):
-            raise RecipeError("resize-where", lv=vglv, next=[next_step("name-ssd")])
-        ssd_path = [d.display_path for d in inv.devices if d.name in free]
-    # The inventory once the old cache is gone: the LV plain again, each PV its pool was on as
-    # big as the space it will have.
-    plain = replace(origin, lvm=replace(origin.lvm, segtype="linear", pool=None), caching=None)
+    # The inventory once the old cache is gone: the LV plain again on its origin's PVs (so the
+    # cache cannot go on one of them), each PV its pool was on as big as the space it will have.
+    corig = next((d for d in inv.devices if d.lvm and d.lvm.vg == vg and d.lvm.lv == f"{origin.lvm.lv}_corig"), None)
+    plain = replace(
+        origin,
+        lvm=replace(origin.lvm, segtype="linear", pool=None),
+        caching=None,
+        slaves=corig.slaves if corig is not None else origin.slaves,
+    )
     future = replace(
         inv,
         devices=tuple(
@@ -357,28 +404,49 @@ def lvmcache_resize(
         if (name := f"{origin.lvm.lv}_cache" + (str(n) if n > 1 else "")) != old_pool
         and not any(t == name or t.startswith(f"{name}_") for t in taken)
     )
-    attach = lvmcache_attach(future, vglv, ssd_path, spec, pool_name=pool, allow_partition=True)
+    attach = lvmcache_attach(future, vglv, ssd_path, spec, pool_name=pool, wipe=wipe, allow_partition=allow_partition)
     *pool_steps, attach_step = attach.steps
     attach_step = replace(attach_step, post=(*attach_step.post, CachePool(lv=vglv, pool=f"{vg}/{pool}")))
     uncache = remove_cache(inv, vglv, LVMCACHE, UNCACHE)
-    real = [find_device(inv, b.path) for b in attach.devices[1:]]
-    ssd_bytes = min((d.size_bytes for d in real if d is not None), default=attach.space.get("ssd_bytes", 0))
+    return _Remade(
+        origin, vglv, current, caching, spec, attach, (*uncache.steps, *pool_steps, attach_step), f"{vg}/{pool}"
+    )
+
+
+def lvmcache_resize(
+    inv: Inventory,
+    lv_name: str,
+    size_bytes: int,
+    *,
+    ssd_path: str | Sequence[str] | None = None,
+    mode: str | None = None,
+    policy: str | None = None,
+) -> Plan:
+    """Give a cached LV a cache of another size. lvm2 cannot resize a cache pool in place
+    (lvmcache(7)), so the plan takes the cache off and attaches a new pool of the new size on the
+    same SSD(s), in the same mode (:func:`_remake`). The new cache starts cold: it warms up again."""
+    origin, caching, current = _cached(inv, lv_name, "resize-unwell")
+    assert origin.lvm is not None
+    vglv = f"{origin.lvm.vg}/{origin.lvm.lv}"
+    size = round_up(size_bytes, LVM_EXTENT)
+    if current is not None and current == size:
+        raise RecipeError("resize-same-size", lv=vglv, size=human_size(size))
+    if ssd_path is None:  # the SSD(s) the pool is on now: two only as the legs of a raid1 pool
+        free = free_after_uncache(inv, origin)
+        if not free or len(free) > (2 if mirror_legs(inv, origin) else 1):
+            raise RecipeError("resize-where", lv=vglv, next=[next_step("name-ssd")])
+        ssd_path = [d.display_path for d in inv.devices if d.name in free]
+    r = _remake(inv, origin, caching, current, size, ssd_path, mode=mode, policy=policy)
     return replace(
-        attach,
+        r.attach,
         kind=RESIZE,
-        space={**attach.space, "ssd_bytes": ssd_bytes},
+        space={**r.attach.space, "ssd_bytes": r.ssd_bytes(inv)},
         title=f"Resize the cache of {vglv}"
         + (f" from {human_size(current)}" if current is not None else "")
-        + f" to {human_size(size)} ({spec.mode})",
-        devices=(
-            bind(origin, "origin"),
-            *(bind(d, b.role) for d, b in zip(real, attach.devices[1:], strict=True) if d),
-        ),
-        steps=(*uncache.steps, *pool_steps, attach_step),
-        layout_before=(
-            f"{vglv}: cache LV, {human_size(origin.size_bytes)}"
-            + (f"; its cache {human_size(current)}, {caching.state}" if current is not None and caching else ""),
-        ),
+        + f" to {human_size(size)} ({r.spec.mode})",
+        devices=r.devices(inv),
+        steps=r.steps,
+        layout_before=(r.before(),),
         notes=(
             "lvm2 cannot resize a cache pool in place: the cache is taken off (dirty blocks are written back first, "
             "which can take a while with a big writeback cache) and a new pool of the new size is attached on the "
@@ -388,7 +456,66 @@ def lvmcache_resize(
             "back); make one again with lvmcache-attach. lvm2's --cachesettings set on the old pool (such as "
             "migration_threshold) are not carried over.",
         )
-        + attach.notes[2:],
+        + r.attach.notes[2:],
+    )
+
+
+def lvmcache_move(
+    inv: Inventory,
+    lv_name: str,
+    ssd_path: str | Sequence[str],
+    *,
+    size_bytes: int | None = None,
+    mode: str | None = None,
+    wipe: bool = False,
+    allow_partition: bool = False,
+) -> Plan:
+    """Move the cache of a cached LV onto another SSD (or a mirrored pair), to replace a worn or
+    too small one: the cache is taken off (its dirty blocks written back), a pool of the same size
+    (or ``size_bytes``) is made on the new SSD and attached, and only then does each SSD the old
+    pool alone was on leave the VG (vgreduce, pvremove), blank, to be pulled. An old SSD that
+    also holds other LVs stays in the VG."""
+    origin, caching, current = _cached(inv, lv_name, "move-unwell")
+    assert origin.lvm is not None
+    vg, vglv = origin.lvm.vg or "", f"{origin.lvm.vg}/{origin.lvm.lv}"
+    parts = {d.name for d in pool_parts(inv, origin)}
+    old = [pv for pv in inv.devices if pv.lvm is not None and pv.lvm.role == "pv" and set(pv.holders) & parts]
+    named = [ssd_path] if isinstance(ssd_path, str) else list(ssd_path)
+    for path in named:
+        dev = find_device(inv, path)
+        if dev is not None and any(pv.name == dev.name for pv in old):
+            raise RecipeError("move-same-ssd", lv=vglv, device=path, next=[next_step("plan-instead", recipe=RESIZE)])
+    size = round_up(size_bytes, LVM_EXTENT) if size_bytes else current
+    if not size:
+        raise RecipeError("no-size")
+    r = _remake(
+        inv, origin, caching, current, size, named, mode=mode, policy=None, wipe=wipe, allow_partition=allow_partition
+    )
+    # The SSDs the old pool alone was on leave the VG once the new pool is attached.
+    alone = [pv for pv in old if all(h in parts for h in pv.holders)]
+    steps = (*r.steps, *release_steps(vg, alone, pre=(CachePool(lv=vglv, pool=r.pool),)))
+    kept = [pv.display_path for pv in old if pv not in alone]
+    to = " and ".join(r.attach.devices[n].path for n in range(1, len(r.attach.devices)))
+    return replace(
+        r.attach,
+        kind=MOVE,
+        space={**r.attach.space, "ssd_bytes": r.ssd_bytes(inv)},
+        title=f"Move the cache of {vglv} to {to}" + (f" ({human_size(size)}, {r.spec.mode})"),
+        devices=(*r.devices(inv), *(bind(pv, role) for pv, role in zip(alone, OLD_ROLES, strict=False))),
+        steps=steps,
+        layout_before=(r.before() + " on " + " and ".join(pv.display_path for pv in old),),
+        layout_after=r.attach.layout_after + tuple(f"{pv.display_path}: free (out of VG {vg})" for pv in alone),
+        notes=(
+            "The cache is taken off first (dirty blocks are written back, which can take a while with a big "
+            "writeback cache), then a pool on the new SSD is attached"
+            + (", and only then does the old SSD leave the VG." if alone else "."),
+            "The new cache starts empty and warms up again (D-WARM-1); the LV stays mounted and in use throughout.",
+            "A roll back after step 1 leaves the LV without a cache (its data whole: the dirty blocks were written "
+            "back); make one again with lvmcache-attach. lvm2's --cachesettings set on the old pool (such as "
+            "migration_threshold) are not carried over.",
+        )
+        + tuple(f"{p} also holds other LVs of {vg}, so it stays in the VG." for p in kept)
+        + r.attach.notes[2:],
     )
 
 
@@ -718,6 +845,42 @@ register(
         "changes",
         LVMCACHE,
         uses=(Use("uncache"), *_POOL),
+        remakes=True,
+    )
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoveOptions:
+    lv: str = option("the cached LV, as VG/LV", "lv")
+    ssd: tuple[str, ...] = option(
+        "the new SSD the cache goes on (a whole disk, or a PV of the same VG); twice for a mirrored pool",
+        "device",
+        metavar="DEV",
+        repeat=True,
+    )
+    size: int | None = option("the new cache's size (default: the size it has now)", "size", default=None)
+    mode: Mode | None = option("cache mode (default: the cache's own)", "choice", choices=MODES, default=None)
+    allow_partition: bool = option("use a partition of the SSD, not the whole disk", "flag")
+    wipe: bool = option("the new SSD holds data that may be destroyed", "flag")
+
+
+register(
+    Recipe(
+        MOVE,
+        "move an lvmcache to another SSD (replace a worn one)",
+        "lvm2 cannot move a cache pool that is in use: lvconvert --uncache writes the dirty blocks back and drops "
+        "the pool, the new SSD joins the VG (pvcreate, vgextend), a pool of the same size is made on it and "
+        "attached (lvcreate, lvconvert --type cache-pool, --type cache), and only then does each SSD the old pool "
+        "alone was on leave the VG (vgreduce, pvremove), blank, to be pulled. The LV stays in use; the new cache "
+        "warms up again.",
+        MoveOptions,
+        lambda inv, o: lvmcache_move(
+            inv, o.lv, o.ssd, size_bytes=o.size, mode=o.mode, wipe=o.wipe, allow_partition=o.allow_partition
+        ),
+        "changes",
+        LVMCACHE,
+        uses=(Use("uncache"), *(Use(u.shape, f"{u.roles[0]}|old-ssd|old-ssd2") for u in _JOIN), *_POOL),
         remakes=True,
     )
 )

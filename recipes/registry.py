@@ -117,6 +117,7 @@ class Recipe(Generic[OptionsT]):
             makes=self.backend.id if makes and self.backend else "",
             backend=self.backend.id if self.backend else "",
             effect=self.effect,
+            remakes=self.backend.id if self.remakes and self.backend else "",
         )
 
     def for_devices(self, slow: str, fast: Sequence[str]) -> OptionsT:

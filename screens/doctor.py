@@ -179,7 +179,11 @@ class DoctorScreen(CoreScreen):
             for d, why in fast_choices(inv, None)
         ]
         choices.sort(key=lambda c: c[2] is not None)
-        question = f"Which new SSD takes the lost leg of {f.subject}'s mirror? The plan is previewed first."
+        question = (
+            f"Which new SSD takes the cache of {f.facts['caches'][0]}? The plan is previewed first."
+            if f.fix is not None and f.fix.plan == "lvmcache-move" and f.facts.get("caches")
+            else f"Which new SSD takes the lost leg of {f.subject}'s mirror? The plan is previewed first."
+        )
         path = await self.nav.ask_device(question, choices)
         if path:
             self.preview(f, {"ssd": path})

@@ -575,6 +575,27 @@ def days_left(ssd: SsdLook) -> float | None:
     return left / (ssd.write_rate_bytes * 86400)
 
 
+def _replacement(look: Look, ssd: SsdLook) -> Fix:
+    """How to retire a wearing SSD: the lvmcache it alone holds moves to a new SSD (the plan
+    writes its dirty blocks back first); any other cache is removed before the SSD wears out."""
+    caches = ", ".join(ssd.caches)
+    kinds = {c.name: c.kind for c in look.caches}
+    if len(ssd.caches) == 1 and kinds.get(ssd.caches[0]) == "dm-cache":
+        return Fix(
+            f"plan its replacement: put a new SSD in, then move the cache of {caches} onto it with the plan (its "
+            "dirty blocks are written back first, and the worn SSD leaves the volume group)",
+            plan="lvmcache-move",
+            options={"lv": ssd.caches[0]},
+            needs=("ssd",),
+        )
+    return Fix(
+        f"plan its replacement: a new SSD in the cache's place, or remove the cache ({caches}) before it wears "
+        "out; a writeback cache loses its dirty data with it",
+        plan="remove",
+        options={"device": ssd.caches[0]} if ssd.caches else {},
+    )
+
+
 def ssd_wear(look: Look, settings: Settings) -> list[Finding]:
     out = []
     for ssd in look.ssds:
@@ -594,13 +615,7 @@ def ssd_wear(look: Look, settings: Settings) -> list[Finding]:
             )
         if wear is None:
             continue
-        caches = ", ".join(ssd.caches)
-        replace = Fix(
-            f"plan its replacement: a new SSD in the cache's place, or remove the cache ({caches}) before it wears "
-            "out; a writeback cache loses its dirty data with it",
-            plan="remove",
-            options={"device": ssd.caches[0]} if ssd.caches else {},
-        )
+        replace = _replacement(look, ssd)
         used = wear.percentage_used
         written = human_size(wear.data_written_bytes) if wear.data_written_bytes is not None else "unknown"
         if used is not None and used >= settings.wear_warning:

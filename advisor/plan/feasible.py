@@ -18,8 +18,9 @@ FAST_ROLES = ("ssd", "ssd2", "cache")
 def barriers(plan: Plan, inv: Inventory) -> list[Barrier]:
     """The gate's refusals of this plan: of any plan, a device it would destroy that another
     system owns or an md array's member; of a plan that makes a cache, its devices for that
-    backend. A migration is not among them: a plan that makes a cache on a device with data
-    destroys it only with the user's leave, which the recipe and the preview hold it to."""
+    backend (of one that makes a cache anew on a cached LV, its SSDs). A migration is not among
+    them: a plan that makes a cache on a device with data destroys it only with the user's
+    leave, which the recipe and the preview hold it to."""
     out: list[Barrier] = []
     for step in plan.steps:
         undone = [m for m in map(language.match_argv, step.undo) if m is not None]  # a rollback runs these
@@ -28,14 +29,14 @@ def barriers(plan: Plan, inv: Inventory) -> list[Barrier]:
             found = destroy_barriers(inv, dev) if dev is not None else []
             out += [b for b in found if b.what not in [o.what for o in out]]
     kind = language.kind_of(plan.kind)
-    if kind is None or not kind.makes:
+    if kind is None or not (kind.makes or kind.remakes):
         return out
-    made = backend(kind.makes)
+    made = backend(kind.makes or kind.remakes)
     for bound in plan.devices:
         dev = find_device(inv, bound.path)
         if dev is None:
             continue  # a missing device is preflight's to report
-        if bound.role in SLOW_ROLES:
+        if bound.role in SLOW_ROLES and kind.makes:  # a cache made anew: its LV is cached already
             found = slow_barriers(inv, dev)
         elif bound.role in FAST_ROLES:
             found = fast_barriers(inv, dev)

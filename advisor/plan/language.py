@@ -26,7 +26,7 @@ from typing import Protocol
 from advisor.backends import PROGRESS
 from advisor.errors import CachewiseError, codes
 
-ROLES = ("origin", "ssd", "ssd2", "backing", "cache")
+ROLES = ("origin", "ssd", "ssd2", "backing", "cache", "old-ssd", "old-ssd2")
 NAME = r"[A-Za-z0-9+_.][A-Za-z0-9+_.-]{0,126}"
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 PLACEHOLDERS = {
@@ -444,6 +444,7 @@ class Kind:
     makes: str = ""  # the backend (id) of the cache a plan of this kind makes
     backend: str = ""  # the backend (id) of the cache a plan of this kind makes, changes or removes
     effect: str = ""  # "makes", "changes" or "removes"
+    remakes: str = ""  # the backend (id) of the cache a plan of this kind takes off and makes anew
 
 
 # The shapes every kind that makes or removes a cache may end with (recipes/registry.py adds

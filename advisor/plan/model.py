@@ -90,7 +90,7 @@ class Step:
 class BoundDevice:
     """A device as it was when the plan was made."""
 
-    role: str  # "origin", "ssd", "ssd2" (the second of a mirrored pair), "backing", "cache"
+    role: str  # "origin", "ssd", "ssd2" (the second of a mirrored pair), "backing", "cache", "old-ssd"
     path: str  # the stable path the plan's commands use
     devnode: str
     identity: str | None

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.lab.test_watch_lab import parse_cache_status
 from tests.vm.lab import HDD, GuestRun, LabDisk, LabPool, Scenario
 
 SCENARIO = Scenario("caches", "caches.sh", (
@@ -91,6 +92,26 @@ def test_remove_knows_each_cache_it_can_remove_and_refuses_the_others_with_the_r
         assert err.strip().splitlines()[-1] != "rc 0" and why in err and "Nothing was changed." in err and "Traceback" not in err
     assert "done" in guest.read("lc-remove.txt")
     assert verified(guest, "layers")
+
+
+def test_a_writeback_cache_moves_to_another_ssd_with_dirty_blocks_and_the_old_ssd_leaves_blank(guest: GuestRun) -> None:
+    """lvmcache-move (issue 31): the uncache writes the dirty blocks back, the new pool is attached on
+    the second SSD, then the first leaves the VG and is blank; every file reads back the same."""
+    print(guest.read("move-preview.txt"), guest.read("move-apply.txt"))
+    before, after = (parse_cache_status(guest.read(f"move-{n}.txt").strip()) for n in ("before", "after"))
+    assert before["dirty_bytes"] > 0, "the move ran with dirty blocks present"
+    assert "done" in guest.read("move-apply.txt") and "rc " not in guest.read("move-apply.txt")
+    rows = lvs(guest, "move-lvs.json")
+    assert rows["data"]["segtype"] == "cache" and rows["data"]["cache_mode"] == "writeback"
+    assert rows["data"]["pool_lv"].strip("[]").startswith("data_cache2")
+    old, new = guest.read("move-ssds.txt").split()
+    pool_devices = " ".join(r["devices"] for n, r in rows.items() if n.startswith("data_cache2"))
+    assert new in pool_devices and old not in pool_devices, pool_devices
+    pvs = json.loads(guest.read("move-pvs.json"))["report"][0]["pv"]
+    assert len([p for p in pvs if p["vg_name"] == "labvg"]) == 2, pvs  # the HDD and the new SSD
+    assert guest.read("move-old-ssd.txt").strip() == "blank", "the old SSD carries no LVM label"
+    assert after["capacity_bytes"] == before["capacity_bytes"]  # the size it had
+    assert verified(guest, "moved"), guest.read("verify-moved.txt")
 
 
 def test_mirrored_writeback_pool_survives_an_ssd_failure_and_is_reported_degraded(guest: GuestRun) -> None:

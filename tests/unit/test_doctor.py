@@ -312,6 +312,25 @@ def test_a_worn_ssd_and_its_days_left() -> None:
     assert codes(examine(look(ssds=(slow,)))) == [("ssd-worn", "warning", "/dev/sdc")]
 
 
+def test_a_worn_ssd_under_one_lvmcache_is_replaced_by_moving_the_cache(tmp_path: Path) -> None:
+    """The fix of a wearing SSD that holds one lvmcache is the move onto a new SSD, which the admin
+    names; made on the lab's capture, it takes the cache off the worn SSD and puts it on the new one."""
+    raw = RawSystem.load(FIXTURES / "lab-caches" / "raw-layers.json")
+    wear = Endurance(percentage_used=90, data_written_bytes=10**15)
+    worn = SsdLook("sdb", "/dev/sdb", ("labvg/vault",), wear, None, "sampler")
+    (found,) = examine(look(CacheLook("labvg/vault", "dm-cache"), ssds=(worn,))).findings
+    assert found.fix is not None and (found.fix.plan, found.fix.needs) == ("lvmcache-move", ("ssd",))
+    assert fix_command(found.fix) == "cachewise plan lvmcache-move --lv labvg/vault --ssd NEW_SSD -o lvmcache-move.json"
+    with pytest.raises(Refused, match="ssd"):
+        fix_plan(Core.for_snapshot(raw, tmp_path), build_inventory(raw), found.fix)
+    plan = fix_plan(Core.for_snapshot(raw, tmp_path), build_inventory(raw), found.fix, {"ssd": "/dev/sdc"})
+    assert plan.kind == "lvmcache-move" and plan.devices[1].serial == "SSD0002"
+    # two caches on it, or a bcache: they are removed before the SSD wears out
+    two = replace(worn, caches=("labvg/vault", "labvg/data"))
+    fixes = {f.fix.plan for f in examine(look(CacheLook("labvg/vault", "dm-cache"), ssds=(two,))).findings if f.fix}
+    assert fixes == {"remove"}
+
+
 def test_an_ssd_that_reports_no_wear_is_a_note_not_a_warning() -> None:
     """Seen in the lab: every emulated SSD answers SMART without wear attributes (as many USB
     bridges do); a healthy machine must not exit 1 for it."""
@@ -456,11 +475,12 @@ def test_every_fix_plan_is_a_recipe_with_those_options(tmp_path: Path) -> None:
                           CacheLook("bcache0", "bcache", io_errors={"cache": 50}),
                           CacheLook("labvg/wc", "dm-writecache", sample=wc), ssds=(worn,), memory=4 * GiB))
     plans = [f.fix for f in report.findings if f.fix is not None and f.fix.plan]
-    assert {p.plan for p in plans} == {"remove", "lvmcache-mode"}
+    # the worn SSD holds one lvmcache: it moves to a new SSD the admin names
+    assert {p.plan for p in plans} == {"remove", "lvmcache-mode", "lvmcache-move"}
     for fix in plans:
         found = recipe(fix.plan)
         assert found is not None, fix.plan
-        found.options(**fix.options)  # the option names are the recipe's
+        found.options(**fix.options, **{n: "/dev/NEW" for n in fix.needs})  # the option names are the recipe's
         assert fix_command(fix).startswith(f"cachewise plan {fix.plan} --")
     # and the plan is made as `plan remove` makes it, on the captured writecache
     inv = build_inventory(RawSystem.load(FIXTURES / "lab-caches" / "raw-writecache.json"))

@@ -6,6 +6,8 @@
 # 2. Recognition: lvmcache with the cleaner policy, dm-crypt (LUKS) over a second cached LV, a
 #    bcache backing device with no cache, a ZFS and a bcachefs signature; `scan --save-raw` and
 #    `scan --json` of it all (fixtures); `plan remove` on each of them (removable or refused).
+#    Then `lvmcache-move` takes the first LV's cache, in writeback with dirty blocks, to the second
+#    SSD while a writer runs; the first SSD leaves the VG blank; every checksum unchanged.
 # 3. A mirrored (raid1) lvmcache pool on two SSDs in writeback, planned from two --ssd; files
 #    written through it; one SSD deleted from the SCSI bus; every checksum unchanged, more writes
 #    succeed, and `cachewise scan` reports the pool degraded.
@@ -87,6 +89,27 @@ remove_plan data /dev/labvg/data; remove_plan cached-vault /dev/labvg/vault; rem
 remove_plan bcache-backing "$ext"; remove_plan zfs "${sig}1"; remove_plan bcachefs "${sig}2"
 cryptsetup close vault
 lvconvert -q --yes --uncache labvg/vault > /dev/null; lvremove -q -y labvg/vault
+# The cache moves to the second SSD (the first worn, say) in writeback with dirty blocks present,
+# one file's among them (promoted, then overwritten with known content), while a writer runs; the
+# first SSD leaves the VG blank once the new pool is attached.
+lvchange -q --cachepolicy smq --cachemode writeback labvg/data
+cw plan lvmcache-move --lv labvg/data --ssd "$s2" -o "$LAB_OUT/move.json" > "$LAB_OUT/move-preview.txt" 2>&1
+head -c 4M /dev/urandom > $mnt/mw; head -c 4M /dev/urandom > $mnt/mm; sync
+keep_dirty $mnt/mw "$LAB_OUT/move-dirty-samples.txt"
+fio --name=promote --filename=$mnt/mm --rw=randread --bs=64k --direct=1 --ioengine=libaio --iodepth=4 \
+    --io_size=24m --output-format=terse > /dev/null
+head -c 4M /dev/urandom > /run/m.src
+dd if=/run/m.src of=$mnt/mm bs=64k oflag=direct conv=notrunc,fsync status=none
+(cd /run && sha256sum m.src) | sed "s/m.src\$/mm/" >> "$LAB_OUT/sums.txt"
+dmsetup status labvg-data > "$LAB_OUT/move-before.txt"
+cw apply "$LAB_OUT/move.json" --yes > "$LAB_OUT/move-apply.txt" 2>&1 || echo "rc $?" >> "$LAB_OUT/move-apply.txt"
+kill $writer 2> /dev/null || true; wait $writer 2> /dev/null || true
+dmsetup status labvg-data > "$LAB_OUT/move-after.txt"
+lvs -a -o lv_name,segtype,devices,cache_mode,pool_lv --reportformat json labvg > "$LAB_OUT/move-lvs.json"
+pvs -o pv_name,vg_name --reportformat json > "$LAB_OUT/move-pvs.json"
+echo "$(readlink -f "$s1") $(readlink -f "$s2")" > "$LAB_OUT/move-ssds.txt"
+blkid -p -o value -s TYPE "$s1" > "$LAB_OUT/move-old-ssd.txt" 2>&1 || echo "blank" >> "$LAB_OUT/move-old-ssd.txt"
+check moved
 cw plan remove --device /dev/labvg/data -o "$LAB_OUT/lc-remove.json" > /dev/null
 cw apply "$LAB_OUT/lc-remove.json" --yes > "$LAB_OUT/lc-remove.txt" 2>&1
 check layers
