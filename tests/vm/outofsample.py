@@ -46,10 +46,12 @@ WORKLOADS = {
     "streams": "a Zipf 1.2 hot set with a sequential 1 MiB stream beside it all day (8 MB/s)",
     "scan": "a Zipf 1.2 hot set; in the day's middle third a nightly job reads the whole 1.2 GiB through (16 MB/s)",
     "moving": "three 300 MiB Zipf 1.2 hot sets one after another, each 100 MiB further the next day",
+    "phases": "a day in thirds: a Zipf 1.2 hot set over 300 MiB, a night scan of the whole 1.2 GiB (16 MB/s), "
+    "another 300 MiB Zipf 1.2 hot set 600 MiB further",
     "writehot": "write-hot, read-cold: Zipf 1.2 writes to 300 MiB, uniform reads over another 900 MiB",
     "large": "random 128 KiB reads, Zipf 1.1 over 1.2 GiB",
 }
-RATE_LIMITED = {"streams": (2,), "scan": (2,)}  # fio job indexes of the streams: left out of IOPS
+RATE_LIMITED = {"streams": (2,), "scan": (2,), "phases": (2,)}  # fio job indexes of the streams: left out of IOPS
 BACKENDS = ("lvmcache", "bcache")
 # The runs' sets: the calibration runs (made while the suite and the models were put right) and the
 # report runs (made after, never used to change a model). fio draws each day afresh (randrepeat=0).
@@ -168,7 +170,13 @@ def cells(sets: list[str], backends: list[str], workloads: list[str], runs: int)
 
 # Jobs that start later in the day (fio's --startdelay in tests/vm/guest/outofsample.sh), in
 # thirds of it: fio's iolog counts each job's time from that job's own start.
-JOB_THIRDS = {("scan", "stream"): 1, ("moving", "p2"): 1, ("moving", "p3"): 2}
+JOB_THIRDS = {
+    ("scan", "stream"): 1,
+    ("moving", "p2"): 1,
+    ("moving", "p3"): 2,
+    ("phases", "scan"): 1,
+    ("phases", "evening"): 2,
+}
 
 
 def day_seconds(d: Path) -> int | None:

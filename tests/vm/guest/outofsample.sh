@@ -10,7 +10,9 @@
 # The kernel's counters are read every 2 s from the cache's making to day 3's end. The host
 # compares what recommend predicted from day 1 with what the kernel counted.
 # OOS_CELLS: space-separated NAME=WORKLOAD,BACKEND (BACKEND lvmcache or bcache); OOS_SECONDS:
-# each day's length; OOS_BUDGET: the cache budget given to recommend.
+# each day's length; OOS_BUDGET: the cache budget given to recommend; OOS_CAPTURE=1: day 1 is
+# recorded by `cachewise capture` (what recommend reads), with a `cachewise trace` of its first
+# third only beside it (the short window, tests/lab/test_nextday_lab.py).
 # Each cell writes $LAB_OUT/cells/NAME/ and, last, its "done" (or "failed" with the step).
 . "$LAB_GUEST/common.sh"
 set -e
@@ -84,6 +86,14 @@ day_fio() {  # day_fio DIR N DEV WORKLOAD: day N of the workload, fio's iolog an
           --name=p3 $c --write_iolog="$dir/$day.p3.iolog" --rw=randread --bs=4k --iodepth=4 \
           --random_distribution=zipf:1.2:0.5 --offset=${m3}M --size=300M --startdelay=$((2 * third)) \
           --runtime="$third" ;;
+    phases)  # a day in phases: a daytime hot set, a night scan of the whole region, an evening hot set elsewhere
+      fio $out --name=day $c $log --rw=randread --bs=4k --iodepth=4 --random_distribution=zipf:1.2:0.3 \
+          --size=300M --runtime="$third" \
+          --name=scan $c --write_iolog="$dir/$day.scan.iolog" --rw=read --bs=1M --iodepth=2 --size="$region" \
+          --startdelay="$third" --runtime="$third" --rate=16M \
+          --name=evening $c --write_iolog="$dir/$day.evening.iolog" --rw=randread --bs=4k --iodepth=4 \
+          --random_distribution=zipf:1.2:0.3 --offset=600M --size=300M --startdelay=$((2 * third)) \
+          --runtime="$third" ;;
     writehot)  # write-hot, read-cold: Zipf writes to 300 MiB, uniform reads over the other 900 MiB
       fio $out --name=w $c $log --rw=randwrite --bs=4k --iodepth=2 --random_distribution=zipf:1.2:0.3 --size=300M \
           --name=r $c --write_iolog="$dir/$day.r.iolog" --rw=randread --bs=4k --iodepth=2 --offset=300M --size=900M ;;
@@ -109,15 +119,37 @@ cell() {  # cell NAME WORKLOAD BACKEND
   else
     dev=$hdd; slow=$hdd
   fi
+  echo "$seconds" > "$dir/seconds.txt"
   step day1
-  cw trace "$dev" --duration $((seconds + 4))s -o "$dir/day1.cwtrace" --json > "$dir/trace.json" 2> "$dir/trace.err" &
-  local tracer=$!
-  started "$dir/trace.err"
-  day_fio "$dir" 1 "$dev" "$w"
-  wait $tracer
+  local traced="$dir/day1.cwtrace"
+  if [ "${OOS_CAPTURE:-}" = 1 ]; then
+    # The week-style way (issue 31): `cachewise capture` records the whole day, and beside it a
+    # `cachewise trace` records only its first phase, as a short trace taken in the daytime would.
+    traced="$dir/cap"
+    "$CW_PY" -X faulthandler -m cachewise capture start "$dev" --dir "$traced" --for 1h --json \
+        > "$dir/capture.json" 2> "$dir/capture.err" &
+    local tracer=$!
+    started "$dir/capture.err"
+    cw trace "$dev" --duration "${third}s" -o "$dir/short.cwtrace" --json > "$dir/short.json" 2> "$dir/short.err" &
+    local short=$!
+    started "$dir/short.err"
+    day_fio "$dir" 1 "$dev" "$w"
+    wait $short
+    sleep 1
+    kill -TERM $tracer  # SIGTERM ends a capture cleanly (a script's background job ignores SIGINT)
+    wait $tracer
+    cw analyze --json --no-record "$traced" > "$dir/analysis.json"
+    cw recommend --slow "$slow" --fast "$ssd_id" --trace "$dir/short.cwtrace" --cache-size "$budget" --json \
+        > "$dir/short-rec.json" || true
+  else
+    cw trace "$dev" --duration $((seconds + 4))s -o "$traced" --json > "$dir/trace.json" 2> "$dir/trace.err" &
+    local tracer=$!
+    started "$dir/trace.err"
+    day_fio "$dir" 1 "$dev" "$w"
+    wait $tracer
+  fi
   step recommend
-  cw recommend --slow "$slow" --fast "$ssd_id" --trace "$dir/day1.cwtrace" --cache-size "$budget" --json \
-      > "$dir/rec.json"
+  cw recommend --slow "$slow" --fast "$ssd_id" --trace "$traced" --cache-size "$budget" --json > "$dir/rec.json"
   "$CW_PY" - "$dir" "$backend" <<'PY'
 import json, sys
 d, want = sys.argv[1], sys.argv[2]
