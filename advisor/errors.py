@@ -46,6 +46,7 @@ ACTIONS: dict[str, str] = {
     "plan-instead": "plan {recipe} instead",
     "free-pv": "take {device} out of VG {vg} first",
     "keep-data-with-lvmcache": "keep the data in place with an lvmcache on LVM",
+    "detach-others-first": "detach the other devices of the cache set first; the last detach may free the SSD",
     "restore-after": "back it up, allow the wipe, and restore it onto the bcache device afterwards",
     "move-into-lvm": "back the data up, make an LV for it, restore it there, and ask again with the LV",
     "use-native-tier": "use that system's own SSD tier instead",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, replace
+from typing import Any
 
 from advisor import tunables
 from advisor.advice.config import CacheConfig
@@ -22,6 +23,7 @@ from advisor.disks.gate import barring, fast_barriers
 from advisor.errors import codes, next_step
 from advisor.plan.checks import (
     BcacheSuperblock,
+    Check,
     NoSignature,
     NoSysfs,
     NotMounted,
@@ -36,7 +38,7 @@ from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
 from recipes.common import ACCEPT_LOSS, RecipeError, bind, check_backend
 from recipes.registry import Recipe, option, register
 
-CREATE, DETACH = "bcache-create", BCACHE.remover
+CREATE, DETACH, JOIN = "bcache-create", BCACHE.remover, "bcache-join"
 codes(
     {
         "bcache-not-a-disk": "{device} is a {kind} device; bcache's {role} must be a disk, a partition or an md array",
@@ -52,6 +54,10 @@ codes(
         "no-cache-attached": "{device} has no cache attached (state: {state})",
         "cache-device-missing": "the cache device of cache set {cset} was not found, so it cannot be wiped",
         "bcache-started-stale": "{device} already runs without its cache set: {trouble}",
+        "cache-set-shared": "the cache set {cset} also caches {others}, so its cache device is not wiped",
+        "not-a-cache-set": "{device} is not part of a running bcache cache set (the SSD's cache device, or a bcache "
+        "device or backing device attached to the set)",
+        "already-in-set": "{device} is attached to the cache set {cset} already",
     }
 )
 
@@ -64,7 +70,13 @@ def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | N
     if dev.kind not in ("disk", "partition") and not (dev.md is not None and dev.md.role == "array"):
         raise RecipeError("bcache-not-a-disk", device=dev.display_path, kind=dev.kind, role=role)
     if dev.mountpoints or dev.swap or dev.holders:
-        raise RecipeError("device-in-use", device=dev.display_path, why=dev.in_use_reason or "mounted or held")
+        joins = role == "cache" and dev.bcache is not None and dev.bcache.role == "cache"
+        raise RecipeError(
+            "device-in-use",
+            device=dev.display_path,
+            why=dev.in_use_reason or "mounted or held",
+            next=[next_step("plan-instead", recipe=JOIN)] if joins else [],
+        )
     for part in dev.partitions:
         p = inv.by_name(part)
         if p is not None and (p.mountpoints or p.holders):
@@ -85,6 +97,57 @@ def _empty_device(inv: Inventory, dev: Device, role: str, wipe: bool) -> str | N
             "holds-data", device=dev.display_path, signature=signature, use="making it a bcache cache", next=[wipe_it]
         )
     return signature
+
+
+def _attach_and_tune(
+    cset: str, mode: str, sequential_cutoff: int, writeback_percent: int, *, pre: tuple[Check, ...] = ()
+) -> tuple[list[Step], str]:
+    """Attach the registered backing device to the cache set ``cset`` (once ``pre`` holds), set
+    its mode and tunables, and keep the tunables in its file: the steps, and the file's text."""
+    steps: list[Step] = []
+    steps.append(
+        Step(
+            "attach",
+            (),
+            write=(f"{B}/attach", cset),
+            pre=pre,
+            post=(SysfsExists(path=f"{B}/cache"),),
+        )
+    )
+    steps.append(
+        Step(
+            "cache-mode",
+            (),
+            write=(f"{B}/cache_mode", mode),
+            post=(Sysfs(path=f"{B}/cache_mode", value=f"[{mode}]"),),
+        )
+    )
+    steps.append(
+        Step(
+            "sequential-cutoff",
+            (),
+            write=(f"{B}/sequential_cutoff", str(sequential_cutoff)),
+        )
+    )
+    steps.append(
+        Step(
+            "writeback-percent",
+            (),
+            write=(f"{B}/writeback_percent", str(writeback_percent)),
+        )
+    )
+    # The kernel keeps cache_mode in the superblock but forgets these two at every boot: the
+    # file keeps them, and cachewise's udev rule sets them again (advisor/tunables.py).
+    kept = tunables.settings_text({"sequential_cutoff": sequential_cutoff, "writeback_percent": writeback_percent})
+    steps.append(
+        Step(
+            "tunables-file",
+            (),
+            write=(TUNABLES_FILE, kept),
+            post=(TunablesFile(file=TUNABLES_FILE, value=kept),),
+        )
+    )
+    return steps, kept
 
 
 def bcache_create(
@@ -169,47 +232,8 @@ def bcache_create(
             post=(SysfsExists(path=B),),
         )
     )
-    steps.append(
-        Step(
-            "attach",
-            (),
-            write=(f"{B}/attach", cset),
-            post=(SysfsExists(path=f"{B}/cache"),),
-        )
-    )
-    steps.append(
-        Step(
-            "cache-mode",
-            (),
-            write=(f"{B}/cache_mode", mode),
-            post=(Sysfs(path=f"{B}/cache_mode", value=f"[{mode}]"),),
-        )
-    )
-    steps.append(
-        Step(
-            "sequential-cutoff",
-            (),
-            write=(f"{B}/sequential_cutoff", str(sequential_cutoff)),
-        )
-    )
-    steps.append(
-        Step(
-            "writeback-percent",
-            (),
-            write=(f"{B}/writeback_percent", str(writeback_percent)),
-        )
-    )
-    # The kernel keeps cache_mode in the superblock but forgets these two at every boot: the
-    # file keeps them, and cachewise's udev rule sets them again (advisor/tunables.py).
-    kept = tunables.settings_text({"sequential_cutoff": sequential_cutoff, "writeback_percent": writeback_percent})
-    steps.append(
-        Step(
-            "tunables-file",
-            (),
-            write=(TUNABLES_FILE, kept),
-            post=(TunablesFile(file=TUNABLES_FILE, value=kept),),
-        )
-    )
+    tune, kept = _attach_and_tune(cset, mode, sequential_cutoff, writeback_percent)
+    steps += tune
     return Plan(
         kind=CREATE,
         title=f"Make a {mode} bcache of {bp} with {cp}",
@@ -232,6 +256,121 @@ def bcache_create(
             "step reads from sysfs.",
             "Make the file system on the bcache device, not on the backing disk.",
             "Undo it by detaching the cache; dirty data is written back first.",
+        )
+        + (
+            ("Writeback: dirty data lives only on the SSD until written back (T-MODE-1).",)
+            if mode == "writeback"
+            else ()
+        ),
+    )
+
+
+def bcache_join(
+    inv: Inventory,
+    backing_path: str,
+    set_path: str,
+    *,
+    mode: str = "writethrough",
+    sequential_cutoff: int = BCACHE_SEQUENTIAL_CUTOFF,
+    writeback_percent: int = 10,
+    wipe: bool = False,
+) -> Plan:
+    """One SSD caching several disks: format an empty disk as a bcache backing device and attach
+    it to the cache set that runs already on the SSD (``set_path``: the SSD's cache device, or a
+    bcache device or backing device attached to the set), with its own mode and tunables."""
+    if mode not in BCACHE.modes:
+        raise RecipeError("bad-mode", mode=mode)
+    if not 0 <= writeback_percent <= 40:
+        raise RecipeError("bad-writeback-percent", value=writeback_percent)
+    devs = []
+    for path in (backing_path, set_path):
+        dev = find_device(inv, path)
+        if dev is None:
+            raise RecipeError("no-such-device", path=path, next=[next_step("see-devices")])
+        devs.append(dev)
+    backing, member = devs
+    cset = member.bcache.cache_set_uuid if member.bcache is not None else None
+    cache = next(
+        (
+            d
+            for d in inv.devices
+            if d.bcache is not None and d.bcache.role == "cache" and d.bcache.cache_set_uuid == cset
+        ),
+        None,
+    )
+    if not cset or cache is None or not re.fullmatch(UUID, cset):
+        raise RecipeError("not-a-cache-set", device=member.display_path, next=[next_step("see-devices")])
+    if backing.bcache is not None and backing.bcache.cache_set_uuid == cset:
+        raise RecipeError("already-in-set", device=backing.display_path, cset=cset)
+    if backing.name in (cache.name, cache.parent) or cache.name == backing.parent:
+        raise RecipeError("same-device", backing=backing_path, cache=cache.display_path)
+    signature = _empty_device(inv, backing, "backing", wipe)
+    if (cache.logical_sector_size or 512) > (backing.logical_sector_size or 512):
+        raise RecipeError(
+            "bcache-sector-mismatch",
+            cache=cache.display_path,
+            cache_sector=cache.logical_sector_size,
+            backing=backing.display_path,
+            backing_sector=backing.logical_sector_size,
+        )
+    bp = backing.display_path
+    steps: list[Step] = []
+    if signature:
+        steps.append(
+            Step(
+                f"wipefs-{backing.name}",
+                ("wipefs", "--all", bp),
+                pre=(NotMounted(device=bp),),
+                post=(NoSignature(device=bp),),
+            )
+        )
+    steps.append(
+        Step(
+            "make-bcache",
+            ("make-bcache", *(["--writeback"] if mode == "writeback" else []), "-B", bp),
+            pre=(NoSignature(device=bp), NotMounted(device=bp)),
+            post=(BcacheSuperblock(device=bp),),
+            undo=(("wipefs", "--all", bp),),
+            seconds=3.0,
+        )
+    )
+    steps.append(
+        Step(
+            "register-backing",
+            (),
+            write=("/sys/fs/bcache/register_quiet", bp),
+            post=(SysfsExists(path=B),),
+        )
+    )
+    # The set must still be there when the step runs (the plan names it; applying checks it).
+    tune, kept = _attach_and_tune(
+        cset, mode, sequential_cutoff, writeback_percent, pre=(SysfsExists(path=f"/sys/fs/bcache/{cset}"),)
+    )
+    steps += tune
+    shared = [d.display_path for d in set_members(inv, cset)]
+    return Plan(
+        kind=JOIN,
+        title=f"Cache {bp} with the bcache cache set on {cache.display_path} ({mode})",
+        devices=(bind(backing, "backing"),),
+        steps=tuple(steps),
+        layout_before=(
+            f"{bp}: {signature or 'empty'}",
+            f"{cache.display_path}: bcache cache, cache set {cset}, caching " + (" and ".join(shared) or "nothing"),
+        ),
+        layout_after=(
+            f"{bp}: bcache backing device; use /dev/bcache/by-uuid/<its UUID> (bcacheN numbers change between boots)",
+            f"{cache.display_path}: the same cache set, caching " + " and ".join([*shared, bp]),
+            f"{TUNABLES_FILE}: {kept}, set again whenever the device appears (at every boot)",
+        ),
+        space={"backing_bytes": backing.size_bytes, "cache_bytes": cache.size_bytes},
+        notes=(
+            f"{{backing}} is the new backing device's sysfs directory, found when the step runs "
+            f"(/sys/class/block/{backing.name} now).",
+            "{backing-uuid} is the new backing device's bcache UUID (dev.uuid), which make-bcache chooses.",
+            "The SSD's space is shared: bcache keeps whatever the devices' reads and writes make hot, across them "
+            "all; a device's cache_mode and tunables are its own.",
+            "Make the file system on the new bcache device, not on the backing disk.",
+            "Undo it by detaching this device's cache; the cache set stays for the others.",
         )
         + (
             ("Writeback: dirty data lives only on the SSD until written back (T-MODE-1).",)
@@ -333,6 +472,16 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False, accept
         ),
         None,
     )
+    # One SSD may cache several backing devices (one cache set). Stopping the set would stop the
+    # others' bcache devices too: it stays while another backing device is attached to it.
+    others = set_members(inv, cset, but=backing)
+    if others and wipe_cache:
+        raise RecipeError(
+            "cache-set-shared",
+            cset=cset,
+            others=" and ".join(d.display_path for d in others),
+            next=[next_step("detach-others-first")],
+        )
     steps = [
         # First: cachewise's udev rule must not set writeback_percent again while the flush
         # below has it at 0 (a change event on the device runs it).
@@ -374,13 +523,16 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False, accept
             post=(Sysfs(path=f"{B}/state", value="no cache"),),
             timeout=300.0,
         ),
-        Step(
-            "stop-cache-set",
-            (),
-            write=(f"/sys/fs/bcache/{cset}/stop", "1"),
-            post=(NoSysfs(path=f"/sys/fs/bcache/{cset}"),),
-        ),
     ]
+    if not others:
+        steps.append(
+            Step(
+                "stop-cache-set",
+                (),
+                write=(f"/sys/fs/bcache/{cset}/stop", "1"),
+                post=(NoSysfs(path=f"/sys/fs/bcache/{cset}"),),
+            )
+        )
     devices = [bind(backing, "backing")]
     if wipe_cache:
         if cache is None:
@@ -409,8 +561,29 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False, accept
             f"{kept}: removed",
         ),
         notes=("Dirty data is written back before the detach; with a large writeback cache this takes minutes.",)
+        + (
+            (
+                f"The cache set stays: it also caches {' and '.join(d.display_path for d in others)}, whose bcache "
+                "devices keep running with it.",
+            )
+            if others
+            else ()
+        )
         + ((f"{{backing-uuid}} is the backing device's bcache UUID, {uuid}.",) if uuid else ()),
     )
+
+
+def set_members(inv: Inventory, cset: str, *, but: Device | None = None) -> list[Device]:
+    """The backing devices attached to the cache set ``cset`` (but ``but``)."""
+    return [
+        d
+        for d in inv.devices
+        if d.bcache is not None
+        and d.bcache.role == "backing"
+        and d.bcache.cache_set_uuid == cset
+        and d.bcache.state != "no cache"
+        and (but is None or d.name != but.name)
+    ]
 
 
 # --- the recipes, as the registry knows them ------------------------------------------------
@@ -428,16 +601,18 @@ class CreateOptions:
     wipe: bool = option("the devices hold data that may be destroyed", "flag")
 
 
+def _settings(o: CreateOptions | JoinOptions) -> dict[str, Any]:
+    """The mode and tunables the options give, the defaults where they give none."""
+    return {
+        "mode": o.mode or "writethrough",
+        "sequential_cutoff": BCACHE_SEQUENTIAL_CUTOFF if o.sequential_cutoff is None else o.sequential_cutoff,
+        "writeback_percent": 10 if o.writeback_percent is None else o.writeback_percent,
+        "wipe": o.wipe,
+    }
+
+
 def _create(inv: Inventory, o: CreateOptions) -> Plan:
-    return bcache_create(
-        inv,
-        o.backing,
-        o.cache,
-        mode=o.mode or "writethrough",
-        sequential_cutoff=BCACHE_SEQUENTIAL_CUTOFF if o.sequential_cutoff is None else o.sequential_cutoff,
-        writeback_percent=10 if o.writeback_percent is None else o.writeback_percent,
-        wipe=o.wipe,
-    )
+    return bcache_create(inv, o.backing, o.cache, **_settings(o))
 
 
 def _adopt(o: CreateOptions, cfg: CacheConfig) -> CreateOptions:
@@ -509,6 +684,46 @@ register(
             Use("bcache-stop-device"),
             Use("bcache-register", "backing"),
             Use("bcache-run"),
+        ),
+    )
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JoinOptions:
+    backing: str = option("the slow device (empty) to cache", "device", metavar="DEV")
+    cache: str = option(
+        "the SSD's bcache cache device, or a bcache device already cached by it", "device", metavar="DEV"
+    )
+    mode: Mode | None = option("cache mode (default writethrough)", "choice", choices=BCACHE.modes, default=None)
+    sequential_cutoff: int | None = option(
+        "default 4m (T-SEQ-1)", "size", default=None, minimum=0, maximum=(1 << 32) - 1
+    )
+    writeback_percent: int | None = option("default 10", "number", metavar="N", default=None)
+    wipe: bool = option("the slow device holds data that may be destroyed", "flag")
+
+
+register(
+    Recipe(
+        JOIN,
+        "cache another empty disk with a bcache cache set that runs already (one SSD, several disks)",
+        "Format an empty HDD as a bcache backing device (make-bcache -B), register it, attach it to the cache set "
+        "on the SSD, set its cache_mode, sequential_cutoff and writeback_percent, and keep the last two in "
+        "/etc/cachewise/bcache/UUID.conf, as bcache-create does. The SSD's space is shared by every device of the "
+        "set; detaching one leaves the set to the others.",
+        JoinOptions,
+        lambda inv, o: bcache_join(inv, o.backing, o.cache, **_settings(o)),
+        "makes",
+        BCACHE,
+        uses=(
+            Use("wipefs", "backing"),
+            Use("make-bcache-backing", "backing"),
+            Use("bcache-register", "backing"),
+            Use("bcache-attach"),
+            Use("bcache-cache-mode"),
+            Use("bcache-sequential-cutoff"),
+            Use("bcache-writeback-percent"),
+            Use("bcache-tunables-file"),
         ),
     )
 )

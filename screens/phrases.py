@@ -34,6 +34,7 @@ ACTIONS = {
     "plan-instead": "choose {recipe} instead",
     "free-pv": "take {device} out of VG {vg} first (vgreduce {vg} {device})",
     "keep-data-with-lvmcache": "keep the data in place with lvmcache: choose an LV as the slow device",
+    "detach-others-first": "remove the other devices' caches first; the last removal may free the SSD",
     "restore-after": f"back it up, tick '{WIPE}', and restore it onto the bcache device afterwards",
     "move-into-lvm": "back the data up, make an LV for it, restore it there, and choose the LV as the slow device",
     "use-native-tier": "use that system's own SSD tier instead (named above)",

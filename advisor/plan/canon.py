@@ -184,6 +184,8 @@ def expected(m: language.Match, ctx: Context) -> tuple[tuple[Check, ...], list[f
         d2 = a["DEV2"]
         pre = (NoSignature(device=dev), NoSignature(device=d2), NotMounted(device=dev), NotMounted(device=d2))
         return pre, [frozenset({BcacheSuperblock(device=dev), BcacheSuperblock(device=d2)})]
+    if shape == "make-bcache-backing":
+        return (NoSignature(device=dev), NotMounted(device=dev)), [frozenset({BcacheSuperblock(device=dev)})]
     if shape == "wipefs":
         return (), [frozenset({NoSignature(device=dev)})]
     if shape in language.INITRAMFS_SHAPES:

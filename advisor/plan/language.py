@@ -179,6 +179,13 @@ SHAPES: dict[str, Shape] = {
         destroys=("DEV", "DEV2"),
         flags=(("--writeback", ", in writeback mode"),),
     ),
+    # A backing device joining a cache set that runs already (one SSD caching several disks).
+    "make-bcache-backing": Shape(
+        "make-bcache [--writeback] -B DEV",
+        says="format {DEV} as a bcache backing device{--writeback}",
+        destroys=("DEV",),
+        flags=(("--writeback", ", in writeback mode"),),
+    ),
     "wipefs": Shape("wipefs --all DEV", says="erase every signature on {DEV}", destroys=("DEV",)),
     # The last step of a plan whose device the boot needs (recipes/boot.py), Debian's way or
     # dracut's; it changes no device, and a roll back leaves the image as it is.
@@ -360,6 +367,8 @@ def undo_writes(step: _Runs) -> tuple[tuple[str, str], ...]:
         return ((m.args["FILE"], ""),)
     if m is not None and m.shape == "make-bcache":
         return (("{backing}/bcache/stop", "1"), (f"/sys/fs/bcache/{m.args['UUID']}/stop", "1"))
+    if m is not None and m.shape == "make-bcache-backing":  # the set it joined runs on: only the device stops
+        return (("{backing}/bcache/stop", "1"),)
     return ()
 
 
