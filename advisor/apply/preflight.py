@@ -301,10 +301,12 @@ def verify_boot(plan: Plan, state: LiveState) -> list[Problem]:
 
 def verify_cache_set(plan: Plan, state: LiveState) -> list[Problem]:
     """A plan that stops a cache set it does not make must name the set its backing device is
-    attached to now (a plan file could name any set, or one that is already gone). A plan found
-    wholly in effect runs nothing and is let be."""
+    attached to now (a plan file could name any set, or one that is already gone). A plan that
+    stops none (a disk joining a set that runs, a detach that leaves a shared set running) is not
+    held to it, nor a plan found wholly in effect, which runs nothing."""
     sets = cache_sets(plan)
-    if not sets or context(plan).cache_set is not None or wholly_in_effect(plan, state):
+    stops = any((m := language.match(s)) is not None and m.shape == "bcache-stop-set" for s in plan.steps)
+    if not sets or not stops or context(plan).cache_set is not None or wholly_in_effect(plan, state):
         return []
     (wanted,) = sets
     try:

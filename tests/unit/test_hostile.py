@@ -492,6 +492,11 @@ def test_a_removal_stops_only_the_cache_set_its_backing_device_is_attached_to(tm
     (backing / "bcache" / "state").write_text("no cache\n")
     (sets / wanted).rmdir()
     assert verify_cache_set(plan, state) == [], "a removal found wholly in effect runs nothing and is let be"
+    # a disk joining the set stops none: its backing device is attached to no set before it runs
+    from recipes.bcache import bcache_join
+
+    join = bcache_join(build_inventory(RawSystem.load(RAW)), "/dev/sda", "/dev/sde")
+    assert verify_cache_set(join, Here(plan=join)) == []
 
 
 @case("links")
