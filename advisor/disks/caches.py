@@ -504,9 +504,47 @@ def with_caching(
             dm_status,
         )
         # LVM's own sub-LVs (a cache pool's data and metadata, raid images, a cache's origin) are
-        # hidden unless every device is asked for: they are parts of the LV above them.
+        # hidden unless every device is asked for: they are parts of the LV above them. A thin
+        # pool is the exception: lvm2 calls it private too, but it is what its admin names
+        # (Proxmox's pve/data), and lvm2 caches it through its data LV.
         private = "private" in row.get("lv_role", "").split(",")
-        if caching is not None or private:
+        pool = thin_pool(dev)
+        if pool is not None:
+            tdata = by_vg.get(dev.lvm.vg if dev.lvm else None, {}).get(f"{pool}_tdata", {})
+            caching = caching or thin_pool_caching(dev, tdata)
+            dev = replace(dev, caching=caching, hidden=False)
+        elif caching is not None or private:
             dev = replace(dev, caching=caching, hidden=dev.hidden or private)
         out[name] = dev
     return out
+
+
+def tpool_layer(dev: Device) -> bool:
+    """Whether ``dev`` is the thin-pool target under a thin pool's public device (VG-POOL-tpool)."""
+    return dev.lvm is not None and dev.lvm.segtype == "thin-pool" and (dev.dm_name or "").endswith("-tpool")
+
+
+def thin_pool(dev: Device) -> str | None:
+    """The thin pool's LV name when ``dev`` is its public device (VG-POOL, not the -tpool layer
+    under it), else None."""
+    lvm = dev.lvm
+    if lvm is None or lvm.role != "lv" or lvm.segtype != "thin-pool" or not lvm.lv or tpool_layer(dev):
+        return None
+    return lvm.lv
+
+
+def thin_pool_caching(dev: Device, tdata: Mapping[str, str]) -> Caching | None:
+    """A thin pool whose data LV lvm2 caches (lvconvert --type cache on the pool caches its
+    _tdata): what it is, which cachewise neither plans nor removes yet."""
+    if tdata.get("segtype") != "cache" or dev.lvm is None:
+        return None
+    vglv = f"{dev.lvm.vg}/{dev.lvm.lv}"
+    mode, policy = tdata.get("cache_mode", ""), tdata.get("cache_policy", "")
+    return Caching(
+        "lvmcache",
+        "thin pool whose data LV is cached",
+        ", ".join(x for x in (mode, f"{policy} policy" if policy else "") if x) or "mode unknown (run as root)",
+        f"cachewise does not plan or remove a thin pool's cache yet; `lvconvert --uncache {vglv}` writes its dirty "
+        "blocks back and removes it",
+        mode=mode or None,
+    )

@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import replace
 
-from advisor.disks.caches import with_caching
+from advisor.disks.caches import tpool_layer, with_caching
 from advisor.disks.collect import RawBlock, RawSystem, devnum_of
 from advisor.disks.devices import (
     OTHER_SYSTEMS,
@@ -126,6 +126,8 @@ def _by_id_rank(link: str) -> tuple[int, int, str]:
 
 
 def _stable_path(block: RawBlock, kind: Kind, lvm: LvmInfo | None) -> str | None:
+    if kind == "lvm" and block.attrs.get("dm/name", "").endswith("-tpool"):  # under a thin pool's /dev/VG/LV
+        return f"/dev/mapper/{block.attrs['dm/name']}"
     if kind == "lvm" and lvm is not None and lvm.vg and lvm.lv:
         return f"/dev/{lvm.vg}/{lvm.lv}"
     if kind == "dm" and block.attrs.get("dm/name"):
@@ -590,6 +592,15 @@ def _state(dev: Device, devices: dict[str, Device]) -> tuple[State, str]:
         return "has-data", f"has data: holds a {dev.fs_type} signature{label}, not mounted"
     if dev.partition_table:
         return "has-data", f"has data: an empty {dev.partition_table} partition table"
+    if dev.lvm is not None and dev.lvm.role == "lv" and dev.lvm.segtype == "thin-pool":
+        thin = sorted(
+            f"{d.lvm.vg}/{d.lvm.lv}"
+            for d in devices.values()
+            if d.lvm is not None and d.lvm.segtype == "thin" and d.lvm.vg == dev.lvm.vg and d.lvm.pool == dev.lvm.lv
+        )
+        if thin:
+            return "in-use", f"in use because thin pool of {', '.join(thin)}"
+        return "has-data", f"has data: thin pool {dev.lvm.vg}/{dev.lvm.lv}"
     if dev.lvm is not None and dev.lvm.role == "lv":
         return "has-data", f"has data: LV {dev.lvm.vg}/{dev.lvm.lv} with no file system signature"
     if dev.size_bytes == 0:
@@ -616,7 +627,8 @@ def names_of(dev: Device) -> set[str]:
         names.add(dev.stable_path)
     if dev.dm_name:
         names.add(f"/dev/mapper/{dev.dm_name}")
-    if dev.lvm is not None and dev.lvm.role == "lv" and dev.lvm.vg and dev.lvm.lv:
+    # A thin pool's -tpool layer carries its LV's name too; VG/LV is the pool's public device.
+    if dev.lvm is not None and dev.lvm.role == "lv" and dev.lvm.vg and dev.lvm.lv and not tpool_layer(dev):
         names |= lv_names(dev.lvm.vg, dev.lvm.lv)
     return names
 
