@@ -563,8 +563,8 @@ def bcache_detach(inv: Inventory, path: str, *, wipe_cache: bool = False, accept
         notes=("Dirty data is written back before the detach; with a large writeback cache this takes minutes.",)
         + (
             (
-                f"The cache set stays: it also caches {' and '.join(d.display_path for d in others)}, whose bcache "
-                "devices keep running with it.",
+                f"The cache set stays for {' and '.join(d.display_path for d in others)}: stopping it would stop "
+                "their bcache devices too.",
             )
             if others
             else ()

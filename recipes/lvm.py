@@ -39,11 +39,15 @@ from recipes.registry import remover
 NAME_RE = re.compile(r"[A-Za-z0-9+_.][A-Za-z0-9+_.-]*")
 PV_HEADER = LVM_PV_METADATA
 FAST_ROLES = ("ssd", "ssd2")
+# The names lvm2 gives its own sub-LVs (a thin pool's data and metadata, a cache pool's, a cache's
+# origin, raid images, the spare metadata LV)
+SUB_LV = re.compile(r"_(tdata|tmeta|cdata|cmeta|corig|wcorig|cvol|cpool|rimage_\d+|rmeta_\d+|pmspare)$")
 RAID_META = LVM_EXTENT  # the rmeta sub-LV lvm2 adds to each leg of a raid1 LV
 
 codes(
     {
         "not-an-lv": "{name} is not a logical volume on this machine",
+        "lv-is-part": "{name} is one of LVM's own sub-LVs (a part of a pool or cache), not an LV to name",
         "bad-lvm-name": "the {what} name {name!r} has characters lvm2 does not allow (only letters, digits, + _ . -)",
         "lv-already-cached": "{lv} is already cached ({segtype})",
         "lv-name-too-long": "the LV name {lv!r} is too long to name its cache after",
@@ -83,6 +87,8 @@ def find_lv(inv: Inventory, name: str) -> Device:
     """An LV by any name scan prints for it (VG/LV, /dev/VG/LV, /dev/mapper/VG-LV, dm-N, a by-id link)."""
     d = find_device(inv, name)
     if d is not None and d.lvm is not None and d.lvm.role == "lv":
+        if d.hidden and SUB_LV.search(d.lvm.lv or ""):  # named by hand: lvm2 refuses most commands on these
+            raise RecipeError("lv-is-part", name=name, next=[next_step("see-devices")])
         return d
     raise RecipeError("not-an-lv", name=name, next=[next_step("name-lv"), next_step("see-devices")])
 

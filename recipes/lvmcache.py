@@ -79,6 +79,8 @@ codes(
         "resize-where": "cachewise cannot tell which SSD the cache pool of {lv} is on",
         "move-unwell": "the cache of {lv} is not well ({state}), so it is not moved",
         "move-same-ssd": "the cache of {lv} is on {device} already",
+        "move-mirror-needs-two": "the cache of {lv} is mirrored on two SSDs (LVM raid1), and {count} new SSD was "
+        "named; a move keeps it mirrored",
     }
 )
 
@@ -481,11 +483,13 @@ def lvmcache_move(
     parts = {d.name for d in pool_parts(inv, origin)}
     old = [pv for pv in inv.devices if pv.lvm is not None and pv.lvm.role == "pv" and set(pv.holders) & parts]
     named = [ssd_path] if isinstance(ssd_path, str) else list(ssd_path)
+    if mirror_legs(inv, origin) and len(named) != 2:  # its mirror would be lost without a word
+        raise RecipeError("move-mirror-needs-two", lv=vglv, count=len(named), next=[next_step("name-both-ssds")])
     for path in named:
         dev = find_device(inv, path)
         if dev is not None and any(pv.name == dev.name for pv in old):
             raise RecipeError("move-same-ssd", lv=vglv, device=path, next=[next_step("plan-instead", recipe=RESIZE)])
-    size = round_up(size_bytes, LVM_EXTENT) if size_bytes else current
+    size = round_up(size_bytes, LVM_EXTENT) if size_bytes is not None else current
     if not size:
         raise RecipeError("no-size")
     r = _remake(
@@ -515,6 +519,15 @@ def lvmcache_move(
             "migration_threshold) are not carried over.",
         )
         + tuple(f"{p} also holds other LVs of {vg}, so it stays in the VG." for p in kept)
+        + (
+            (
+                "The new pool uses the smq policy. If lvm2 keeps its spare metadata LV (lvol0_pmspare) on the old "
+                "SSD, vgreduce refuses to take it out and the plan stops there, the new cache attached: move the "
+                "spare off with pvmove, then run vgreduce and pvremove.",
+            )
+            if alone
+            else ("The new pool uses the smq policy.",)
+        )
         + r.attach.notes[2:],
     )
 

@@ -38,6 +38,7 @@ Code = Literal[
     "path-untrusted",
     "name-taken",
     "cache-set-unbound",
+    "cache-set-shared",
     "gate",
     "precondition",
     "boot",
@@ -80,6 +81,11 @@ class Problem:
             return f"{self.subject} exists already, and the plan would create it"
         if self.code in ("gate", "boot"):
             return self.subject
+        if self.code == "cache-set-shared":
+            return (
+                f"the plan stops the cache set {self.subject}, which also caches {self.detail} now (a disk joined "
+                "it since the plan was made); make the plan again"
+            )
         if self.code == "cache-set-unbound":
             now = "is not attached to any" if self.detail == "none" else f"is attached to the cache set {self.detail}"
             return f"the plan stops the cache set {self.subject}, but its backing device {now}"
@@ -314,4 +320,15 @@ def verify_cache_set(plan: Plan, state: LiveState) -> list[Problem]:
     except RoleMissing:
         return []  # reported as a missing device
     attached = os.path.basename(os.path.realpath(link)) if os.path.exists(link) else "none"
-    return [] if attached == wanted else [Problem("cache-set-unbound", wanted, attached)]
+    if attached != wanted:
+        return [Problem("cache-set-unbound", wanted, attached)]
+    # Another disk may have joined the set since the plan was made: stopping the set would stop
+    # its bcache device too (and a wipe would take its dirty data).
+    own = os.path.realpath(state.resolve("{backing}/bcache"))
+    folder = state.resolve(f"/sys/fs/bcache/{wanted}")
+    try:
+        members = [os.path.realpath(os.path.join(folder, n)) for n in os.listdir(folder) if n.startswith("bdev")]
+    except OSError:
+        members = []
+    others = sorted(os.path.basename(os.path.dirname(m)) for m in members if m != own)
+    return [Problem("cache-set-shared", wanted, ", ".join(others))] if others else []

@@ -521,7 +521,7 @@ def with_caching(
 
 def tpool_layer(dev: Device) -> bool:
     """Whether ``dev`` is the thin-pool target under a thin pool's public device (VG-POOL-tpool)."""
-    return dev.lvm is not None and dev.lvm.segtype == "thin-pool" and (dev.dm_name or "").endswith("-tpool")
+    return dev.lvm is not None and dev.lvm.segtype == "thin-pool" and (dev.dm_uuid or "").endswith("-tpool")
 
 
 def thin_pool(dev: Device) -> str | None:

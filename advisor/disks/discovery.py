@@ -126,7 +126,7 @@ def _by_id_rank(link: str) -> tuple[int, int, str]:
 
 
 def _stable_path(block: RawBlock, kind: Kind, lvm: LvmInfo | None) -> str | None:
-    if kind == "lvm" and block.attrs.get("dm/name", "").endswith("-tpool"):  # under a thin pool's /dev/VG/LV
+    if kind == "lvm" and block.attrs.get("dm/uuid", "").endswith("-tpool"):  # under a thin pool's /dev/VG/LV
         return f"/dev/mapper/{block.attrs['dm/name']}"
     if kind == "lvm" and lvm is not None and lvm.vg and lvm.lv:
         return f"/dev/{lvm.vg}/{lvm.lv}"

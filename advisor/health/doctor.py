@@ -576,14 +576,17 @@ def days_left(ssd: SsdLook) -> float | None:
 
 
 def _replacement(look: Look, ssd: SsdLook) -> Fix:
-    """How to retire a wearing SSD: the lvmcache it alone holds moves to a new SSD (the plan
-    writes its dirty blocks back first); any other cache is removed before the SSD wears out."""
+    """How to retire a wearing SSD: the lvmcache it alone holds, on this SSD alone (not a mirror's
+    leg), moves to a new SSD (the plan writes its dirty blocks back first); any other cache is
+    removed before the SSD wears out."""
     caches = ", ".join(ssd.caches)
-    kinds = {c.name: c.kind for c in look.caches}
-    if len(ssd.caches) == 1 and kinds.get(ssd.caches[0]) == "dm-cache":
+    on = {c.name: c for c in look.caches}
+    cache = on.get(ssd.caches[0]) if len(ssd.caches) == 1 else None
+    if cache is not None and cache.kind == "dm-cache" and len(cache.ssds) <= 1:
         return Fix(
             f"plan its replacement: put a new SSD in, then move the cache of {caches} onto it with the plan (its "
-            "dirty blocks are written back first, and the worn SSD leaves the volume group)",
+            "dirty blocks are written back first, and the worn SSD leaves the volume group when nothing else is "
+            "on it)",
             plan="lvmcache-move",
             options={"lv": ssd.caches[0]},
             needs=("ssd",),

@@ -32,7 +32,7 @@ ACTIONS = {
     "plan-instead": "use `cachewise plan {recipe}`",
     "free-pv": "free it from {vg} first (vgreduce {vg} {device})",
     "keep-data-with-lvmcache": "keep the data in place with lvmcache (`cachewise plan lvmcache-attach`, on LVM)",
-    "detach-others-first": "detach the other devices of the set first; the last detach may wipe the cache",
+    "detach-others-first": "detach the other devices of the cache set first; the last detach may free the SSD",
     "restore-after": "back it up and restore it onto the bcache device afterwards (then pass --wipe)",
     "move-into-lvm": "back the data up, make an LV for it (pvcreate, vgcreate, lvcreate), restore it there, and "
     "ask again with --slow VG/LV",

@@ -15,7 +15,7 @@ from typing import Any
 from advisor.advice.config import RECORD_LONGER, CacheConfig
 from advisor.apply.journal import Journal
 from advisor.apply.run import ApplyError, Event
-from advisor.backends import BCACHE, Backend
+from advisor.backends import BCACHE
 from advisor.errors import NOTHING, codes, next_step
 from advisor.inputs import BadJson, MiB, Unreadable, load_json
 from advisor.plan.model import Plan
@@ -31,7 +31,8 @@ from cachewise.core.files import check_output
 from cachewise.render import event_line, plan_preview
 from recipes.ansible import render
 from recipes.common import check_backend
-from recipes.registry import Recipe, maker, options_of
+from recipes.registry import Recipe, options_of
+from recipes.registry import recipe as registered
 
 codes(
     {
@@ -155,20 +156,15 @@ def cmd_apply(args: argparse.Namespace) -> int:
             print_json({"outcome": "stopped", "message": word(exc)})
         return error(word(exc))
     result: dict[str, object] = {"outcome": outcome, "plan": plan.kind}
-    if plan.kind == maker_kind(BCACHE) and outcome == "done":
-        result["bcache_device"] = apply.bcache_device(core, plan)
+    made = registered(plan.kind)
+    if made is not None and made.backend is BCACHE and made.effect == "makes" and outcome == "done":
+        result["bcache_device"] = apply.bcache_device(core, plan)  # bcache-create's, or a disk's that joined a set
     if args.json:
         return print_json(result)
     print(f"{plan.title}: {outcome}.")
     if result.get("bcache_device"):
         print(f"The bcache device: {result['bcache_device']} (use this path; bcacheN numbers change between boots)")
     return 0
-
-
-def maker_kind(backend: Backend) -> str | None:
-    """The kind of plan that makes a cache of ``backend`` (its device is named after applying)."""
-    r = maker(backend)
-    return r.kind if r is not None else None
 
 
 def _abandon(core: Core, path: Path) -> int:

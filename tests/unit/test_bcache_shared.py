@@ -84,7 +84,8 @@ def test_a_detach_leaves_a_shared_cache_set_running_for_the_others(shared: Inven
     plan.check()
     assert "stop-cache-set" not in [s.id for s in plan.steps]
     assert not any(s.write and s.write[0].startswith("/sys/fs/bcache/") for s in plan.steps)
-    assert any("The cache set stays: it also caches " + HDD in n for n in plan.notes)
+    assert any(f"The cache set stays for {HDD}: stopping it would stop their bcache devices too." == n
+               for n in plan.notes)
     with pytest.raises(RecipeError, match=f"the cache set {CSET} also caches {HDD}, so its cache device is not wiped"):
         bcache_detach(shared, "bcache0", wipe_cache=True)
 
@@ -97,3 +98,13 @@ def test_the_last_detach_stops_the_set_and_may_wipe_it(lab: Inventory, shared: I
         dataclasses.replace(d, bcache=BcacheInfo("backing", CSET, "x", "no cache")) if d.name == "sda" else d
         for d in shared.devices))
     assert "stop-cache-set" in [s.id for s in bcache_detach(gone, "bcache0").steps]
+
+
+def test_the_shared_set_the_lab_made_keeps_running_when_one_disk_leaves() -> None:
+    """The lab's own capture of two disks on one cache set (tests/fixtures/lab-shared)."""
+    inv = build_inventory(RawSystem.load(FIXTURES / "lab-shared" / "raw-shared.json"))
+    first = bcache_detach(inv, "bcache0")
+    assert "stop-cache-set" not in [s.id for s in first.steps]
+    assert any("SHHDD02" in n for n in first.notes)
+    with pytest.raises(RecipeError, match="also caches .*SHHDD01, so its cache device is not wiped"):
+        bcache_detach(inv, "bcache1", wipe_cache=True)

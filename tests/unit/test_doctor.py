@@ -325,6 +325,9 @@ def test_a_worn_ssd_under_one_lvmcache_is_replaced_by_moving_the_cache(tmp_path:
         fix_plan(Core.for_snapshot(raw, tmp_path), build_inventory(raw), found.fix)
     plan = fix_plan(Core.for_snapshot(raw, tmp_path), build_inventory(raw), found.fix, {"ssd": "/dev/sdc"})
     assert plan.kind == "lvmcache-move" and plan.devices[1].serial == "SSD0002"
+    # a leg of a mirrored pool: the move would take the mirror away, so the cache is removed instead
+    leg = CacheLook("labvg/vault", "dm-cache", ssds=("sdb", "sdc"))
+    assert {f.fix.plan for f in examine(look(leg, ssds=(worn,))).findings if f.fix} == {"remove"}
     # two caches on it, or a bcache: they are removed before the SSD wears out
     two = replace(worn, caches=("labvg/vault", "labvg/data"))
     fixes = {f.fix.plan for f in examine(look(CacheLook("labvg/vault", "dm-cache"), ssds=(two,))).findings if f.fix}

@@ -481,6 +481,16 @@ def test_a_removal_stops_only_the_cache_set_its_backing_device_is_attached_to(tm
     link = backing / "bcache" / "cache"
     link.symlink_to(sets / wanted)
     assert verify_cache_set(plan, state) == []
+    (sets / wanted / "bdev0").symlink_to(backing / "bcache")  # the set's own link to this device
+    assert verify_cache_set(plan, state) == []
+    other = tmp_path / "sdx" / "bcache"
+    other.mkdir(parents=True)
+    (sets / wanted / "bdev1").symlink_to(other)  # a disk that joined the set after planning
+    assert [p.sentence() for p in verify_cache_set(plan, state)] == [
+        f"the plan stops the cache set {wanted}, which also caches sdx now (a disk joined it since the plan was "
+        "made); make the plan again"]
+    for n in ("bdev0", "bdev1"):
+        (sets / wanted / n).unlink()
     link.unlink()
     link.symlink_to(sets / "9d0e5a8e-0000-4000-8000-000000000001")
     assert [p.sentence() for p in verify_cache_set(plan, state)] == [

@@ -87,7 +87,7 @@ def test_a_move_is_not_taken_as_done_before_it_ran(alone: Inventory) -> None:
     ("labvg/vault", "/dev/sdd", "holds data \\(bcache\\)"),
     ("labvg/vault", "/dev/sde1", "partition"),
     ("labvg/vault", "/dev/nope", "not a block device"),
-    ("labvg/data_corig", "/dev/sdc", "not cached"),
+    ("labvg/data_corig", "/dev/sdc", "one of LVM.s own sub-LVs"),
     ("/dev/sdc", "/dev/sdc", "not a logical volume"),
 ])
 def test_moves_that_cannot_be_planned_are_refused_in_a_sentence(layers: Inventory, lv: str, ssd: str,
@@ -95,3 +95,23 @@ def test_moves_that_cannot_be_planned_are_refused_in_a_sentence(layers: Inventor
     with pytest.raises(RecipeError, match=message) as err:
         lvmcache_move(layers, lv, ssd)
     assert "Nothing was changed" in str(err.value)
+
+
+def test_a_mirrored_pool_is_not_moved_onto_one_ssd() -> None:
+    """The lab's mirrored writeback pool (one leg lost, here taken as healthy again): a move onto one
+    new SSD would drop the mirror without a word."""
+    inv = build_inventory(RawSystem.load(FIXTURES / "lab-caches" / "raw-degraded.json"))
+    healthy = tuple(
+        dataclasses.replace(d, caching=dataclasses.replace(d.caching, degraded=False, missing=()))
+        if d.caching is not None and d.name == "dm-0" else d
+        for d in inv.devices
+    )
+    with pytest.raises(RecipeError, match="mirrored on two SSDs .* and 1 new SSD was named") as err:
+        lvmcache_move(dataclasses.replace(inv, devices=healthy), "labvg/data", "/dev/sdd")
+    assert "Name both SSDs" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["labvg/vault_cache_cpool_cdata", "labvg/vault_corig"])
+def test_lvms_own_sub_lvs_are_not_names_a_plan_takes(layers: Inventory, name: str) -> None:
+    with pytest.raises(RecipeError, match="one of LVM's own sub-LVs"):
+        lvmcache_move(layers, name, "/dev/sdc")

@@ -55,3 +55,10 @@ def test_a_cache_on_the_pools_data_is_shown_on_the_pool_and_its_removal_said_in_
     with pytest.raises(RecipeError, match=r"`lvconvert --uncache pve/data` writes its dirty blocks back") as err:
         remove(inv, RemoveOptions(device="/dev/pve/data"))
     assert str(err.value).endswith("Nothing was changed.")
+
+
+def test_the_pools_data_lv_is_no_name_a_plan_takes() -> None:
+    """lvm2 refuses most commands on the hidden _tdata (the lab: "requires LV with properties:
+    lv_is_visible"); an uncache or a move planned through it would leave the pool half done."""
+    with pytest.raises(RecipeError, match="one of LVM's own sub-LVs"):
+        remove(inventory(CACHED), RemoveOptions(device="pve/data_tdata"))
