@@ -61,8 +61,12 @@ def _start(args: argparse.Namespace) -> int:
         if exc.code != "capture-finished":
             raise
         # Nothing left to do: its own status, which the service unit counts as success, so a
-        # finished capture does not leave cachewise-capture@ failed after every boot.
+        # finished capture does not leave cachewise-capture@ failed after every boot. A script
+        # asking for JSON gets it too (the sentence stays on stderr).
         error(word(exc))
+        if args.json:
+            facts = {k: str(exc.facts[k]) for k in ("folder", "device", "how") if k in exc.facts}
+            print_json({"schema": "cachewise.capture-run/1", "finished": True, **facts})
         return FINISHED
     if showing:
         print(file=sys.stderr)

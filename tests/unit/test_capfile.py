@@ -3,6 +3,7 @@ budget, power cuts and damage, and the export to libCacheSim's oracleGeneral for
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -474,6 +475,11 @@ def test_starting_a_finished_capture_exits_4_which_the_unit_counts_as_success(
     assert main(["capture", "start", "/dev/sdb", "--dir", str(d)]) == cli_capture.FINISHED == 4
     err = capsys.readouterr().err
     assert "its time was up" in err and "Traceback" not in err and err.count("\n") == 1
+    assert main(["capture", "start", "/dev/sdb", "--dir", str(d), "--json"]) == cli_capture.FINISHED
+    said = capsys.readouterr()
+    assert json.loads(said.out) == {"schema": "cachewise.capture-run/1", "finished": True, "folder": str(d),
+                                    "device": "/dev/sdb", "how": json.loads(said.out)["how"]}
+    assert "its time was up" in said.out and said.err.count("\n") == 1
     plan.stable = "/dev/sdc"  # another device's folder: a refusal like any other
     assert main(["capture", "start", "/dev/sdc", "--dir", str(d)]) == 1
     unit = (Path(__file__).parents[2] / "packaging/debian/cachewise-capture@.service").read_text()
