@@ -150,6 +150,33 @@ def _attach_and_tune(
     return steps, kept
 
 
+def _devices(inv: Inventory, mode: str, writeback_percent: int, *paths: str) -> list[Device]:
+    """The devices named, once the mode and writeback_percent are checked (a refusal otherwise)."""
+    if mode not in BCACHE.modes:
+        raise RecipeError("bad-mode", mode=mode)
+    if not 0 <= writeback_percent <= 40:
+        raise RecipeError("bad-writeback-percent", value=writeback_percent)
+    devs = []
+    for path in paths:
+        dev = find_device(inv, path)
+        if dev is None:
+            raise RecipeError("no-such-device", path=path, next=[next_step("see-devices")])
+        devs.append(dev)
+    return devs
+
+
+def _check_sectors(cache: Device, backing: Device) -> None:
+    """Refused when the cache has larger logical sectors than the backing device."""
+    if (cache.logical_sector_size or 512) > (backing.logical_sector_size or 512):
+        raise RecipeError(
+            "bcache-sector-mismatch",
+            cache=cache.display_path,
+            cache_sector=cache.logical_sector_size,
+            backing=backing.display_path,
+            backing_sector=backing.logical_sector_size,
+        )
+
+
 def bcache_create(
     inv: Inventory,
     backing_path: str,
@@ -160,17 +187,7 @@ def bcache_create(
     writeback_percent: int = 10,
     wipe: bool = False,
 ) -> Plan:
-    if mode not in BCACHE.modes:
-        raise RecipeError("bad-mode", mode=mode)
-    if not 0 <= writeback_percent <= 40:
-        raise RecipeError("bad-writeback-percent", value=writeback_percent)
-    devs = []
-    for path in (backing_path, cache_path):
-        dev = find_device(inv, path)
-        if dev is None:
-            raise RecipeError("no-such-device", path=path, next=[next_step("see-devices")])
-        devs.append(dev)
-    backing, cache = devs
+    backing, cache = _devices(inv, mode, writeback_percent, backing_path, cache_path)
     if backing.name == cache.name or cache.parent == backing.name or backing.parent == cache.name:
         raise RecipeError("same-device", backing=backing_path, cache=cache_path)
     destroys = []
@@ -181,14 +198,7 @@ def bcache_create(
     for barrier in barring(fast_barriers(inv, cache), BCACHE):
         # the safety gate: another system's device, or too few buckets for the kernel
         raise RecipeError(barrier.code, next=barrier.next, **barrier.facts)
-    if (cache.logical_sector_size or 512) > (backing.logical_sector_size or 512):
-        raise RecipeError(
-            "bcache-sector-mismatch",
-            cache=cache.display_path,
-            cache_sector=cache.logical_sector_size,
-            backing=backing.display_path,
-            backing_sector=backing.logical_sector_size,
-        )
+    _check_sectors(cache, backing)
     cset = str(uuid.uuid4())
     bp, cp = backing.display_path, cache.display_path
     steps: list[Step] = []
@@ -278,17 +288,7 @@ def bcache_join(
     """One SSD caching several disks: format an empty disk as a bcache backing device and attach
     it to the cache set that runs already on the SSD (``set_path``: the SSD's cache device, or a
     bcache device or backing device attached to the set), with its own mode and tunables."""
-    if mode not in BCACHE.modes:
-        raise RecipeError("bad-mode", mode=mode)
-    if not 0 <= writeback_percent <= 40:
-        raise RecipeError("bad-writeback-percent", value=writeback_percent)
-    devs = []
-    for path in (backing_path, set_path):
-        dev = find_device(inv, path)
-        if dev is None:
-            raise RecipeError("no-such-device", path=path, next=[next_step("see-devices")])
-        devs.append(dev)
-    backing, member = devs
+    backing, member = _devices(inv, mode, writeback_percent, backing_path, set_path)
     cset = member.bcache.cache_set_uuid if member.bcache is not None else None
     cache = next(
         (
@@ -305,14 +305,7 @@ def bcache_join(
     if backing.name in (cache.name, cache.parent) or cache.name == backing.parent:
         raise RecipeError("same-device", backing=backing_path, cache=cache.display_path)
     signature = _empty_device(inv, backing, "backing", wipe)
-    if (cache.logical_sector_size or 512) > (backing.logical_sector_size or 512):
-        raise RecipeError(
-            "bcache-sector-mismatch",
-            cache=cache.display_path,
-            cache_sector=cache.logical_sector_size,
-            backing=backing.display_path,
-            backing_sector=backing.logical_sector_size,
-        )
+    _check_sectors(cache, backing)
     bp = backing.display_path
     steps: list[Step] = []
     if signature:
