@@ -36,6 +36,7 @@ ACTIONS: dict[str, str] = {
     "record-samples": "record the cache's samples, as JSON lines, into a file",
     "reinstall": "reinstall cachewise",
     "larger-block-size": "analyse with a larger block size",
+    "sample-the-curve": "analyse it by sampling, or with a larger block size",
     "name-lv": "name the logical volume as VG/LV",
     "allow-wipe": "if its data can go, allow the plan to destroy it",
     "allow-partition": "allow a partition of the SSD to be used",

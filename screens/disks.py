@@ -317,7 +317,19 @@ class DisksScreen(CoreScreen):
         self.nav.analysis(analysis)
 
     def _analyze(self, path: Path) -> Analysis:
-        analysis, meta = workload.analyze(self.core, path)
+        """Analyse in a thread; a long trace's progress shows on the status line meanwhile."""
+        status = self.query_one("#status", Static)
+        shown: list[bool] = []
+
+        def progress(what: str, share: float) -> None:
+            self.app.call_from_thread(status.update, f"Analysing {path}: {what}, {share:.0%}")
+            shown[:] = [True]
+
+        try:
+            analysis, meta = workload.analyze(self.core, path, progress)
+        finally:
+            if shown:
+                self.app.call_from_thread(status.update, "")
         self.services.warn_from_thread(workload.record_analysis(self.core, analysis, path, meta))
         return analysis
 

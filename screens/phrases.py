@@ -24,6 +24,8 @@ ACTIONS = {
     "record-samples": "record the cache's samples into a file in a shell (cachewise watch CACHE --json-lines > FILE)",
     "reinstall": "reinstall cachewise",
     "larger-block-size": "analyse it in a shell with a larger block size (cachewise analyze FILE --block-size 64k)",
+    "sample-the-curve": "analyse it in a shell by sampling, as the TUI does (cachewise analyze FILE --mode shards), "
+    "or with a larger block size",
     "name-lv": "choose the LV itself",
     "allow-wipe": f"if its data can go, tick '{WIPE}' on the Recommend screen",
     "allow-partition": "choose the SSD's whole disk",

@@ -323,9 +323,13 @@ class _Summary:
         self.sizes += sizes
         self.t_min, self.t_max = min(self.t_min, float(extremes[0])), max(self.t_max, float(extremes[1]))
 
-    def feed_blocks(self, accesses: int, ids: mrc.Blocks, counts: npt.NDArray[np.int64]) -> None:
-        """A chunk's block accesses: how many, and each distinct block's count."""
+    def feed_blocks(self, accesses: int, ids: mrc.Blocks | None, counts: npt.NDArray[np.int64]) -> None:
+        """A chunk's block accesses: how many, and each distinct block's count (``ids``: which
+        block each is; None for the whole trace's, fed once)."""
         self.accesses += accesses
+        if ids is None:
+            self._counts = counts
+            return
         if not len(self._ids):
             self._ids, self._counts = ids, counts.astype(np.int64, copy=False)
             return
@@ -890,6 +894,156 @@ def analyze_stream(
     return _result(summary, curve, block_size, source, source_format, stats, chunk)
 
 
+# A long trace analysed exactly (analyze_stream_exact) is read this many requests at a time, and
+# refused once it touches more distinct blocks than this: its hash table, LRU stack and counts
+# hold 45 to 70 bytes a block (bench_stream: 741 MiB peak for 10 million).
+EXACT_STREAM_CHUNK = 1 << 20
+EXACT_STREAM_BLOCKS = 25_000_000
+# Where a progress callback is given, it hears (what is being done, the share of it done).
+Progress = Callable[[str, float], None]
+
+
+def analyze_stream_exact(
+    path: Path,
+    block_size: int,
+    source_format: str,
+    stats: ImportStats,
+    sequential_cutoff: int = SEQUENTIAL_CUTOFF,
+    progress: Progress | None = None,
+) -> Analysis:
+    """The exact curves of a cachewise trace too long to hold, read twice in chunks: the first
+    reading makes the request figures and numbers the blocks (a hash table, about 27 bytes a
+    distinct block), the second classes each access (advisor.workload.exact's marker pass, or
+    its Fenwick tree when the markers give up: then a third). Memory follows the footprint, not
+    the trace: 100 million requests over 10 million blocks in well under 1 GB (bench_mrc). The
+    two block sizes run side by side on two threads. Like analyze_stream, it leaves out the
+    coarser chunks' curves and the smq and bcache replays."""
+    _check_block_size(block_size)
+    exact.load()
+    records = cachewise_records(path)  # read again: a trace still growing is read as it was
+    summary = _Summary(sequential_cutoff)
+    sizes = [block_size] + ([CHUNK] if block_size < CHUNK else [])
+    numberings = [exact.Numbering(size, load=3) for size in sizes]
+    kept: list[npt.NDArray[np.uint8] | None] = []  # each chunk's requests a cache keeps, packed
+    done = 0
+    with ThreadPoolExecutor(1) as beside:
+        for whole in iter_cachewise(path, EXACT_STREAM_CHUNK, records):
+            bypass = summary.feed_requests(whole)
+            keep = None if bypass is None else ~bypass
+            kept.append(None if keep is None else np.packbits(keep))
+            numbered = [beside.submit(n.feed, whole, keep) for n in numberings[1:]]
+            numberings[0].feed(whole, keep)
+            for future in numbered:
+                future.result()
+            _check_footprint(numberings[0])
+            done += len(whole)
+            if progress is not None:
+                progress("numbering the blocks", done / max(records, 1))
+        summary.fed()
+        if not summary.requests:
+            raise ValueError("the trace holds no requests")
+        chunk_pass = None
+        if len(numberings) > 1:
+            chunk_pass = beside.submit(_classed, path, records, numberings[1], kept, False, None)
+        main = _classed(path, records, numberings[0], kept, True, progress)
+        chunk_classed = chunk_pass.result() if chunk_pass is not None else None
+    chunk = None
+    if chunk_classed is not None:
+        chunk = (chunk_classed.curve(), numberings[1].distinct, numberings[1].counted.accesses)
+    accesses = numberings[0].counted.accesses
+    del numberings, chunk_classed  # the hash tables go before the figures are made (the peak)
+    curve, counts = main.curve(), main.block_counts()
+    del main
+    summary.feed_blocks(accesses, None, counts)
+    del counts
+    return _result(summary, curve, block_size, str(path), source_format, stats, chunk)
+
+
+def _check_footprint(numbering: exact.Numbering) -> None:
+    if numbering.distinct > EXACT_STREAM_BLOCKS:
+        raise TraceError(
+            f"it touches more than {EXACT_STREAM_BLOCKS:,} distinct blocks of {numbering.block_size} bytes, more "
+            f"than an exact analysis holds in memory (about {EXACT_STREAM_BLOCKS * 50 >> 30} GiB)",
+            code="footprint-too-large",
+        )
+
+
+def _classed(
+    path: Path,
+    records: int,
+    numbering: exact.Numbering,
+    kept: list[npt.NDArray[np.uint8] | None],
+    by_request: bool,
+    progress: Progress | None,
+) -> exact.Classing:
+    """The second reading of analyze_stream_exact at one block size: by the marker pass, or by
+    the Fenwick tree in a third when the marker pass gives up."""
+    return _classing_reading(path, records, numbering, kept, by_request, False, progress) or (
+        _classing_reading(path, records, numbering, kept, by_request, True, progress) or _never()
+    )
+
+
+def _never() -> exact.Classing:
+    raise AssertionError("the Fenwick tree's classing does not give up")
+
+
+def _classing_reading(
+    path: Path,
+    records: int,
+    numbering: exact.Numbering,
+    kept: list[npt.NDArray[np.uint8] | None],
+    by_request: bool,
+    fenwick: bool,
+    progress: Progress | None,
+) -> exact.Classing | None:
+    counted = numbering.counted
+    units = counted.requests if by_request else counted.accesses
+    classing = exact.Classing(numbering.distinct, units, counted.accesses, by_request, fenwick)
+    what = "counting the curve" + (" again, by stack distances" if fenwick else "")
+    done = 0
+    for requests, dense, per, reads in _looked_up(path, records, numbering, kept):
+        if not classing.feed(dense, per, reads):
+            return None
+        done += requests
+        if progress is not None:
+            progress(what, done / max(records, 1))
+    return classing
+
+
+def _looked_up(
+    path: Path, records: int, numbering: exact.Numbering, kept: list[npt.NDArray[np.uint8] | None]
+) -> Iterator[tuple[int, npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.bool_]]]:
+    """Each chunk's (requests, numbers of the kept requests' accesses, their block counts,
+    their kinds), the next chunk read and looked up on another thread while this one is
+    classed (the lookups are a sixth of the second reading)."""
+
+    def one(whole: Requests, packed: npt.NDArray[np.uint8] | None) -> tuple[int, Any, Any, Any]:
+        keep = None if packed is None else np.unpackbits(packed, count=len(whole)).view(np.bool_)
+        dense, per = numbering.lookup(whole, keep, exact.count(whole, numbering.block_size, keep))
+        reads = whole["write"] == 0
+        return len(whole), dense, per, reads if keep is None else reads[keep]
+
+    with ThreadPoolExecutor(1) as ahead:
+        pending = None
+        for whole, packed in zip(iter_cachewise(path, EXACT_STREAM_CHUNK, records), kept, strict=True):
+            following = ahead.submit(one, whole, packed)
+            if pending is not None:
+                yield pending.result()
+            pending = following
+        if pending is not None:
+            yield pending.result()
+
+
+def _told(chunks: Iterator[Requests], records: int, progress: Progress | None) -> Iterator[Requests]:
+    """The chunks, with ``progress`` told the share of the ``records`` read after each."""
+    done = 0
+    for chunk in chunks:
+        yield chunk
+        done += len(chunk)
+        if progress is not None:
+            progress("sampling the curve", done / max(records, 1))
+
+
 def analyze_path(
     path: Path,
     block_size: int = MIN_BLOCK,
@@ -897,18 +1051,29 @@ def analyze_path(
     fmt: Format = "auto",
     layout: CsvLayout = MSR,
     sequential_cutoff: int = SEQUENTIAL_CUTOFF,
+    progress: Progress | None = None,
 ) -> tuple[Analysis, dict[str, Any]]:
     """Analyse a trace file of any supported format: (analysis, the trace's own metadata).
-    Long cachewise traces are read in chunks with a SHARDS curve, in bounded memory."""
+    Long cachewise traces are read in chunks, in memory bounded by the footprint: by SHARDS
+    (auto, shards) or exactly in two readings (exact); ``progress`` hears how far they are."""
     if fmt == "auto" and path.is_file():
         fmt = detect_format(path)
     records = cachewise_records(path) if fmt == "cachewise" else 0
-    if records > STREAM_REQUESTS and mode != "exact":
+    if records > STREAM_REQUESTS:
         stats = ImportStats(lines=records, requests=records)
-        return (
-            analyze_stream(iter_cachewise(path), records, block_size, str(path), fmt, stats, sequential_cutoff),
-            read_cachewise_meta(path),
-        )
+        if mode == "exact":
+            result = analyze_stream_exact(path, block_size, fmt, stats, sequential_cutoff, progress)
+        else:
+            result = analyze_stream(
+                _told(iter_cachewise(path), records, progress),
+                records,
+                block_size,
+                str(path),
+                fmt,
+                stats,
+                sequential_cutoff,
+            )
+        return result, read_cachewise_meta(path)
     # The request figures (the stream detector's above all) are made as the trace is read, by
     # a thread that follows the reader (the compiled fio reader offers its requests).
     follower = _Follower(_Summary(sequential_cutoff))

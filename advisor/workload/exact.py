@@ -66,23 +66,35 @@ def _count(
     out[2] = spanning
 
 
-def _relabel(
+# The numbering's state between calls (_number): blocks numbered, requests kept, block accesses,
+# requests spanning more than one block.
+DISTINCT, REQUESTS, ACCESSES, SPANNING = range(4)
+# The marker pass's state between calls (_marker_curve): the stack's top and bottom blocks, its
+# depth, the steps taken and accesses seen so far; and the counting's (_histograms' too): the unit
+# being counted, its slice, the blocks first touched, the sizes filled.
+HEAD, BOTTOM, DEPTH, STEPS, SEEN, UNIT, SLICE, TOUCHED, FILLED = range(9)
+
+
+def _number(
     offset: npt.NDArray[np.uint64],
     length: npt.NDArray[np.uint32],
     keep: npt.NDArray[np.uint8],
     shift: int,
+    table: npt.NDArray[np.int64],
+    state: npt.NDArray[np.int64],
+    load: int,
     dense: npt.NDArray[np.int32],
     per: npt.NDArray[np.int32],
 ) -> npt.NDArray[np.int64]:  # pragma: no cover - compiled
     """Number the blocks of the kept requests 0, 1, ... in the order they are first touched,
-    into ``dense`` (one entry an access); ``per`` (when not empty) gets each kept request's
-    block count. Returns each number's block. (The access counts are the marker pass's: one
-    random access an access fewer here.)"""
+    across calls: ``table`` holds (block, number) pairs by open addressing, at most ``load``
+    quarters full, and is returned (a new one, twice the room, when it grew); ``state`` the
+    counts (DISTINCT ...). ``dense`` (when not empty) gets each access's number, ``per`` (when
+    not empty) each kept request's block count."""
     every = keep.shape[0] == 0
-    cap = 1 << 16
-    table = np.full(2 * cap, -1, np.int64)  # key, number: open addressing, at most half full
-    ids = np.empty(1 << 12, np.int64)
-    distinct = 0
+    cap = table.shape[0] // 2
+    mask = cap - 1
+    distinct = state[DISTINCT]
     at = 0
     r = 0
     for i in range(offset.shape[0]):
@@ -93,8 +105,10 @@ def _relabel(
         if per.shape[0]:
             per[r] = last - first + 1
         r += 1
+        state[ACCESSES] += last - first + 1
+        if last != first:
+            state[SPANNING] += 1
         for b in range(first, last + 1):
-            mask = cap - 1
             h = ((b * HASH) >> 40) & mask
             while True:
                 k = table[2 * h]
@@ -105,32 +119,32 @@ def _relabel(
                     v = distinct
                     table[2 * h] = b
                     table[2 * h + 1] = v
-                    if distinct == ids.shape[0]:
-                        grown = np.empty(2 * distinct, np.int64)
-                        grown[:distinct] = ids
-                        ids = grown
-                    ids[distinct] = b
                     distinct += 1
-                    if 2 * distinct > cap:  # rehash into twice the room
+                    if 4 * distinct > load * cap:  # rehash into twice the room
+                        old = table
                         cap *= 2
-                        table = np.full(2 * cap, -1, np.int64)
                         mask = cap - 1
-                        for j in range(distinct):
-                            g = ((ids[j] * HASH) >> 40) & mask
-                            while table[2 * g] != -1:
-                                g = (g + 1) & mask
-                            table[2 * g] = ids[j]
-                            table[2 * g + 1] = j
+                        table = np.full(2 * cap, -1, np.int64)
+                        for j in range(old.shape[0] // 2):
+                            key = old[2 * j]
+                            if key != -1:
+                                g = ((key * HASH) >> 40) & mask
+                                while table[2 * g] != -1:
+                                    g = (g + 1) & mask
+                                table[2 * g] = key
+                                table[2 * g + 1] = old[2 * j + 1]
                     break
                 h = (h + 1) & mask
-            dense[at] = v
+            if dense.shape[0]:
+                dense[at] = v
             at += 1
-    return ids[:distinct].copy()
+    state[DISTINCT] = distinct
+    state[REQUESTS] += r
+    return table
 
 
 def _marker_curve(
     dense: npt.NDArray[np.int32],
-    distinct: int,
     sizes: npt.NDArray[np.int64],
     budget: int,
     per: npt.NDArray[np.int32],
@@ -140,33 +154,31 @@ def _marker_curve(
     hist: npt.NDArray[np.int64],
     read_hist: npt.NDArray[np.int64],
     fill_at: npt.NDArray[np.int64],
-    counts: npt.NDArray[np.int64],
+    node: npt.NDArray[np.int32],
+    tail: npt.NDArray[np.int32],
+    state: npt.NDArray[np.int64],
 ) -> bool:  # pragma: no cover - compiled
     """Class each access and count the classes as _histograms does, in one pass, and each
-    block's accesses into ``counts``. An access's class is the index of the first size it hits
-    in (a block at depth d of the LRU stack hits in caches of more than d blocks), len(sizes)
-    when it hits in none, len(sizes) + 1 for a first touch. Bucket j holds depths sizes[j-1] ..
-    sizes[j]-1; ``tail[j]`` is its deepest block once the stack reaches it. A block's links,
-    bucket and count are one row of ``node``: a step down a bucket reads one cache line, not
-    two. False (the counts unfinished) when the steps pass ``budget`` an access on average."""
+    block's accesses (``node``'s last column), across calls that each end at a request's end.
+    An access's class is the index of the first size it hits in (a block at depth d of the LRU
+    stack hits in caches of more than d blocks), len(sizes) when it hits in none, len(sizes) +
+    1 for a first touch. Bucket j holds depths sizes[j-1] .. sizes[j]-1; ``tail[j]`` is its
+    deepest block once the stack reaches it. A block's links, bucket and count are one row of
+    ``node`` (towards the top, towards the bottom, bucket or -1, count): a step down a bucket
+    reads one cache line, not two. False (the counts unfinished) when the steps pass
+    ``budget`` an access on average."""
     nsizes = sizes.shape[0]
     cold = nsizes + 1
     n = dense.shape[0]
-    node = np.empty((distinct, 4), np.int32)  # towards the top, towards the bottom, bucket (-1: not yet), count
-    node[:, :3] = -1
-    node[:, 3] = 0
-    tail = np.full(nsizes, -1, np.int32)
-    head = bottom = -1
-    depth = 0  # blocks in the stack
-    steps = 0
+    head, bottom, depth, steps, seen = state[HEAD], state[BOTTOM], state[DEPTH], state[STEPS], state[SEEN]
+    unit, slice_, touched, filled = state[UNIT], state[SLICE], state[TOUCHED], state[FILLED]
     # The unit being counted (a request, or an access): its request r, the accesses of r still
     # to come, and with by_request its class so far and first touches.
     r = 0
     left = per[0] if per.shape[0] else 1
     c = new = 0
-    unit = slice_ = touched = filled = 0
     for i in range(n):
-        if i % CHECK_EVERY == 0 and i >= 4 * CHECK_EVERY and steps > budget * i:
+        if (seen + i) % CHECK_EVERY == 0 and seen + i >= 4 * CHECK_EVERY and steps > budget * (seen + i):
             return False
         b = dense[i]
         j = node[b, 2]
@@ -228,32 +240,31 @@ def _marker_curve(
                 filled += 1
         unit += 1
         c = new = 0
-    for b in range(distinct):
-        counts[b] = node[b, 3]
+    state[HEAD], state[BOTTOM], state[DEPTH], state[STEPS], state[SEEN] = head, bottom, depth, steps, seen + n
+    state[UNIT], state[SLICE], state[TOUCHED], state[FILLED] = unit, slice_, touched, filled
     return True
 
 
 def _fenwick_classes(
     dense: npt.NDArray[np.int32],
-    distinct: int,
     sizes: npt.NDArray[np.int64],
     out: npt.NDArray[np.int16],
+    last: npt.NDArray[np.int32],
+    owner: npt.NDArray[np.int32],
+    tree: npt.NDArray[np.int32],
+    counts: npt.NDArray[np.int64],
+    state: npt.NDArray[np.int64],
 ) -> None:  # pragma: no cover - compiled
-    """_marker_classes' classes from each access's stack distance: the blocks whose last access
-    lies between this block's last access and now, counted by a Fenwick tree over positions.
-    The positions are renumbered 0 .. distinct-1 in order whenever they run out, so the tree
-    is about twice the footprint, not the trace."""
+    """_marker_curve's classes from each access's stack distance, across calls: the blocks
+    whose last access lies between this block's last access and now, counted by a Fenwick
+    tree (``tree``) over positions (``owner``: whose last access each is; ``last``: each
+    block's, -1 before its first). The positions are renumbered 0 .. live-1 in order whenever
+    they run out, so the tree need be only about twice the footprint, not the trace. ``counts``
+    gets each block's accesses; ``state``: [blocks seen, next position]."""
     nsizes = sizes.shape[0]
-    n = dense.shape[0]
-    room = 1
-    while room < min(2 * distinct + 1024, n + 1):
-        room *= 2
-    last = np.full(distinct, -1, np.int64)
-    owner = np.full(room, -1, np.int32)
-    tree = np.zeros(room + 1, np.int32)
-    live = 0
-    pos = 0
-    for t in range(n):
+    room = owner.shape[0]
+    live, pos = state[0], state[1]
+    for t in range(dense.shape[0]):
         if pos == room:
             kept = 0
             for q in range(room):
@@ -272,6 +283,7 @@ def _fenwick_classes(
                     tree[up] += tree[q]
             pos = kept
         b = dense[t]
+        counts[b] += 1
         p = last[b]
         if p < 0:
             out[t] = nsizes + 1
@@ -295,6 +307,7 @@ def _fenwick_classes(
         owner[pos] = b
         last[b] = pos
         pos += 1
+    state[0], state[1] = live, pos
 
 
 def _histograms(
@@ -307,14 +320,17 @@ def _histograms(
     hist: npt.NDArray[np.int64],
     read_hist: npt.NDArray[np.int64],
     fill_at: npt.NDArray[np.int64],
+    state: npt.NDArray[np.int64],
 ) -> None:  # pragma: no cover - compiled
-    """Count the units' classes by slice of the units (edges): a unit is a request
-    (``by_request``: its class the largest of its blocks', a first touch when any is) or an
-    access (of its request's kind). ``read_hist`` counts the reads alone; ``fill_at[j]`` is the
-    unit during which the sizes[j]-th distinct block is first touched (-1: never)."""
+    """Count the units' classes by slice of the units (edges), across calls that each end at a
+    request's end (``state`` as _marker_curve's): a unit is a request (``by_request``: its
+    class the largest of its blocks', a first touch when any is) or an access (of its
+    request's kind). ``read_hist`` counts the reads alone; ``fill_at[j]`` is the unit during
+    which the sizes[j]-th distinct block is first touched (-1: never)."""
     nsizes = sizes.shape[0]
     cold = nsizes + 1
-    unit = slice_ = touched = j = a = 0
+    unit, slice_, touched, j = state[UNIT], state[SLICE], state[TOUCHED], state[FILLED]
+    a = 0
     for r in range(reads.shape[0]):
         m = per[r] if per.shape[0] else 1
         read = reads[r]
@@ -338,6 +354,7 @@ def _histograms(
                     fill_at[j] = unit
                     j += 1
             unit += 1
+    state[UNIT], state[SLICE], state[TOUCHED], state[FILLED] = unit, slice_, touched, j
 
 
 RECORDS = "uint64[:], uint32[:], uint8[:], int64"
@@ -353,15 +370,18 @@ def _count_compiled() -> Any:
 
 
 @functools.cache
-def _relabel_compiled() -> Any:
+def _number_compiled() -> Any:
     return compile_loop(
-        _relabel,
-        f"int64[:]({RECORDS}, int32[:], int32[:])",
+        _number,
+        f"int64[:]({RECORDS}, int64[:], int64[:], int64, int32[:], int32[:])",
         lambda f: f(
             np.zeros(1, np.uint64),
             np.ones(1, np.uint32),
             np.zeros(0, np.uint8),
             12,
+            np.full(4, -1, np.int64),
+            np.zeros(4, np.int64),
+            2,
             np.zeros(1, np.int32),
             np.zeros(0, np.int32),
         ),
@@ -372,11 +392,10 @@ def _relabel_compiled() -> Any:
 def _markers_compiled() -> Any:
     return compile_loop(
         _marker_curve,
-        "boolean(int32[:], int64, int64[:], int64, int32[:], uint8[:], boolean, int64[:], int64[:, :], int64[:, :], "
-        "int64[:], int64[:])",
+        "boolean(int32[:], int64[:], int64, int32[:], uint8[:], boolean, int64[:], int64[:, :], int64[:, :], "
+        "int64[:], int32[:, :], int32[:], int64[:])",
         lambda f: f(
             np.zeros(1, np.int32),
-            1,
             np.ones(1, np.int64),
             MARKER_STEPS,
             np.zeros(0, np.int32),
@@ -386,7 +405,9 @@ def _markers_compiled() -> Any:
             np.zeros((1, 3), np.int64),
             np.zeros((1, 3), np.int64),
             np.full(1, -1, np.int64),
-            np.zeros(1, np.int64),
+            _nodes(1),
+            np.full(1, -1, np.int32),
+            _marker_state(),
         ),
     )
 
@@ -395,8 +416,17 @@ def _markers_compiled() -> Any:
 def _fenwick_compiled() -> Any:
     return compile_loop(
         _fenwick_classes,
-        "void(int32[:], int64, int64[:], int16[:])",
-        lambda f: f(np.zeros(1, np.int32), 1, np.ones(1, np.int64), np.zeros(1, np.int16)),
+        "void(int32[:], int64[:], int16[:], int32[:], int32[:], int32[:], int64[:], int64[:])",
+        lambda f: f(
+            np.zeros(1, np.int32),
+            np.ones(1, np.int64),
+            np.zeros(1, np.int16),
+            np.full(1, -1, np.int32),
+            np.full(2, -1, np.int32),
+            np.zeros(3, np.int32),
+            np.zeros(1, np.int64),
+            np.zeros(2, np.int64),
+        ),
     )
 
 
@@ -404,7 +434,7 @@ def _fenwick_compiled() -> Any:
 def _histograms_compiled() -> Any:
     return compile_loop(
         _histograms,
-        "void(int16[:], int32[:], uint8[:], boolean, int64[:], int64[:], int64[:, :], int64[:, :], int64[:])",
+        "void(int16[:], int32[:], uint8[:], boolean, int64[:], int64[:], int64[:, :], int64[:, :], int64[:], int64[:])",
         lambda f: f(
             np.zeros(1, np.int16),
             np.zeros(0, np.int32),
@@ -415,6 +445,7 @@ def _histograms_compiled() -> Any:
             np.zeros((1, 3), np.int64),
             np.zeros((1, 3), np.int64),
             np.zeros(1, np.int64),
+            _marker_state(),
         ),
     )
 
@@ -423,10 +454,23 @@ def load() -> None:
     """Compile or load every loop here: in the main thread (advisor.workload.jit keeps signals
     there), before the passes run in others."""
     _count_compiled()
-    _relabel_compiled()
+    _number_compiled()
     _markers_compiled()
     _fenwick_compiled()
     _histograms_compiled()
+
+
+def _nodes(distinct: int) -> npt.NDArray[np.int32]:
+    node = np.empty((distinct, 4), np.int32)
+    node[:, :3] = -1
+    node[:, 3] = 0
+    return node
+
+
+def _marker_state() -> npt.NDArray[np.int64]:
+    state = np.zeros(9, np.int64)
+    state[HEAD] = state[BOTTOM] = -1
+    return state
 
 
 @dataclass(frozen=True)
@@ -461,6 +505,153 @@ def count(requests: Requests, block_size: int, keep: npt.NDArray[np.bool_] | Non
     return Counted(int(out[0]), int(out[1]), int(out[2]))
 
 
+class Numbering:
+    """A block size's blocks numbered 0, 1, ... in the order first touched, over any number of
+    calls (_number): a hash table of ``load`` quarters full at most."""
+
+    def __init__(self, block_size: int, load: int = 2) -> None:
+        self.block_size = block_size
+        self.shift = block_size.bit_length() - 1
+        self.load = load
+        self.table = np.full(2 << 16, -1, np.int64)
+        self.state = np.zeros(4, np.int64)
+
+    def feed(
+        self,
+        requests: Requests,
+        keep: npt.NDArray[np.bool_] | None,
+        dense: npt.NDArray[np.int32] | None = None,
+        per: npt.NDArray[np.int32] | None = None,
+    ) -> None:
+        """Number the blocks of the requests kept (None: all); ``dense`` gets each access's
+        number, ``per`` each kept request's block count."""
+        none = np.zeros(0, np.int32)
+        self.table = _number_compiled()(
+            requests["offset"],
+            requests["length"],
+            _keep(keep),
+            self.shift,
+            self.table,
+            self.state,
+            self.load,
+            none if dense is None else dense,
+            none if per is None else per,
+        )
+
+    def lookup(
+        self, requests: Requests, keep: npt.NDArray[np.bool_] | None, counted: Counted
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+        """The numbers of the kept requests' accesses, and each one's block count (empty
+        when none spans two blocks), for blocks numbered already: ``counted`` is count()'s."""
+        dense = np.empty(counted.accesses, np.int32)
+        per = np.empty(counted.requests if counted.spanning else 0, np.int32)
+        _number_compiled()(
+            requests["offset"],
+            requests["length"],
+            _keep(keep),
+            self.shift,
+            self.table,
+            np.array(self.state),  # a copy: nothing is numbered anew
+            self.load,
+            dense,
+            per,
+        )
+        return dense, per
+
+    @property
+    def distinct(self) -> int:
+        return int(self.state[DISTINCT])
+
+    @property
+    def counted(self) -> Counted:
+        return Counted(int(self.state[REQUESTS]), int(self.state[ACCESSES]), int(self.state[SPANNING]))
+
+    def ids(self) -> npt.NDArray[np.int64]:
+        """Each number's block."""
+        keys, numbers = self.table[0::2], self.table[1::2]
+        used = keys != -1
+        ids = np.empty(self.distinct, np.int64)
+        ids[numbers[used]] = keys[used]
+        return ids
+
+
+class Classing:
+    """One block size's exact curve counted over calls that each end at a request's end: by
+    the marker pass, or (``fenwick``) by stack distances, for ``distinct`` blocks numbered
+    already and ``units`` units (requests with ``by_request``, else block accesses) in all."""
+
+    def __init__(self, distinct: int, units: int, accesses: int, by_request: bool, fenwick: bool = False) -> None:
+        self.sizes = mrc.default_sizes(distinct)
+        self.units = units
+        self.by_request = by_request
+        self.fenwick = fenwick
+        self.edges = np.linspace(0, units, mrc.STEADY_SLICES + 1).astype(np.int64)
+        self.hist = np.zeros((mrc.STEADY_SLICES, len(self.sizes) + 2), np.int64)
+        self.read_hist = np.zeros_like(self.hist)
+        self.fill_at = np.full(len(self.sizes), -1, np.int64)
+        self.state = _marker_state()
+        if fenwick:
+            room = 1
+            while room < min(2 * distinct + 1024, accesses + 1):
+                room *= 2
+            self.last = np.full(distinct, -1, np.int32)
+            self.owner = np.full(room, -1, np.int32)
+            self.tree = np.zeros(room + 1, np.int32)
+            self.counts = np.zeros(distinct, np.int64)
+            self.fenwick_state = np.zeros(2, np.int64)
+        else:
+            self.node = _nodes(distinct)
+            self.tail = np.full(len(self.sizes), -1, np.int32)
+
+    def feed(self, dense: npt.NDArray[np.int32], per: npt.NDArray[np.int32], reads: npt.NDArray[np.bool_]) -> bool:
+        """Count the accesses ``dense`` of requests whose block counts are ``per`` (empty:
+        one each) and kinds ``reads``. False when the marker pass gave up (too many steps an
+        access): count them all again with ``fenwick``."""
+        kinds = reads.view(np.uint8)
+        if not self.fenwick:
+            return bool(
+                _markers_compiled()(
+                    dense,
+                    self.sizes,
+                    MARKER_STEPS,
+                    per,
+                    kinds,
+                    self.by_request,
+                    self.edges,
+                    self.hist,
+                    self.read_hist,
+                    self.fill_at,
+                    self.node,
+                    self.tail,
+                    self.state,
+                )
+            )
+        classes = np.empty(len(dense), np.int16)
+        _fenwick_compiled()(
+            dense, self.sizes, classes, self.last, self.owner, self.tree, self.counts, self.fenwick_state
+        )
+        _histograms_compiled()(
+            classes,
+            per,
+            kinds,
+            self.by_request,
+            self.sizes,
+            self.edges,
+            self.hist,
+            self.read_hist,
+            self.fill_at,
+            self.state,
+        )
+        return True
+
+    def curve(self) -> mrc.Curve:
+        return mrc.curve_from_histograms(self.sizes, self.hist, self.read_hist, self.fill_at, self.units)
+
+    def block_counts(self) -> npt.NDArray[np.int64]:
+        """Each block's accesses."""
+        return self.counts if self.fenwick else self.node[:, 3].astype(np.int64)
+
+
 def lru_pass(
     requests: Requests,
     block_size: int,
@@ -475,25 +666,15 @@ def lru_pass(
     hitting only when all its blocks do (mrc.exact_curve_dense with per_request); else each
     block access counts, of its request's kind. Runs without the GIL but for a moment
     between passes: another block size's pass can run beside it on another thread."""
-    offset, length = requests["offset"], requests["length"]
+    numbering = Numbering(block_size)
     per = np.empty(counted.requests if counted.spanning else 0, np.int32)
     dense = np.empty(counted.accesses, np.int32)
-    ids = _relabel_compiled()(offset, length, _keep(keep), block_size.bit_length() - 1, dense, per)
-    sizes = mrc.default_sizes(len(ids))
+    numbering.feed(requests, keep, dense, per)
     units = counted.requests if by_request else counted.accesses
-    edges = np.linspace(0, units, mrc.STEADY_SLICES + 1).astype(np.int64)
-    kinds = reads.view(np.uint8)
-    hist = np.zeros((mrc.STEADY_SLICES, len(sizes) + 2), np.int64)
-    read_hist = np.zeros_like(hist)
-    fill_at = np.full(len(sizes), -1, np.int64)
-    counts = np.empty(len(ids), np.int64)
-    if not _markers_compiled()(
-        dense, len(ids), sizes, MARKER_STEPS, per, kinds, by_request, edges, hist, read_hist, fill_at, counts
-    ):
-        hist[:], read_hist[:], fill_at[:] = 0, 0, -1  # the marker pass gave up: a Fenwick tree's classes
-        counts = np.bincount(dense, minlength=len(ids))
-        classes = np.empty(counted.accesses, np.int16)
-        _fenwick_compiled()(dense, len(ids), sizes, classes)
-        del dense
-        _histograms_compiled()(classes, per, kinds, by_request, sizes, edges, hist, read_hist, fill_at)
-    return Pass(mrc.curve_from_histograms(sizes, hist, read_hist, fill_at, units), ids, counts, counted.accesses)
+    classing = Classing(numbering.distinct, units, counted.accesses, by_request)
+    if not classing.feed(dense, per, reads):
+        del classing  # the marker pass gave up: a Fenwick tree's classes
+        classing = Classing(numbering.distinct, units, counted.accesses, by_request, fenwick=True)
+        classing.feed(dense, per, reads)
+    del dense
+    return Pass(classing.curve(), numbering.ids(), classing.block_counts(), counted.accesses)

@@ -47,6 +47,7 @@ codes(
         "trace-unreadable": "{why}; nothing was analysed",
         "unknown-format": "{why}; nothing was analysed",
         "too-many-accesses": "{why}; nothing was analysed",
+        "footprint-too-large": "{why}; nothing was analysed",
         "bad-csv-columns": "the CSV column description {spec!r} is not time=N,op=N,offset=N,size=N (0-based column "
         "numbers); nothing was analysed",
     }
@@ -62,6 +63,7 @@ class TraceError(CachewiseError):
             "unknown-format": [next_step("trace-format")],
             "bad-csv-columns": [next_step("trace-columns")],
             "too-many-accesses": [next_step("larger-block-size")],
+            "footprint-too-large": [next_step("sample-the-curve")],
         }
         super().__init__(code or "trace-unreadable", why=what, next=nxt.get(code, []), **facts)
 
@@ -427,14 +429,17 @@ def _valid_records(records: Requests, stats: ImportStats) -> Requests:
     return records
 
 
-def iter_cachewise(path: Path, chunk: int = 4 * CHUNK) -> Iterator[Requests]:
-    """A cachewise trace in chunks of ``chunk`` requests (a truncated last record is dropped)."""
+def iter_cachewise(path: Path, chunk: int = 4 * CHUNK, records: int | None = None) -> Iterator[Requests]:
+    """A cachewise trace in chunks of ``chunk`` requests (a truncated last record is dropped);
+    its first ``records`` alone when given (a trace still being written, read again)."""
     _, start, total = _cachewise_header(path)
+    if records is not None:
+        total = min(total, records)
     for first in range(0, total, chunk):
-        records = np.fromfile(
+        read = np.fromfile(
             path, dtype=REQUEST, count=min(chunk, total - first), offset=start + first * REQUEST.itemsize
         )
-        yield _valid_records(records, ImportStats())
+        yield _valid_records(read, ImportStats())
 
 
 # fio iologs from this size on are read by the compiled reader (advisor.workload.fastparse):

@@ -209,7 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         choices=["auto", "exact", "shards"],
         help="curve by exact stack distances, or by SHARDS sampling (default: exact up to 12 million "
-        "block accesses, SHARDS beyond)",
+        "block accesses, SHARDS beyond). A cachewise trace of more than 8 million requests is read in chunks, "
+        "in memory bounded by its footprint: once by SHARDS, twice exactly; a progress line shows on a terminal",
     )
     analyze.add_argument(
         "--format",

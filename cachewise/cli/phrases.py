@@ -21,6 +21,7 @@ ACTIONS = {
     "`cachewise tui --replay-samples FILE`)",
     "reinstall": "reinstall cachewise (apt-get install --reinstall cachewise)",
     "larger-block-size": "give a larger --block-size",
+    "sample-the-curve": "analyse it by sampling (--mode shards) or give a larger --block-size",
     "name-lv": "give it as VG/LV",
     "allow-wipe": "if it can go, pass --wipe (and confirm)",
     "allow-partition": "pass --allow-partition to use just this partition",

@@ -73,7 +73,18 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         layout = CsvLayout(MSR.time, MSR.op, MSR.offset, MSR.size, args.csv_time_unit or MSR.time_unit, args.csv_header)
     request = workload.AnalyzeRequest(args.trace, block_size, args.mode, args.format, layout, cutoff)
     checksum = None if args.no_record else workload.start_checksum(core, args.trace)
-    result, meta = workload.analyze(core, request)
+    shown: list[str] = []  # the progress line on stderr, while one is shown
+
+    def progress(what: str, share: float) -> None:
+        line = f"analysing: {what}, {share:.0%}; Ctrl-C stops"
+        print(f"\r{line:<{len(shown[0]) if shown else 0}}", end="", file=sys.stderr, flush=True)
+        shown[:] = [line]
+
+    try:
+        result, meta = workload.analyze(core, request, progress if sys.stderr.isatty() and not args.json else None)
+    finally:
+        if shown:
+            print(file=sys.stderr)
     if args.json:
         print_json(result.to_json())
     else:

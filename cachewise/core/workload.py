@@ -17,7 +17,7 @@ from advisor.inputs import BadJson, MiB, Unreadable, load_json
 from advisor.units import BCACHE_SEQUENTIAL_CUTOFF
 from advisor.workload import capfile, sampled
 from advisor.workload import replay as replaying
-from advisor.workload.analysis import Analysis, analyze_path
+from advisor.workload.analysis import Analysis, Progress, analyze_path
 from advisor.workload.capture import (
     Capture,
     CaptureError,
@@ -56,14 +56,17 @@ class AnalyzeRequest:
     sequential_cutoff: int = BCACHE_SEQUENTIAL_CUTOFF
 
 
-def analyze(core: Core, request: AnalyzeRequest | Path) -> tuple[Analysis, dict[str, Any]]:
+def analyze(
+    core: Core, request: AnalyzeRequest | Path, progress: Progress | None = None
+) -> tuple[Analysis, dict[str, Any]]:
     """Analyse a trace file: (analysis, the trace's own metadata). TraceError when the file
-    cannot be read as a trace; Refused for a bad block size."""
+    cannot be read as a trace; Refused for a bad block size. ``progress`` hears how far a long
+    trace's analysis is (what is being done, the share of it done), from the analysing thread."""
     r = request if isinstance(request, AnalyzeRequest) else AnalyzeRequest(request)
     if is_capture(r.path):
         return _analyze_capture(r)
     try:
-        return analyze_path(r.path, r.block_size, r.mode, r.fmt, r.layout, r.sequential_cutoff)
+        return analyze_path(r.path, r.block_size, r.mode, r.fmt, r.layout, r.sequential_cutoff, progress)
     except CachewiseError:
         raise
     except ValueError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Static
 
 from cachewise.core import Core
@@ -54,3 +55,41 @@ async def test_a_path_that_is_not_a_file_is_refused_in_place(tmp_path: Path) -> 
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, DisksScreen)
+
+
+async def test_a_long_trace_shows_its_progress_on_the_status_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace analysed in chunks (here "long" from 1,000 requests) tells the status line how far
+    it is, each reading; the line is cleared when the analysis opens."""
+    from advisor.workload.traces import load_trace, write_trace
+    from cachewise.core import workload
+
+    path = tmp_path / "long.cwtrace"
+    write_trace(path, load_trace(TRACE).requests, {"device": "/dev/sdb"})
+    monkeypatch.setattr("advisor.workload.analysis.STREAM_REQUESTS", 1000)
+    seen: list[str] = []
+    real = workload.analyze
+
+    def watched(core: Core, request: object, progress: object = None) -> object:
+        def told(what: str, share: float) -> None:
+            progress(what, share)  # type: ignore[operator]
+            seen.append(str(app.screen.query_one("#status", Static).content))
+
+        return real(core, request, told)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(workload, "analyze", watched)
+    app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), state_dir=tmp_path, live=False), watch_hotplug=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.workers.wait_for_complete()
+        await pilot.press("t")
+        await pilot.pause()
+        app.screen.query_one("#trace-path", Input).value = str(path)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, AnalysisScreen) and app.screen.analysis.requests == 4000
+        assert seen and seen[-1] == f"Analysing {path}: sampling the curve, 100%"
+        assert all(line.startswith(f"Analysing {path}: sampling the curve, ") for line in seen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert str(app.screen.query_one("#status", Static).content) == ""

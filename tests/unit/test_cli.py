@@ -133,6 +133,15 @@ def test_long_cachewise_traces_are_analysed_in_chunks(tmp_path: Path, monkeypatc
     assert data["curve_mode"] == "shards" and data["requests"] == 4000 and data["source_format"] == "cachewise"
     assert main(["analyze", "--json", "--no-record", "--mode", "exact", str(path)]) == 0
     assert json.loads(capsys.readouterr().out)["curve_mode"] == "exact"
+    # On a terminal, a progress line on stderr follows each reading, then gives way to the report.
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["analyze", "--no-record", "--mode", "exact", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "\ranalysing: numbering the blocks, 100%; Ctrl-C stops" in err
+    assert "\ranalysing: counting the curve, 100%; Ctrl-C stops" in err and err.endswith("\n")
+    assert "analysing" not in out and "Footprint" in out
+    assert main(["analyze", "--json", "--no-record", "--mode", "exact", str(path)]) == 0
+    assert capsys.readouterr().err == ""  # none beside --json
 
 
 @pytest.mark.parametrize("width,height", [(20, 9), (56, 9), (140, 13), (60, 11)])

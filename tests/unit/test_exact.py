@@ -78,15 +78,33 @@ def counted(classes_or_markers: object, dense: np.ndarray, distinct: int, sizes:
     hist = np.zeros((mrc.STEADY_SLICES, len(sizes) + 2), np.int64)
     read_hist, fill_at = np.zeros_like(hist), np.full(len(sizes), -1, np.int64)
     none = np.zeros(0, np.int32)
+    state = exact._marker_state()
     if isinstance(classes_or_markers, np.ndarray):
-        exact._histograms_compiled()(classes_or_markers, none, reads, False, sizes, edges, hist, read_hist, fill_at)
+        exact._histograms_compiled()(classes_or_markers, none, reads, False, sizes, edges, hist, read_hist, fill_at,
+                                     state)
     else:
-        counts = np.zeros(distinct, np.int64)
-        if not exact._markers_compiled()(dense, distinct, sizes, budget, none, reads, False, edges, hist, read_hist,
-                                         fill_at, counts):
+        node = exact._nodes(distinct)
+        if not exact._markers_compiled()(dense, sizes, budget, none, reads, False, edges, hist, read_hist, fill_at,
+                                         node, np.full(len(sizes), -1, np.int32), state):
             return None
-        assert counts.tolist() == np.bincount(dense, minlength=distinct).tolist()
+        assert node[:, 3].tolist() == np.bincount(dense, minlength=distinct).tolist()
     return hist.tolist(), read_hist.tolist(), fill_at.tolist()
+
+
+def fenwick_classes(dense: np.ndarray, distinct: int, sizes: np.ndarray, pieces: int = 1) -> np.ndarray:
+    """The Fenwick tree's classes of ``dense``, fed in ``pieces`` calls; its counts checked."""
+    room = 1
+    while room < min(2 * distinct + 1024, len(dense) + 1):
+        room *= 2
+    last, owner = np.full(distinct, -1, np.int32), np.full(room, -1, np.int32)
+    tree, counts, state = np.zeros(room + 1, np.int32), np.zeros(distinct, np.int64), np.zeros(2, np.int64)
+    out = np.empty(len(dense), np.int16)
+    for part in np.array_split(np.arange(len(dense)), pieces):
+        piece = np.empty(len(part), np.int16)
+        exact._fenwick_compiled()(dense[part], sizes, piece, last, owner, tree, counts, state)
+        out[part] = piece
+    assert counts.tolist() == np.bincount(dense, minlength=distinct).tolist()
+    return out
 
 
 @pytest.mark.parametrize("universe", [3, 50, 5000, 10**6])
@@ -99,9 +117,8 @@ def test_markers_and_fenwick_class_as_the_distances_do(universe: int) -> None:
     exact.load()
     for sizes in (mrc.default_sizes(len(ids)), np.array([1, 2, 3, 7], np.int64), np.array([1], np.int64)):
         want = mrc.size_classes(mrc.stack_distances(blocks), sizes).astype(np.int16)
-        fenwick = np.empty(len(blocks), np.int16)
-        exact._fenwick_compiled()(dense32, len(ids), sizes, fenwick)
-        assert fenwick.tolist() == want.tolist()
+        for pieces in (1, 7):
+            assert fenwick_classes(dense32, len(ids), sizes, pieces).tolist() == want.tolist()
         assert counted(None, dense32, len(ids), sizes, reads) == counted(want, dense32, len(ids), sizes, reads)
 
 
@@ -110,6 +127,37 @@ def test_the_marker_pass_gives_up_on_a_trace_with_little_reuse() -> None:
     sizes = mrc.default_sizes(len(dense))
     exact.load()
     assert counted(None, dense, len(dense), sizes, np.ones(len(dense), np.uint8), exact.MARKER_STEPS) is None
+
+
+@pytest.mark.parametrize("fenwick", [False, True])
+@pytest.mark.parametrize("by_request", [True, False])
+def test_a_curve_counted_piece_by_piece_is_the_curve_of_the_whole(fenwick: bool, by_request: bool,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The streaming analysis's way: the blocks numbered over pieces of the trace (the table
+    growing between them), then looked up and classed piece by piece, give the one-pass curve."""
+    monkeypatch.setattr(exact, "MARKER_STEPS", 1 << 20)  # the markers never give up here
+    req = requests(100_000, 8, spanning=True)
+    req["offset"] += np.random.default_rng(10).integers(0, 30, len(req)).astype(np.uint64) * (5000 * 4096)
+    keep = np.random.default_rng(9).random(len(req)) < 0.9
+    reads_all = req["write"] == 0
+    want = exact.lru_pass(req, 4096, keep, reads_all[keep], by_request, exact.count(req, 4096, keep))
+    numbering = exact.Numbering(4096, load=3)
+    pieces = [slice(at, at + 3_333) for at in range(0, len(req), 3_333)]
+    for piece in pieces:
+        numbering.feed(req[piece], keep[piece])
+    assert len(numbering.table) > 2 << 16  # it grew between pieces
+    assert numbering.distinct == len(want.ids) and numbering.counted == exact.count(req, 4096, keep)
+    assert np.array_equal(numbering.ids(), want.ids)  # numbered in the same order: first touch
+    counted_ = numbering.counted
+    units = counted_.requests if by_request else counted_.accesses
+    classing = exact.Classing(numbering.distinct, units, counted_.accesses, by_request, fenwick)
+    for piece in pieces:
+        dense, per = numbering.lookup(req[piece], keep[piece], exact.count(req[piece], 4096, keep[piece]))
+        assert classing.feed(dense, per, reads_all[piece][keep[piece]])
+    got = classing.curve()
+    for name in CURVE_FIELDS:
+        assert np.array_equal(getattr(got, name), getattr(want.curve, name)), name
+    assert np.array_equal(classing.block_counts(), want.counts)
 
 
 def pinned(name: str) -> dict[str, object]:

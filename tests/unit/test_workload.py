@@ -99,3 +99,76 @@ def test_the_compiled_tally_gives_numpys_figures(monkeypatch: pytest.MonkeyPatch
         figures.append((summary.requests, summary.reads, summary.writes, summary.read_bytes, summary.write_bytes,
                         summary.sizes.tolist(), summary.t_min, summary.t_max, summary.backlog.tolist()))
     assert figures[0] == figures[1]
+
+
+def mixed_requests(n: int, seed: int) -> np.ndarray:
+    """Zipf-like 4 and 8 KiB requests, some unaligned, 30% writes, with a long sequential read
+    (bypassed) in the middle."""
+    rng = np.random.default_rng(seed)
+    req = np.zeros(n, REQUEST)
+    req["t"] = np.arange(n) * 1e-3
+    req["offset"] = (rng.zipf(1.2, n) % 20_000) * 4096 + rng.choice([0, 0, 512], n)
+    req["length"] = rng.choice([4096, 8192], n)
+    req["write"] = rng.random(n) < 0.3
+    scan = slice(n // 3, n // 3 + 1500)
+    req["offset"][scan] = (1 << 32) + np.arange(1500) * 65536
+    req["length"][scan] = 65536
+    req["write"][scan] = 0
+    return req
+
+
+@pytest.mark.parametrize("markers_give_up", [False, True])
+def test_an_exact_analysis_streamed_in_chunks_is_the_whole_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, markers_give_up: bool) -> None:
+    """A long cachewise trace analysed exactly is read twice in chunks (bounded memory), and
+    gives the in-memory exact analysis's figures and curves to the number; the smq and bcache
+    replays and the coarser chunks are the in-memory analysis's alone, as the SHARDS stream's."""
+    from advisor.workload import analysis, exact
+    from advisor.workload.analysis import analyze_path
+    from advisor.workload.traces import write_trace
+
+    path = tmp_path / "t.cwtrace"
+    n = 200_000 if markers_give_up else 40_000  # the markers first look at their cost 262,144 accesses in
+    write_trace(path, mixed_requests(n, 11), {"device": "/dev/sdb"})
+    whole, _ = analyze_path(path, 4096, "exact")
+    monkeypatch.setattr(analysis, "STREAM_REQUESTS", 1000)
+    monkeypatch.setattr(analysis, "EXACT_STREAM_CHUNK", 3000)
+    if markers_give_up:
+        monkeypatch.setattr(exact, "MARKER_STEPS", 0)
+    heard: list[tuple[str, float]] = []
+    streamed, meta = analyze_path(path, 4096, "exact", progress=lambda what, share: heard.append((what, share)))
+    assert meta["device"] == "/dev/sdb" and streamed.curve_mode == "exact"
+    def compared(result: analysis.Analysis) -> dict[str, object]:
+        return {k: v for k, v in result.to_json().items() if not k.startswith(("smq_", "bcache_", "coarse"))}
+
+    assert compared(streamed) == compared(whole)
+    assert streamed.smq_sizes_blocks == [] and streamed.coarse_chunk_curves == []
+    assert whole.requests == n and whole.bypassed_requests > 0 and whole.chunk_curve_sizes_blocks
+    stages = [what for what, _ in heard]
+    assert stages[0] == "numbering the blocks" and heard[-1][1] == 1.0
+    assert ("counting the curve again, by stack distances" in stages) == markers_give_up
+    assert all(0 < share <= 1 for _, share in heard)
+
+
+def test_an_exact_stream_past_the_blocks_it_holds_is_refused_in_a_sentence(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The footprint is checked as the blocks are numbered, chunk by chunk: the hash table never
+    grows past what the limit allows, and the refusal names the ways out."""
+    from advisor.workload import analysis
+    from advisor.workload.analysis import analyze_path
+    from advisor.workload.traces import TraceError, write_trace
+
+    path = tmp_path / "t.cwtrace"
+    write_trace(path, mixed_requests(40_000, 12), {})
+    monkeypatch.setattr(analysis, "STREAM_REQUESTS", 1000)
+    monkeypatch.setattr(analysis, "EXACT_STREAM_CHUNK", 3000)
+    monkeypatch.setattr(analysis, "EXACT_STREAM_BLOCKS", 2000)
+    heard: list[float] = []
+    with pytest.raises(TraceError, match="more than 2,000 distinct blocks of 4096 bytes") as refused:
+        analyze_path(path, 4096, "exact", progress=lambda what, share: heard.append(share))
+    assert refused.value.code == "footprint-too-large"
+    from cachewise.cli.phrases import word
+
+    said = word(refused.value)
+    assert said.count(". ") <= 2 and "nothing was analysed" in said and "--mode shards" in said, said
+    assert len(heard) < 3  # refused in the first chunks of 14, not after reading them all
