@@ -10,7 +10,7 @@ a temporary file first (not timed). Then, each in its own process so that its pe
 its own, `cachewise analyze --mode exact` (two readings of the file: advisor.workload.analysis
 analyze_stream_exact) and, as the peer measured in the same run, the SHARDS stream that `auto`
 uses on such a trace (one reading, a sampled curve). Targets: the exact analysis in at most
-60 s and 1 GB peak memory (resident set); the SHARDS curve's mean absolute hit-ratio error
+60 s and 1 GB peak memory (resident set, VmHWM); the SHARDS curve's mean absolute hit-ratio error
 against the exact one is printed beside.
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,15 @@ def generate(path: Path, requests: int, blocks: int, seed: int = 31) -> None:
             req.tofile(fh)
 
 
+def peak_mib() -> float:
+    """This process's peak resident set (VmHWM): getrusage's ru_maxrss would carry the parent's
+    peak (the trace's generation) over the exec that started it."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def measure(path: Path, mode: str) -> None:
     """Run in its own process: analyse, print one JSON line of figures."""
     from advisor.workload import analysis, exact
@@ -70,7 +78,7 @@ def measure(path: Path, mode: str) -> None:
             {
                 "mode": result.curve_mode,
                 "seconds": spent,
-                "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "peak_mib": peak_mib(),
                 "requests": result.requests,
                 "footprint": result.footprint_blocks,
                 "chunk_footprint": result.chunk_footprint_blocks,

@@ -860,13 +860,16 @@ def analyze_stream(
     sequential_cutoff: int = SEQUENTIAL_CUTOFF,
 ) -> Analysis:
     """Analyse a trace too long to hold, chunk by chunk, with a SHARDS curve: memory follows
-    the footprint and the sample, not the trace."""
+    the footprint and the sample, not the trace (each block's count is kept by number in a hash
+    table, not merged by sorting at every chunk: bench_stream)."""
     _check_block_size(block_size)
+    exact.load()
     summary = _Summary(sequential_cutoff)
     sampler: mrc.ShardsSampler | None = None
     chunk_sampler: mrc.ShardsSampler | None = None
-    chunk_ids = np.zeros(0, np.int64)
-    chunk_accesses = 0
+    counted = exact.BlockCounts(block_size)
+    chunks_touched = exact.Numbering(CHUNK, load=3)
+    accesses = chunk_accesses = 0
     for whole in chunks:
         bypass = summary.feed_requests(whole)
         part = whole if bypass is None else whole[~bypass]
@@ -876,28 +879,31 @@ def analyze_stream(
             per_request = len(blocks) / max(len(part), 1)
             sampler = mrc.ShardsSampler(mrc.shards_rate(int(expected_requests * per_request)))
             chunk_sampler = mrc.ShardsSampler(mrc.shards_rate(expected_requests)) if block_size < CHUNK else None
-        summary.feed_blocks(len(blocks), *np.unique(blocks, return_counts=True))
+        counted.feed(part, len(blocks))
+        accesses += len(blocks)
         sampler.feed(blocks, reads, per)
         if chunk_sampler is not None:
             in_chunks, per = blocks_per_request(part, CHUNK)
             chunk_sampler.feed(in_chunks, reads if per is None else np.repeat(reads, per))
-            chunk_ids = np.union1d(chunk_ids, in_chunks)
+            chunks_touched.feed(part, None)
             chunk_accesses += len(in_chunks)
     if sampler is None:
         raise ValueError("the trace holds no requests")
+    summary.feed_blocks(accesses, None, counted.counts())
     curve = sampler.curve(mrc.default_sizes(len(summary.counts())))
     chunk = (
-        (chunk_sampler.curve(mrc.default_sizes(len(chunk_ids))), len(chunk_ids), chunk_accesses)
+        (chunk_sampler.curve(mrc.default_sizes(chunks_touched.distinct)), chunks_touched.distinct, chunk_accesses)
         if chunk_sampler is not None
         else None
     )
     return _result(summary, curve, block_size, source, source_format, stats, chunk)
 
 
-# A long trace analysed exactly (analyze_stream_exact) is read this many requests at a time, and
-# refused once it touches more distinct blocks than this: its hash table, LRU stack and counts
-# hold 45 to 70 bytes a block (bench_stream: 741 MiB peak for 10 million).
-EXACT_STREAM_CHUNK = 1 << 20
+# A long trace is read this many requests at a time (analyze_stream, analyze_stream_exact); an
+# exact analysis of one is refused once it touches more distinct blocks than this: its hash
+# table, LRU stack and counts hold 45 to 70 bytes a block (bench_stream: 741 MiB peak for 10
+# million).
+STREAM_CHUNK = 1 << 20
 EXACT_STREAM_BLOCKS = 25_000_000
 # Where a progress callback is given, it hears (what is being done, the share of it done).
 Progress = Callable[[str, float], None]
@@ -927,7 +933,7 @@ def analyze_stream_exact(
     kept: list[npt.NDArray[np.uint8] | None] = []  # each chunk's requests a cache keeps, packed
     done = 0
     with ThreadPoolExecutor(1) as beside:
-        for whole in iter_cachewise(path, EXACT_STREAM_CHUNK, records):
+        for whole in iter_cachewise(path, STREAM_CHUNK, records):
             bypass = summary.feed_requests(whole)
             keep = None if bypass is None else ~bypass
             kept.append(None if keep is None else np.packbits(keep))
@@ -1025,7 +1031,7 @@ def _looked_up(
 
     with ThreadPoolExecutor(1) as ahead:
         pending = None
-        for whole, packed in zip(iter_cachewise(path, EXACT_STREAM_CHUNK, records), kept, strict=True):
+        for whole, packed in zip(iter_cachewise(path, STREAM_CHUNK, records), kept, strict=True):
             following = ahead.submit(one, whole, packed)
             if pending is not None:
                 yield pending.result()
@@ -1065,7 +1071,7 @@ def analyze_path(
             result = analyze_stream_exact(path, block_size, fmt, stats, sequential_cutoff, progress)
         else:
             result = analyze_stream(
-                _told(iter_cachewise(path), records, progress),
+                _told(iter_cachewise(path, STREAM_CHUNK), records, progress),
                 records,
                 block_size,
                 str(path),

@@ -198,3 +198,19 @@ def test_both_paths_agree_on_bypassed_streams_and_spanning_requests(monkeypatch:
     assert before["bypassed_requests"] > 0
     monkeypatch.setattr(analysis, "COMPILED_PASSES_FROM", 0)
     assert analysed(trace) == before
+
+
+def test_block_counts_over_pieces_are_each_blocks_accesses() -> None:
+    """The SHARDS stream's footprint and hot data: each block's count kept by number as pieces
+    come (its table and counts growing between them), the counts np.unique gives the whole."""
+    req = requests(60_000, 12, spanning=True)
+    req["offset"] += np.random.default_rng(13).integers(0, 40, len(req)).astype(np.uint64) * (5000 * 4096)
+    counted = exact.BlockCounts(4096)
+    for at in range(0, len(req), 7_000):
+        piece = req[at : at + 7_000]
+        counted.feed(piece, exact.count(piece, 4096, None).accesses)
+    _, want = np.unique(analysis.to_blocks(req, 4096), return_counts=True)
+    assert len(counted.counts()) > 1 << 16  # past the first room for counts
+    assert sorted(counted.counts().tolist()) == sorted(want.tolist())
+    ids = counted.numbering.ids()
+    assert counted.counts()[np.argsort(ids)].tolist() == want.tolist()

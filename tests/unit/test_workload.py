@@ -132,7 +132,7 @@ def test_an_exact_analysis_streamed_in_chunks_is_the_whole_one(
     write_trace(path, mixed_requests(n, 11), {"device": "/dev/sdb"})
     whole, _ = analyze_path(path, 4096, "exact")
     monkeypatch.setattr(analysis, "STREAM_REQUESTS", 1000)
-    monkeypatch.setattr(analysis, "EXACT_STREAM_CHUNK", 3000)
+    monkeypatch.setattr(analysis, "STREAM_CHUNK", 3000)
     if markers_give_up:
         monkeypatch.setattr(exact, "MARKER_STEPS", 0)
     heard: list[tuple[str, float]] = []
@@ -161,7 +161,7 @@ def test_an_exact_stream_past_the_blocks_it_holds_is_refused_in_a_sentence(
     path = tmp_path / "t.cwtrace"
     write_trace(path, mixed_requests(40_000, 12), {})
     monkeypatch.setattr(analysis, "STREAM_REQUESTS", 1000)
-    monkeypatch.setattr(analysis, "EXACT_STREAM_CHUNK", 3000)
+    monkeypatch.setattr(analysis, "STREAM_CHUNK", 3000)
     monkeypatch.setattr(analysis, "EXACT_STREAM_BLOCKS", 2000)
     heard: list[float] = []
     with pytest.raises(TraceError, match="more than 2,000 distinct blocks of 4096 bytes") as refused:
