@@ -17,9 +17,11 @@ CRC-32 of the payload) and its payload:
 - ``E`` the end of a run, and why (JSON): duration reached, stopped, the budget or the file
   system nearly full.
 
-A reader takes every frame up to the first one that is short or fails its CRC (a torn tail
-after a power cut, or damage) and says how many bytes it left. Nothing in a frame is trusted:
-lengths are bounded before anything is allocated.
+A reader takes every frame that reads whole. Past one that is short or fails its CRC (a torn
+tail after a power cut, or damage) it looks for the next frame tag whose frame passes its CRC
+and goes on from there, so damage in the middle of an hour costs that frame alone; it says how
+many bytes it skipped and why. Nothing in a frame is trusted: lengths are bounded before
+anything is allocated, and the search past damage checks a bounded number of bytes.
 
 Sampling (SHARDS, Waldspurger et al., FAST '15): a request is kept when the hash of the
 64 KiB unit it starts in falls under a threshold, so every block of a sampled unit is kept
@@ -68,6 +70,7 @@ MAX_PAYLOAD = 64 << 20  # a frame larger than this is damage, never a frame cach
 MAX_FRAME_RECORDS = 1 << 21
 MAX_HEADER = 1 << 16
 MAX_FILE = 1 << 30  # one hour's file; cachewise writes a few MB at most
+RESYNC_BYTES = 64 << 20  # beyond the file's own size, what the search past damage may check
 MAX_JSON = 1 << 16  # an hour's counts or a run's end
 MAX_TOTAL_RECORDS = 64_000_000  # kept requests in a whole capture (8 million is what a run aims at)
 # Plausible times: 2001 to 2128, as epoch seconds (a frame's base and an hour's times)
@@ -179,15 +182,15 @@ def header(meta: dict[str, Any]) -> bytes:
 
 @dataclass
 class FileContents:
-    """What one capture file held, up to its first bad frame."""
+    """What one capture file held: every frame that reads whole."""
 
     path: Path
     meta: dict[str, Any]
     chunks: list[tuple[int, npt.NDArray[Any]]] = field(default_factory=list)  # (threshold, records)
     summaries: list[dict[str, Any]] = field(default_factory=list)
     ends: list[dict[str, Any]] = field(default_factory=list)
-    torn_bytes: int = 0  # bytes after the last good frame (a power cut's tail, or damage)
-    torn_why: str = ""
+    torn_bytes: int = 0  # bytes skipped: a power cut's torn tail, or damaged frames
+    torn_why: str = ""  # why the first of them could not be read
 
     def number(self, key: str, default: float) -> float:
         """A number from the header, or ``default`` when it is missing or not a finite number."""
@@ -217,13 +220,39 @@ def read_file(path: Path) -> FileContents:
         raise CaptureFileError(f"{path} has a corrupt header")
     contents = FileContents(path, meta)
     at = end + 1
+    budget = [len(data) + RESYNC_BYTES]  # payload bytes the search for a good frame may check
     while at < len(data):
         why = _frame_at(data, at, contents)
-        if why:
-            contents.torn_bytes, contents.torn_why = len(data) - at, why
+        if not why:
+            at += FRAME.size + FRAME.unpack_from(data, at)[2]
+            continue
+        good = _next_frame(data, at + 1, contents, budget)
+        contents.torn_bytes += (good if good >= 0 else len(data)) - at
+        contents.torn_why = contents.torn_why or why
+        if good < 0:
             break
-        at += FRAME.size + FRAME.unpack_from(data, at)[2]
+        at = good + FRAME.size + FRAME.unpack_from(data, good)[2]
     return contents
+
+
+def _next_frame(data: bytes, at: int, contents: FileContents, budget: list[int]) -> int:
+    """After a damaged frame: where the next frame that reads whole starts (it is read into
+    ``contents`` already, so the caller steps past it), or -1. Each candidate is a frame tag;
+    the CRC of its payload makes a false one as unlikely as damage passing the check. A file of
+    tags that each claim a long payload could make the search quadratic: ``budget`` bounds
+    the payload bytes it checks, and when spent the rest of the file is left unread."""
+    while True:
+        at = data.find(FRAME_TAG, at)
+        if at < 0 or len(data) - at < FRAME.size:
+            return -1
+        length = FRAME.unpack_from(data, at)[2]
+        if length <= MAX_PAYLOAD and at + FRAME.size + length <= len(data):
+            budget[0] -= length
+            if budget[0] < 0:
+                return -1
+            if not _frame_at(data, at, contents):
+                return at
+        at += 1
 
 
 def _frame_at(data: bytes, at: int, contents: FileContents) -> str:

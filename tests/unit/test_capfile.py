@@ -240,13 +240,48 @@ def hostile_frames() -> list[tuple[bytes, str]]:
 
 
 @pytest.mark.parametrize(("frame", "why"), hostile_frames())
-def test_hostile_frames_end_the_read_without_harm(tmp_path: Path, frame: bytes, why: str) -> None:
+def test_hostile_frames_are_skipped_without_harm(tmp_path: Path, frame: bytes, why: str) -> None:
+    """A hostile or damaged frame costs itself alone: the reader finds the next good frame."""
     path = tmp_path / "x-20260101T000000Z.cwcap"
     good = capfile.records_frame(requests(10, T0, 1), T0, capfile.threshold_for(1.0))
     path.write_bytes(capfile.header({"device": "/dev/sdb"}) + good + frame + good)
     got = capfile.read_file(path)
-    assert len(got.chunks) == 1 and why in got.torn_why
-    assert got.torn_bytes == len(frame) + len(good)
+    assert len(got.chunks) == 2 and why in got.torn_why
+    assert got.torn_bytes == len(frame)
+
+
+def test_a_damaged_frame_in_the_middle_of_an_hour_costs_that_frame_alone(tmp_path: Path) -> None:
+    """Bit rot in one frame: the frames after it are read again from the next good one; a torn
+    tail after it is counted too, and the reason given is the first damage's."""
+    path = tmp_path / "x-20260101T000000Z.cwcap"
+    frames = [capfile.records_frame(requests(10, T0 + i, 1 + i), T0 + i, capfile.threshold_for(1.0)) for i in range(4)]
+    rotten = bytearray(frames[1])
+    rotten[len(rotten) // 2] ^= 0x40
+    tail = frames[3][: len(frames[3]) // 2]  # a power cut's torn last frame
+    path.write_bytes(capfile.header({"device": "/dev/sdb"}) + frames[0] + bytes(rotten) + frames[2] + tail)
+    got = capfile.read_file(path)
+    assert [len(records) for _, records in got.chunks] == [10, 10]
+    assert got.chunks[1][1]["offset"].tolist() == capfile.read_file(path).chunks[1][1]["offset"].tolist()
+    assert got.torn_why == "a frame fails its checksum" and got.torn_bytes == len(rotten) + len(tail)
+
+
+def test_a_file_of_frame_tags_claiming_long_payloads_is_read_in_bounded_work(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hostile: every 16 bytes a frame tag claiming half a MiB of payload with a wrong CRC. The
+    search past damage checks at most the file's size and RESYNC_BYTES, then leaves the rest
+    unread (unbounded, it would check 32,768 candidates of half a MiB each)."""
+    import struct
+
+    monkeypatch.setattr(capfile, "RESYNC_BYTES", 1 << 16)
+    body = b"".join(struct.pack("<4sBxxxII", b"CWFR", ord("R"), 1 << 19, 0) for _ in range(1 << 16))  # 1 MiB
+    path = tmp_path / "x-20260101T000000Z.cwcap"
+    path.write_bytes(capfile.header({"device": "/dev/sdb"}) + body)
+    checked: list[int] = []
+    real = capfile._frame_at
+    monkeypatch.setattr(capfile, "_frame_at", lambda data, at, c: (checked.append(at), real(data, at, c))[1])
+    got = capfile.read_file(path)
+    assert got.chunks == [] and got.torn_bytes == len(body) and got.torn_why == "a frame fails its checksum"
+    assert 1 < len(checked) < 5  # the budget (1 MiB and 64 KiB) stops the search after two candidates
 
 
 def test_another_versions_frame_kinds_are_skipped_whole(tmp_path: Path) -> None:
