@@ -197,6 +197,7 @@ class _Sample:
         cached = requests[requests["stream"] != StreamDetector.BYPASSED]
         self.cached_t = cached["t"].astype(np.float64)
         self.cached_reads = cached["write"] == 0
+        self.cached_read_t = self.cached_t[self.cached_reads]  # the sampled reads a cache sees
         self.blocks, self.bt, self.reads = _blocks(cached)
         _, self.first_at, self.inverse = np.unique(self.blocks, return_index=True, return_inverse=True)
         self.touches = np.bincount(self.inverse, minlength=len(self.first_at))  # each block's accesses, all told
@@ -217,8 +218,26 @@ class _Sample:
     def span(self, times: npt.NDArray[np.float64], lo: float, hi: float) -> slice:
         return slice(int(np.searchsorted(times, lo)), int(np.searchsorted(times, hi)))
 
-    def hours_in(self, lo: float, hi: float) -> list[float]:
-        return [h for h in self.counted if lo <= h and h + HOUR <= hi]
+    def counted_between(
+        self, counts: dict[float, int], times: npt.NDArray[np.float64], lo: float, hi: float
+    ) -> float | None:
+        """What the hours ``counts`` counted over [lo, hi): an hour wholly inside counts whole,
+        an hour that lo or hi cuts (a day in a time zone half an hour off UTC's hours, like
+        India's) by the share of its sampled ``times`` inside (of its time, when it sampled
+        none). None when no counted hour meets [lo, hi)."""
+        total, met = 0.0, False
+        for h, count in counts.items():
+            a, b = max(lo, h), min(hi, h + HOUR)
+            if a >= b:
+                continue
+            met = True
+            if (a, b) == (h, h + HOUR):
+                total += count
+                continue
+            whole, inside = self.span(times, h, h + HOUR), self.span(times, a, b)
+            sampled = whole.stop - whole.start
+            total += count * ((inside.stop - inside.start) / sampled if sampled else (b - a) / HOUR)
+        return total if met else None
 
     def hit_ratios(self, lo: float, hi: float) -> list[float]:
         """The read hit ratio of a cache empty at ``lo`` until ``hi``, at each of the sizes; with
@@ -231,10 +250,10 @@ class _Sample:
         curve = mrc.exact_curve(blocks, self.sizes, reads)
         assert curve.read_hit_ratio is not None
         ratios = [float(x) for x in curve.read_hit_ratio]
-        hours = self.hours_in(lo, hi)
-        expected = sum(self.counted_reads[h] for h in hours) * self.rate
+        counted = self.counted_between(self.counted_reads, self.cached_read_t, lo, hi)
+        expected = (counted or 0.0) * self.rate
         sampled = int(np.count_nonzero(self.cached_reads[self.span(self.cached_t, lo, hi)]))
-        if hours and expected > 0 and sampled > 0:
+        if counted is not None and expected > 0 and sampled > 0:
             ratios = [min(1.0, max(0.0, (v * sampled + expected - sampled) / expected)) for v in ratios]
         return [round(v, 4) for v in ratios]
 
@@ -294,9 +313,9 @@ class _Sample:
             hot = ranked[: int(np.searchsorted(taken, HOT_ACCESS_SHARE * taken[-1])) + 1]
             carried = round(float(np.count_nonzero(np.isin(hot, ids))) / len(hot), 4)
             reread = round(float(np.count_nonzero(np.isin(ids, before))) / len(ids), 4)
-        hours = self.hours_in(lo, hi)
+        counted = self.counted_between(self.counted, self.t, lo, hi)
         part = self.span(self.t, lo, hi)
-        requests = sum(self.counted[h] for h in hours) if hours else round((part.stop - part.start) * self.per)
+        requests = round(counted) if counted is not None else round((part.stop - part.start) * self.per)
         return Day(lo, requests, self.footprint(lo, hi), self.hit_ratios(lo, hi), carried, reread)
 
 

@@ -254,3 +254,20 @@ def test_a_capture_of_one_request_or_of_an_instant_has_no_burst() -> None:
     p = periods.periods(reqs, 1.0, [], UTC)
     assert p is not None and p.windows[0].captured_seconds < 1 and p.windows[0].kind == ""
     assert [ph.kind for ph in p.phases] == [periods.HOT]
+
+
+def test_days_in_a_time_zone_half_an_hour_off_count_every_hour(tmp_path: Path) -> None:
+    """India's clock is UTC+5:30: its midnight cuts a capture's hours in two. Each whole day
+    counts all of its requests (the two cut hours by the share of their sample inside), where
+    counting whole hours alone lost one of 24; the days' read hit ratios come from the same."""
+    kolkata: Callable[[float], time.struct_time] = lambda t: time.gmtime(t + 5.5 * 3600)  # noqa: E731
+    rng = np.random.default_rng(11)
+    reqs = hot(rng, MIDNIGHT, 3 * 86400, 2)
+    c = captured(tmp_path, [reqs], 1 / 8)
+    p = periods.periods(c.requests, c.rate, c.summaries, kolkata)
+    assert p is not None and len(p.days) == 4
+    for day in p.days[1:3]:  # the whole local days
+        assert time.gmtime(day.start)[3:5] == (18, 30)
+        true = int(np.count_nonzero((reqs["t"] >= day.start) & (reqs["t"] < day.start + 86400)))
+        assert abs(day.requests - true) / true < 0.005, (day.requests, true)
+        assert day.read_hit_ratio and all(0 <= h <= 1 for h in day.read_hit_ratio)
