@@ -318,18 +318,17 @@ class DisksScreen(CoreScreen):
 
     def _analyze(self, path: Path) -> Analysis:
         """Analyse in a thread; a long trace's progress shows on the status line meanwhile."""
-        status = self.query_one("#status", Static)
         shown: list[bool] = []
 
         def progress(what: str, share: float) -> None:
-            self.app.call_from_thread(status.update, f"Analysing {path}: {what}, {share:.0%}")
+            self.app.call_from_thread(self._analysis_status, f"Analysing {path}: {what}, {share:.0%}")
             shown[:] = [True]
 
         try:
             analysis, meta = workload.analyze(self.core, path, progress)
         finally:
             if shown:
-                self.app.call_from_thread(status.update, "")
+                self.app.call_from_thread(self._status_line)
         self.services.warn_from_thread(workload.record_analysis(self.core, analysis, path, meta))
         return analysis
 
@@ -413,6 +412,9 @@ class DisksScreen(CoreScreen):
         self._scan_seconds = seconds
         self._fill()
         self._status_line()
+
+    def _analysis_status(self, line: str) -> None:
+        self.query_one("#status", Static).update(line)
 
     def _status_line(self) -> None:
         inv = self.inventory

@@ -889,6 +889,7 @@ def analyze_stream(
             chunk_accesses += len(in_chunks)
     if sampler is None:
         raise ValueError("the trace holds no requests")
+    stats.requests = summary.requests
     summary.feed_blocks(accesses, None, counted.counts())
     curve = sampler.curve(mrc.default_sizes(len(summary.counts())))
     chunk = (
@@ -899,11 +900,14 @@ def analyze_stream(
     return _result(summary, curve, block_size, source, source_format, stats, chunk)
 
 
-# A long trace is read this many requests at a time (analyze_stream, analyze_stream_exact); an
+# A long trace is read this many requests at a time (analyze_stream, analyze_stream_exact), and
+# an exact one classed at most this many block accesses at a time (a chunk of large requests is
+# cut in pieces); an
 # exact analysis of one is refused once it touches more distinct blocks than this: its hash
 # table, LRU stack and counts hold 45 to 70 bytes a block (bench_stream: 741 MiB peak for 10
 # million).
 STREAM_CHUNK = 1 << 20
+STREAM_ACCESSES = 1 << 22
 EXACT_STREAM_BLOCKS = 25_000_000
 # Where a progress callback is given, it hears (what is being done, the share of it done).
 Progress = Callable[[str, float], None]
@@ -918,40 +922,44 @@ def analyze_stream_exact(
     progress: Progress | None = None,
 ) -> Analysis:
     """The exact curves of a cachewise trace too long to hold, read twice in chunks: the first
-    reading makes the request figures and numbers the blocks (a hash table, about 27 bytes a
-    distinct block), the second classes each access (advisor.workload.exact's marker pass, or
-    its Fenwick tree when the markers give up: then a third). Memory follows the footprint, not
-    the trace: 100 million requests over 10 million blocks in well under 1 GB (bench_mrc). The
-    two block sizes run side by side on two threads. Like analyze_stream, it leaves out the
-    coarser chunks' curves and the smq and bcache replays."""
+    reading makes the request figures and numbers the blocks (a hash table that outlives the
+    chunks), the second classes each access (advisor.workload.exact's marker pass, or its
+    Fenwick tree when the markers give up: then a third). Memory follows the footprint, not
+    the trace: 100 million requests over 10 million blocks in 726 MiB (bench_stream). The two
+    block sizes run side by side on two threads. Like analyze_stream, it leaves out the coarser
+    chunks' curves and the smq and bcache replays. ``stats`` gets the records left out as bad."""
     _check_block_size(block_size)
     exact.load()
     records = cachewise_records(path)  # read again: a trace still growing is read as it was
     summary = _Summary(sequential_cutoff)
     sizes = [block_size] + ([CHUNK] if block_size < CHUNK else [])
     numberings = [exact.Numbering(size, load=3) for size in sizes]
-    kept: list[npt.NDArray[np.uint8] | None] = []  # each chunk's requests a cache keeps, packed
-    done = 0
+    kept: list[tuple[int, npt.NDArray[np.uint8] | None]] = []  # each chunk's requests, and those kept (packed)
+    told = _Told(progress, records)
     with ThreadPoolExecutor(1) as beside:
-        for whole in iter_cachewise(path, STREAM_CHUNK, records):
+        for whole in iter_cachewise(path, STREAM_CHUNK, records, stats):
             bypass = summary.feed_requests(whole)
             keep = None if bypass is None else ~bypass
-            kept.append(None if keep is None else np.packbits(keep))
+            kept.append((len(whole), None if keep is None else np.packbits(keep)))
             numbered = [beside.submit(n.feed, whole, keep) for n in numberings[1:]]
             numberings[0].feed(whole, keep)
             for future in numbered:
                 future.result()
             _check_footprint(numberings[0])
-            done += len(whole)
-            if progress is not None:
-                progress("numbering the blocks", done / max(records, 1))
+            told.read(0, "numbering the blocks", len(whole))
         summary.fed()
         if not summary.requests:
             raise ValueError("the trace holds no requests")
+        stats.requests = summary.requests
+        stop = threading.Event()  # the main pass failed or was interrupted: the other stops too
         chunk_pass = None
         if len(numberings) > 1:
-            chunk_pass = beside.submit(_classed, path, records, numberings[1], kept, False, None)
-        main = _classed(path, records, numberings[0], kept, True, progress)
+            chunk_pass = beside.submit(_classed, path, records, numberings[1], kept, False, told, 1, stop)
+        try:
+            main = _classed(path, records, numberings[0], kept, True, told, 0, stop)
+        except BaseException:
+            stop.set()
+            raise
         chunk_classed = chunk_pass.result() if chunk_pass is not None else None
     chunk = None
     if chunk_classed is not None:
@@ -963,6 +971,34 @@ def analyze_stream_exact(
     summary.feed_blocks(accesses, None, counts)
     del counts
     return _result(summary, curve, block_size, str(path), source_format, stats, chunk)
+
+
+class _Told:
+    """The progress of analyze_stream_exact's passes (one a block size, on two threads), told as
+    the one furthest behind among those still running: what it is doing, and how far."""
+
+    def __init__(self, progress: Progress | None, records: int) -> None:
+        self.progress, self.records = progress, max(records, 1)
+        self.where: dict[int, tuple[str, int]] = {}
+        self.lock = threading.Lock()
+
+    def read(self, which: int, what: str, requests: int) -> None:
+        """Pass ``which`` read ``requests`` more in doing ``what`` (a new ``what`` starts at 0)."""
+        if self.progress is None:
+            return
+        with self.lock:
+            before, done = self.where.get(which, (what, 0))
+            self.where[which] = (what, done + requests if before == what else requests)
+            stage, behind = min(self.where.values(), key=lambda w: w[1])
+            self.progress(stage, behind / self.records)
+
+    def finished(self, which: int) -> None:
+        with self.lock:
+            self.where.pop(which, None)
+
+
+class _Stopped(Exception):
+    """The other pass stopped: this one ends too."""
 
 
 def _check_footprint(numbering: exact.Numbering) -> None:
@@ -978,66 +1014,88 @@ def _classed(
     path: Path,
     records: int,
     numbering: exact.Numbering,
-    kept: list[npt.NDArray[np.uint8] | None],
+    kept: list[tuple[int, npt.NDArray[np.uint8] | None]],
     by_request: bool,
-    progress: Progress | None,
+    told: _Told,
+    which: int,
+    stop: threading.Event,
 ) -> exact.Classing:
     """The second reading of analyze_stream_exact at one block size: by the marker pass, or by
     the Fenwick tree in a third when the marker pass gives up."""
-    return _classing_reading(path, records, numbering, kept, by_request, False, progress) or (
-        _classing_reading(path, records, numbering, kept, by_request, True, progress) or _never()
-    )
-
-
-def _never() -> exact.Classing:
-    raise AssertionError("the Fenwick tree's classing does not give up")
+    classing = _classing_reading(path, records, numbering, kept, by_request, False, told, which, stop)
+    if classing is None:  # the markers gave up: the Fenwick tree does not
+        classing = _classing_reading(path, records, numbering, kept, by_request, True, told, which, stop)
+    assert classing is not None
+    told.finished(which)
+    return classing
 
 
 def _classing_reading(
     path: Path,
     records: int,
     numbering: exact.Numbering,
-    kept: list[npt.NDArray[np.uint8] | None],
+    kept: list[tuple[int, npt.NDArray[np.uint8] | None]],
     by_request: bool,
     fenwick: bool,
-    progress: Progress | None,
+    told: _Told,
+    which: int,
+    stop: threading.Event,
 ) -> exact.Classing | None:
     counted = numbering.counted
     units = counted.requests if by_request else counted.accesses
     classing = exact.Classing(numbering.distinct, units, counted.accesses, by_request, fenwick)
     what = "counting the curve" + (" again, by stack distances" if fenwick else "")
-    done = 0
     for requests, dense, per, reads in _looked_up(path, records, numbering, kept):
+        if stop.is_set():
+            raise _Stopped
         if not classing.feed(dense, per, reads):
             return None
-        done += requests
-        if progress is not None:
-            progress(what, done / max(records, 1))
+        told.read(which, what, requests)
     return classing
 
 
 def _looked_up(
-    path: Path, records: int, numbering: exact.Numbering, kept: list[npt.NDArray[np.uint8] | None]
+    path: Path, records: int, numbering: exact.Numbering, kept: list[tuple[int, npt.NDArray[np.uint8] | None]]
 ) -> Iterator[tuple[int, npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.bool_]]]:
-    """Each chunk's (requests, numbers of the kept requests' accesses, their block counts,
-    their kinds), the next chunk read and looked up on another thread while this one is
-    classed (the lookups are a sixth of the second reading)."""
+    """Each chunk's pieces: (requests, numbers of the kept requests' accesses, their block
+    counts, their kinds), at most STREAM_ACCESSES accesses a piece (a chunk of large requests
+    is cut at requests); the next chunk read and looked up on another thread while this one is
+    classed. TraceError when the trace is not what the first reading read."""
 
-    def one(whole: Requests, packed: npt.NDArray[np.uint8] | None) -> tuple[int, Any, Any, Any]:
-        keep = None if packed is None else np.unpackbits(packed, count=len(whole)).view(np.bool_)
-        dense, per = numbering.lookup(whole, keep, exact.count(whole, numbering.block_size, keep))
+    def pieces(whole: Requests, keep: npt.NDArray[np.bool_] | None) -> list[tuple[int, Any, Any, Any]]:
+        counted = exact.count(whole, numbering.block_size, keep)
+        if counted.accesses > STREAM_ACCESSES and len(whole) > 1:
+            half = len(whole) // 2
+            return [
+                *pieces(whole[:half], None if keep is None else keep[:half]),
+                *pieces(whole[half:], None if keep is None else keep[half:]),
+            ]
+        looked = numbering.lookup(whole, keep, counted)
+        if looked is None:
+            raise _changed()
         reads = whole["write"] == 0
-        return len(whole), dense, per, reads if keep is None else reads[keep]
+        return [(len(whole), *looked, reads if keep is None else reads[keep])]
 
+    def unpacked(whole: Requests, packed: npt.NDArray[np.uint8] | None) -> list[tuple[int, Any, Any, Any]]:
+        return pieces(whole, None if packed is None else np.unpackbits(packed, count=len(whole)).view(np.bool_))
+
+    chunks = iter_cachewise(path, STREAM_CHUNK, records)
     with ThreadPoolExecutor(1) as ahead:
         pending = None
-        for whole, packed in zip(iter_cachewise(path, STREAM_CHUNK, records), kept, strict=True):
-            following = ahead.submit(one, whole, packed)
+        for length, packed in kept:
+            whole = next(chunks, None)
+            if whole is None or len(whole) != length:
+                raise _changed()
+            following = ahead.submit(unpacked, whole, packed)
             if pending is not None:
-                yield pending.result()
+                yield from pending.result()
             pending = following
         if pending is not None:
-            yield pending.result()
+            yield from pending.result()
+
+
+def _changed() -> TraceError:
+    return TraceError("it changed while it was being read (an exact analysis reads it twice)")
 
 
 def _told(chunks: Iterator[Requests], records: int, progress: Progress | None) -> Iterator[Requests]:
@@ -1071,7 +1129,7 @@ def analyze_path(
             result = analyze_stream_exact(path, block_size, fmt, stats, sequential_cutoff, progress)
         else:
             result = analyze_stream(
-                _told(iter_cachewise(path, STREAM_CHUNK), records, progress),
+                _told(iter_cachewise(path, STREAM_CHUNK, records, stats), records, progress),
                 records,
                 block_size,
                 str(path),

@@ -39,7 +39,9 @@ from advisor.workload.traces import Requests
 # about 3 ns, a Fenwick access 40 to 90 ns.
 MARKER_STEPS = 24
 CHECK_EVERY = 1 << 16  # accesses between the marker pass's looks at its cost
-HASH = -7046029254386353131  # 0x9E3779B97F4A7C15 as an int64: Fibonacci hashing
+# Fibonacci hashing: a block's slot is the top bits of its product with this, unsigned (the top
+# bits of a signed shift would copy the sign: a table of any size had only 2^24 home slots).
+HASH = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _count(
@@ -67,8 +69,8 @@ def _count(
 
 
 # The numbering's state between calls (_number): blocks numbered, requests kept, block accesses,
-# requests spanning more than one block.
-DISTINCT, REQUESTS, ACCESSES, SPANNING = range(4)
+# requests spanning more than one block, and (looking up only) blocks not found.
+DISTINCT, REQUESTS, ACCESSES, SPANNING, MISSING = range(5)
 # The marker pass's state between calls (_marker_curve): the stack's top and bottom blocks, its
 # depth, the steps taken and accesses seen so far; and the counting's (_histograms' too): the unit
 # being counted, its slice, the blocks first touched, the sizes filled.
@@ -90,10 +92,14 @@ def _number(
     across calls: ``table`` holds (block, number) pairs by open addressing, at most ``load``
     quarters full, and is returned (a new one, twice the room, when it grew); ``state`` the
     counts (DISTINCT ...). ``dense`` (when not empty) gets each access's number, ``per`` (when
-    not empty) each kept request's block count."""
+    not empty) each kept request's block count. ``load`` 0 looks up only: a block not in the
+    table gets -1 and is counted in state[MISSING]."""
     every = keep.shape[0] == 0
     cap = table.shape[0] // 2
     mask = cap - 1
+    bits = 0
+    while (1 << bits) < cap:
+        bits += 1
     distinct = state[DISTINCT]
     at = 0
     r = 0
@@ -109,11 +115,15 @@ def _number(
         if last != first:
             state[SPANNING] += 1
         for b in range(first, last + 1):
-            h = ((b * HASH) >> 40) & mask
+            h = np.int64((np.uint64(b) * HASH) >> np.uint64(64 - bits)) if bits else 0
             while True:
                 k = table[2 * h]
                 if k == b:
                     v = table[2 * h + 1]
+                    break
+                if k == -1 and load == 0:
+                    v = -1
+                    state[MISSING] += 1
                     break
                 if k == -1:
                     v = distinct
@@ -124,11 +134,12 @@ def _number(
                         old = table
                         cap *= 2
                         mask = cap - 1
+                        bits += 1
                         table = np.full(2 * cap, -1, np.int64)
                         for j in range(old.shape[0] // 2):
                             key = old[2 * j]
                             if key != -1:
-                                g = ((key * HASH) >> 40) & mask
+                                g = np.int64((np.uint64(key) * HASH) >> np.uint64(64 - bits))
                                 while table[2 * g] != -1:
                                     g = (g + 1) & mask
                                 table[2 * g] = key
@@ -390,7 +401,7 @@ def _number_compiled() -> Any:
             np.zeros(0, np.uint8),
             12,
             np.full(4, -1, np.int64),
-            np.zeros(4, np.int64),
+            np.zeros(5, np.int64),
             2,
             np.zeros(1, np.int32),
             np.zeros(0, np.int32),
@@ -525,7 +536,7 @@ class Numbering:
         self.shift = block_size.bit_length() - 1
         self.load = load
         self.table = np.full(2 << 16, -1, np.int64)
-        self.state = np.zeros(4, np.int64)
+        self.state = np.zeros(5, np.int64)
 
     def feed(
         self,
@@ -551,23 +562,17 @@ class Numbering:
 
     def lookup(
         self, requests: Requests, keep: npt.NDArray[np.bool_] | None, counted: Counted
-    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+    ) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]] | None:
         """The numbers of the kept requests' accesses, and each one's block count (empty
-        when none spans two blocks), for blocks numbered already: ``counted`` is count()'s."""
+        when none spans two blocks), for blocks numbered already: ``counted`` is count()'s.
+        None when a block was never numbered (the requests are not the ones numbered)."""
         dense = np.empty(counted.accesses, np.int32)
         per = np.empty(counted.requests if counted.spanning else 0, np.int32)
+        state = np.zeros(5, np.int64)
         _number_compiled()(
-            requests["offset"],
-            requests["length"],
-            _keep(keep),
-            self.shift,
-            self.table,
-            np.array(self.state),  # a copy: nothing is numbered anew
-            self.load,
-            dense,
-            per,
+            requests["offset"], requests["length"], _keep(keep), self.shift, self.table, state, 0, dense, per
         )
-        return dense, per
+        return None if state[MISSING] else (dense, per)
 
     @property
     def distinct(self) -> int:
@@ -703,11 +708,13 @@ def lru_pass(
     per = np.empty(counted.requests if counted.spanning else 0, np.int32)
     dense = np.empty(counted.accesses, np.int32)
     numbering.feed(requests, keep, dense, per)
+    ids, distinct = numbering.ids(), numbering.distinct
+    del numbering  # its table goes before the classing's arrays come
     units = counted.requests if by_request else counted.accesses
-    classing = Classing(numbering.distinct, units, counted.accesses, by_request)
+    classing = Classing(distinct, units, counted.accesses, by_request)
     if not classing.feed(dense, per, reads):
         del classing  # the marker pass gave up: a Fenwick tree's classes
-        classing = Classing(numbering.distinct, units, counted.accesses, by_request, fenwick=True)
+        classing = Classing(distinct, units, counted.accesses, by_request, fenwick=True)
         classing.feed(dense, per, reads)
     del dense
-    return Pass(classing.curve(), numbering.ids(), classing.block_counts(), counted.accesses)
+    return Pass(classing.curve(), ids, classing.block_counts(), counted.accesses)

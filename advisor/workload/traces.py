@@ -399,10 +399,7 @@ def cachewise_records(path: Path) -> int:
 
 def read_cachewise(path: Path, stats: ImportStats) -> tuple[Requests, dict[str, Any]]:
     meta, start, whole = _cachewise_header(path)
-    partial = (os.path.getsize(path) - start) % REQUEST.itemsize
-    if partial:
-        stats.bad += 1
-        stats.examples.append(f"the last {partial} bytes are a truncated record (the capture was cut short)")
+    _count_truncated(path, start, stats)
     requests = _valid_records(np.fromfile(path, dtype=REQUEST, count=whole, offset=start), stats)
     stats.lines = int(whole)
     stats.requests = len(requests)
@@ -429,17 +426,29 @@ def _valid_records(records: Requests, stats: ImportStats) -> Requests:
     return records
 
 
-def iter_cachewise(path: Path, chunk: int = 4 * CHUNK, records: int | None = None) -> Iterator[Requests]:
+def _count_truncated(path: Path, start: int, stats: ImportStats) -> None:
+    partial = (os.path.getsize(path) - start) % REQUEST.itemsize
+    if partial:
+        stats.bad += 1
+        stats.examples.append(f"the last {partial} bytes are a truncated record (the capture was cut short)")
+
+
+def iter_cachewise(
+    path: Path, chunk: int = 4 * CHUNK, records: int | None = None, stats: ImportStats | None = None
+) -> Iterator[Requests]:
     """A cachewise trace in chunks of ``chunk`` requests (a truncated last record is dropped);
-    its first ``records`` alone when given (a trace still being written, read again)."""
+    its first ``records`` alone when given (a trace still being written, read again).
+    ``stats`` (when given) counts the records left out as bad, as read_cachewise does."""
     _, start, total = _cachewise_header(path)
+    if stats is not None and (records is None or records >= total):
+        _count_truncated(path, start, stats)
     if records is not None:
         total = min(total, records)
     for first in range(0, total, chunk):
         read = np.fromfile(
             path, dtype=REQUEST, count=min(chunk, total - first), offset=start + first * REQUEST.itemsize
         )
-        yield _valid_records(read, ImportStats())
+        yield _valid_records(read, ImportStats() if stats is None else stats)
 
 
 # fio iologs from this size on are read by the compiled reader (advisor.workload.fastparse):

@@ -60,7 +60,7 @@ async def test_a_path_that_is_not_a_file_is_refused_in_place(tmp_path: Path) -> 
 async def test_a_long_trace_shows_its_progress_on_the_status_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A trace analysed in chunks (here "long" from 1,000 requests) tells the status line how far
-    it is, each reading; the line is cleared when the analysis opens."""
+    it is, each reading; the usual line (the devices, the keys) is back when the analysis opens."""
     from advisor.workload.traces import load_trace, write_trace
     from cachewise.core import workload
 
@@ -81,6 +81,8 @@ async def test_a_long_trace_shows_its_progress_on_the_status_line(
     app = CachewiseApp(Core(FakeDiscovery(lab_inventory()), state_dir=tmp_path, live=False), watch_hotplug=False)
     async with app.run_test(size=(160, 50)) as pilot:
         await app.workers.wait_for_complete()
+        usual = str(app.screen.query_one("#status", Static).content)
+        assert "devices" in usual
         await pilot.press("t")
         await pilot.pause()
         app.screen.query_one("#trace-path", Input).value = str(path)
@@ -92,4 +94,4 @@ async def test_a_long_trace_shows_its_progress_on_the_status_line(
         assert all(line.startswith(f"Analysing {path}: sampling the curve, ") for line in seen)
         await pilot.press("escape")
         await pilot.pause()
-        assert str(app.screen.query_one("#status", Static).content) == ""
+        assert str(app.screen.query_one("#status", Static).content) == usual

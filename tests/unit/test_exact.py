@@ -214,3 +214,26 @@ def test_block_counts_over_pieces_are_each_blocks_accesses() -> None:
     assert sorted(counted.counts().tolist()) == sorted(want.tolist())
     ids = counted.numbering.ids()
     assert counted.counts()[np.argsort(ids)].tolist() == want.tolist()
+
+
+def test_numbering_spreads_past_two_to_the_24_blocks() -> None:
+    """The hash takes the top bits of an unsigned product: a signed shift by 40 left 2^24 home
+    slots in a table of any size, and numbering past 16.8 million blocks ran for hours. Here 18
+    million blocks are numbered in a separate process, given two minutes."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from advisor.workload import exact\n"
+        "from advisor.workload.traces import REQUEST\n"
+        "n = exact.Numbering(4096, load=3)\n"
+        "for k in range(18):\n"
+        "    r = np.zeros(1_000_000, REQUEST)\n"
+        "    r['offset'] = (np.arange(1_000_000, dtype=np.uint64) + np.uint64(k * 1_000_000)) * np.uint64(4096)\n"
+        "    r['length'] = 4096\n"
+        "    n.feed(r, None)\n"
+        "print(n.distinct, len(n.table) // 2)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["18000000", str(1 << 25)]

@@ -117,9 +117,10 @@ def mixed_requests(n: int, seed: int) -> np.ndarray:
     return req
 
 
+@pytest.mark.parametrize("pieces", [False, True])
 @pytest.mark.parametrize("markers_give_up", [False, True])
 def test_an_exact_analysis_streamed_in_chunks_is_the_whole_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, markers_give_up: bool) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, markers_give_up: bool, pieces: bool) -> None:
     """A long cachewise trace analysed exactly is read twice in chunks (bounded memory), and
     gives the in-memory exact analysis's figures and curves to the number; the smq and bcache
     replays and the coarser chunks are the in-memory analysis's alone, as the SHARDS stream's."""
@@ -133,6 +134,8 @@ def test_an_exact_analysis_streamed_in_chunks_is_the_whole_one(
     whole, _ = analyze_path(path, 4096, "exact")
     monkeypatch.setattr(analysis, "STREAM_REQUESTS", 1000)
     monkeypatch.setattr(analysis, "STREAM_CHUNK", 3000)
+    if pieces:  # each chunk classed in pieces of at most 500 accesses, cut at requests
+        monkeypatch.setattr(analysis, "STREAM_ACCESSES", 500)
     if markers_give_up:
         monkeypatch.setattr(exact, "MARKER_STEPS", 0)
     heard: list[tuple[str, float]] = []
@@ -172,3 +175,65 @@ def test_an_exact_stream_past_the_blocks_it_holds_is_refused_in_a_sentence(
     said = word(refused.value)
     assert said.count(". ") <= 2 and "nothing was analysed" in said and "--mode shards" in said, said
     assert len(heard) < 3  # refused in the first chunks of 14, not after reading them all
+
+
+@pytest.mark.parametrize("change", ["rewritten", "truncated"])
+def test_a_trace_that_changes_between_the_two_readings_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """The second reading must find every block the first one numbered, in chunks of the same
+    lengths: a trace rewritten or cut in place between them is refused in a sentence, never
+    classed with numbers past the tables' ends."""
+    from advisor.workload import analysis
+    from advisor.workload.analysis import analyze_path
+    from advisor.workload.traces import TraceError, write_trace
+
+    path = tmp_path / "t.cwtrace"
+    req = mixed_requests(20_000, 14)
+    write_trace(path, req, {})
+    monkeypatch.setattr(analysis, "STREAM_REQUESTS", 1000)
+    monkeypatch.setattr(analysis, "STREAM_CHUNK", 3000)
+
+    def meddle(what: str, share: float) -> None:
+        if what == "numbering the blocks" and share == 1.0:
+            if change == "rewritten":
+                other = req.copy()
+                other["offset"] += np.uint64(1 << 40)
+                write_trace(path, other, {})
+            else:
+                write_trace(path, req[:10_000], {})
+
+    with pytest.raises(TraceError, match="it changed while it was being read"):
+        analyze_path(path, 4096, "exact", progress=meddle)
+
+
+def test_a_failing_pass_stops_the_other(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C (here an exception from the progress callback) in the main pass's second reading
+    stops the 64 KiB pass on the other thread within a chunk or two, not at its reading's end."""
+    import time
+
+    from advisor.workload import analysis, exact
+    from advisor.workload.analysis import analyze_path
+    from advisor.workload.traces import write_trace
+
+    path = tmp_path / "t.cwtrace"
+    write_trace(path, mixed_requests(40_000, 15), {})
+    monkeypatch.setattr(analysis, "STREAM_REQUESTS", 1000)
+    monkeypatch.setattr(analysis, "STREAM_CHUNK", 1000)  # 40 chunks
+    fed: list[bool] = []
+    real = exact.Classing.feed
+
+    def slow(self: exact.Classing, dense: np.ndarray, per: np.ndarray, reads: np.ndarray) -> bool:
+        fed.append(self.by_request)
+        if not self.by_request:
+            time.sleep(0.02)  # the 64 KiB pass: 0.8 s for its reading
+        return real(self, dense, per, reads)
+
+    monkeypatch.setattr(exact.Classing, "feed", slow)
+
+    def interrupt(what: str, share: float) -> None:
+        if what.startswith("counting") and fed.count(True) >= 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        analyze_path(path, 4096, "exact", progress=interrupt)
+    assert fed.count(False) < 15  # of 40
