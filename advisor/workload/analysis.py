@@ -925,7 +925,7 @@ def analyze_stream_exact(
     reading makes the request figures and numbers the blocks (a hash table that outlives the
     chunks), the second classes each access (advisor.workload.exact's marker pass, or its
     Fenwick tree when the markers give up: then a third). Memory follows the footprint, not
-    the trace: 100 million requests over 10 million blocks in 726 MiB (bench_stream). The two
+    the trace: 100 million requests over 10 million blocks in about 800 MiB (bench_stream). The two
     block sizes run side by side on two threads. Like analyze_stream, it leaves out the coarser
     chunks' curves and the smq and bcache replays. ``stats`` gets the records left out as bad."""
     _check_block_size(block_size)
