@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
+from typing import TYPE_CHECKING
 
 from advisor.health.doctor import Report
+
+if TYPE_CHECKING:  # loaded when the gauges are made (advisor/watch/export.py)
+    from prometheus_client.metrics_core import GaugeMetricFamily, Metric
 
 # Doctor's metrics, with their help: the packaging's rules and dashboard may name only these and
 # the samples' (advisor/watch/export.py).
@@ -38,13 +39,15 @@ METRICS = {
 SEVERITY_VALUE = {"ok": 0, "info": 0, "warning": 1, "critical": 2}
 
 
-class DoctorCollector(Collector):
-    """One doctor report as gauges."""
+class DoctorCollector:
+    """One doctor report as gauges (a registry's source: advisor.watch.export.registry)."""
 
     def __init__(self, report: Report, now: float, memory_bytes: int | None = None) -> None:
         self.report, self.now, self.memory_bytes = report, now, memory_bytes
 
     def _gauge(self, name: str, labels: list[str] | None = None, value: float | None = None) -> GaugeMetricFamily:
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
         return GaugeMetricFamily(name, METRICS[name], labels=labels, value=value)
 
     def collect(self) -> Iterator[Metric]:

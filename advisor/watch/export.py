@@ -9,24 +9,23 @@ write. node_exporter's textfile collector reads every ``*.prom`` file in its dir
 reads half-written is dropped with an error, so the file is written beside the target through the
 folder's descriptor and renamed over it (advisor/outputs.py). It starts with :data:`MARKER`, and
 only a file that does is replaced: a path that names another program's file is refused, not
-overwritten. Doctor adds its gauges to the same registry (advisor/health/export.py).
+overwritten (advisor/watch/textfile.py). Doctor adds its gauges to the same registry
+(advisor/health/export.py). prometheus_client is imported when metrics are made: every command
+imported it at start-up before, 0.5 s of each under the lab's emulated CPU.
 """
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Iterable, Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.registry import Collector
-
-from advisor.outputs import replace_file
 from advisor.watch.sampler import Sample
+from advisor.watch.textfile import MARKER
 
-MARKER = "# cachewise textfile: written by cachewise status or watch, replaced whole on each update\n"
+if TYPE_CHECKING:  # prometheus_client is loaded when metrics are made, not by every command's start-up
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics_core import Metric
+    from prometheus_client.registry import Collector
 
 COUNTERS = (
     ("hits", "cache hits (reads and writes)"),
@@ -49,7 +48,14 @@ GAUGES = (
 )
 
 
-class SamplesCollector(Collector):
+class MetricSource(Protocol):
+    """What a registry collects from: prometheus_client's ``Collector`` without its base class,
+    which would load the client library with this module."""
+
+    def collect(self) -> Iterator[Metric]: ...
+
+
+class SamplesCollector:
     """The caches' samples as metrics: how many caches were read, each cache's kind, mode, state
     and policy, and its counters and gauges."""
 
@@ -57,6 +63,8 @@ class SamplesCollector(Collector):
         self.samples = list(samples)
 
     def collect(self) -> Iterator[Metric]:
+        from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
+
         samples = self.samples
         # Always a sample, so that a machine without a cache is told from a file no longer written.
         yield GaugeMetricFamily("cachewise_caches", "caches read on this machine (0: none found)", value=len(samples))
@@ -79,54 +87,23 @@ class SamplesCollector(Collector):
                 yield metric
 
 
-def registry(*collectors: Collector) -> CollectorRegistry:
-    """A registry of these collectors alone (not the process's default one)."""
+def registry(*sources: MetricSource) -> CollectorRegistry:
+    """A registry of these sources alone (not the process's default one). It asks each for its
+    metrics through ``collect`` alone (``auto_describe`` off), so a source needs no base class."""
+    from prometheus_client import CollectorRegistry
+
     found = CollectorRegistry(auto_describe=False)
-    for collector in collectors:
-        found.register(collector)
+    for source in sources:
+        found.register(cast("Collector", source))
     return found
 
 
 def textfile(metrics: CollectorRegistry) -> str:
     """The registry's metrics in the text format, after the marker that says cachewise wrote it."""
+    from prometheus_client import generate_latest
+
     return MARKER + generate_latest(metrics).decode()
 
 
 def prometheus_text(samples: Iterable[Sample]) -> str:
     return textfile(registry(SamplesCollector(samples)))
-
-
-def written_by_us(head: bytes) -> bool:
-    """Whether a file starts as a textfile cachewise wrote (the only kind it replaces)."""
-    return head.startswith(MARKER.encode())
-
-
-def write_textfile(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically, replacing only a textfile cachewise wrote before
-    (outputs.Unsafe for anything else at that name: a link, or another program's file)."""
-    replace_file(path, text.encode(), written_by_us)
-
-
-def export_problem(path: Path) -> str | None:
-    """Why ``path`` cannot take the textfile (None: it can), looked at before any sample is
-    read: a link, anything but a regular file (a FIFO, a device, which are never opened), or a
-    file cachewise did not write, is there."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    if stat.S_ISLNK(st.st_mode):
-        return f"{path} is a link; cachewise replaces only a file it wrote"
-    if not stat.S_ISREG(st.st_mode):
-        return f"{path} is not a regular file"
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    try:
-        head = os.read(fd, 256) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
-    finally:
-        os.close(fd)
-    return None if written_by_us(head) else f"{path} exists and was not written by cachewise"

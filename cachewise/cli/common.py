@@ -10,7 +10,7 @@ from pathlib import Path
 from advisor.errors import CachewiseError, codes, next_step
 from advisor.outputs import Unsafe
 from advisor.units import UnitError, parse_size
-from advisor.watch.export import export_problem, write_textfile
+from advisor.watch.textfile import export_problem, write_textfile
 from cachewise.core import Core, Refused, load_snapshot
 
 codes({"bad-option": "{option}: {why}"}, front_end=True)

@@ -688,7 +688,7 @@ def test_a_snapshot_on_a_full_disk_leaves_no_file_at_all(tmp_path: Path, monkeyp
 @case("full")
 def test_a_textfile_on_a_full_disk_keeps_the_last_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from advisor import outputs
-    from advisor.watch.export import MARKER, write_textfile
+    from advisor.watch.textfile import MARKER, write_textfile
 
     path = tmp_path / "c.prom"
     write_textfile(path, MARKER + "old 1\n")
