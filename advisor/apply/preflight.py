@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from advisor.apply.state import LiveState, RoleMissing, existing_names, last_in_effect, wholly_in_effect
+from advisor.apply.state import LiveState, RoleMissing, last_in_effect, wholly_in_effect
 from advisor.disks.devices import INACTIVE_IDENTITY
 from advisor.disks.discovery import find_device
 from advisor.health import boot
@@ -263,7 +263,7 @@ def verify_names(plan: Plan, state: LiveState) -> list[Problem]:
     ran in part before goes on from its journal (a resumed run)."""
     if wholly_in_effect(plan, state):
         return []
-    there = existing_names(state)
+    there = state.names()
     return [Problem("name-taken", name) for name in created_names(plan.steps) if name in there]
 
 

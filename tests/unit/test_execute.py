@@ -5,7 +5,10 @@ tests/lab/test_apply_lab.py."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -14,10 +17,10 @@ import pytest
 from advisor.apply.journal import Journal, unfinished_journals
 from advisor.apply.preflight import preflight
 from advisor.apply.run import ApplyError, Event, apply, rollback
-from advisor.apply.state import LiveState
+from advisor.apply.state import LiveState, RoleMissing, kernel_name
 from advisor.disks.collect import RawSystem
 from advisor.disks.discovery import build_inventory
-from advisor.plan.model import Plan
+from advisor.plan.model import BoundDevice, Plan
 from advisor.readers.dmstatus import CacheStatus, StatusError
 from advisor.readers.lvm import Lv
 from advisor.runner import CommandResult
@@ -315,3 +318,64 @@ def test_a_writecache_attach_rolls_back_to_where_it_started(tmp_path: Path) -> N
     assert undone[1] == ("lvremove", "--yes", "labvg/data_wcache")
     assert set(lvm.lvs) == {"labvg/data"} and lvm.lvs["labvg/data"]["segtype"] == "linear"
     assert set(lvm.pvs) == {os.path.realpath("/dev/sdb")}
+
+
+class ReportsRunner:
+    """Answers lvm2's reports with the lab's captured output (tests/fixtures/lab-scan); records them."""
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    def which(self, tool: str) -> str | None:
+        return f"/usr/sbin/{tool}"
+
+    def run(self, argv: Sequence[str], *, timeout: float | None = None, check: bool = True) -> CommandResult:
+        self.ran.append(argv[0])
+        captured = {"pvs": "pvs.json", "lvs": "lvs.json"}[argv[0]]
+        return CommandResult(tuple(argv), 0, (FIXTURES / "lab-scan" / captured).read_text(), "", 0.1)
+
+
+def test_the_live_state_runs_each_lvm_report_only_when_a_check_reads_it() -> None:
+    runner = ReportsRunner()
+    state = LiveState.read(runner)  # type: ignore[arg-type]
+    assert runner.ran == []  # a bcache plan's checks (sysfs) never run lvm2 at all
+    assert state.read_sysfs("/sys/nonexistent/bcache/state") is None
+    assert runner.ran == []
+    data = state.lv("labvg/data")
+    assert data is not None and data.segtype == "linear"
+    assert runner.ran == ["lvs"]
+    assert state.pv_vg("/dev/nonexistent") is None and state.lv("labvg/none") is None
+    assert "labvg" in state.names() and "labvg/data" in state.names()
+    assert runner.ran == ["lvs", "pvs"]  # each once per state, however many checks read it
+    again = LiveState.read(runner)  # type: ignore[arg-type]
+    assert again.lv("labvg/data") is not None and runner.ran == ["lvs", "pvs", "lvs"]
+
+
+def _a_block_device() -> str | None:
+    """The name of a block device this machine has a node for (the host's loop devices)."""
+    for name in sorted(os.listdir("/sys/class/block")):
+        with contextlib.suppress(OSError):
+            if stat.S_ISBLK(os.stat(f"/dev/{name}").st_mode):
+                return name
+    return None
+
+
+def test_a_roles_sysfs_folder_is_found_from_its_node_without_a_discovery(tmp_path: Path) -> None:
+    name = _a_block_device()
+    if name is None:
+        pytest.skip("no block device node on this machine")
+    link = tmp_path / "wwn-0x5000c500a1b2c3d4"  # as /dev/disk/by-id/ links to the kernel's node
+    link.symlink_to(f"/dev/{name}")
+    assert kernel_name(str(link)) == name
+    assert kernel_name(str(tmp_path)) is None and kernel_name(str(tmp_path / "gone")) is None
+    backing = BoundDevice("backing", str(link), f"/dev/{name}", None, None, None, 1 << 30)
+    plan = Plan("bcache-create", "t", (backing,), ())
+    runner = ReportsRunner()
+    state = LiveState.read(runner, plan)  # type: ignore[arg-type]
+    assert state.resolve("{backing}/bcache/state") == f"/sys/class/block/{name}/bcache/state"
+    assert state._inv is None and runner.ran == []  # no blkid, no lvm2, no walk of every disk
+    # A node that is not there (no udev, so no by-id link) is looked up in the inventory by identity.
+    missing = dataclasses.replace(plan, devices=(dataclasses.replace(backing, path=str(tmp_path / "gone")),))
+    by_hand = LiveState(None, _inv=INV, plan=missing)
+    with pytest.raises(RoleMissing):
+        by_hand.resolve("{backing}/bcache/state")
