@@ -36,6 +36,10 @@ from advisor.watch.figures import FlushMeter
 
 WRITE_PATIENCE = 30.0  # s for bcache's asynchronous sysfs writes to show
 FAILURE_PATIENCE = 10.0  # s for a failed step's goal to show anyway (udev got there first)
+# s for what a command did to show: a device's new superblock or its wiped signature is seen once
+# udev has probed it again, on the change event the command's writes cause, a moment after the
+# command exits (the lab's bcache-create once looked before udev had: "did not take effect").
+SETTLE_PATIENCE = 10.0
 POLL = 0.5  # s between looks at progress and at postconditions
 
 
@@ -361,9 +365,13 @@ def _run_steps(
             report(Event("run", step, step.command))
             code, output = _run_step(step, runner, state_dir, report, plan, read)
             journal.write("step-end", step=step.id, returncode=code, **_said(step, code, output))
-            # The kernel applies bcache's sysfs writes asynchronously, and a failed command may have
-            # lost a race to udev doing the same thing (registering a new bcache device): look again.
-            patience = WRITE_PATIENCE if code == 0 and step.write is not None else (FAILURE_PATIENCE if code else 0.0)
+            # The kernel applies bcache's sysfs writes asynchronously, udev probes what a command
+            # wrote after it exits, and a failed command may have lost a race to udev doing the same
+            # thing (registering a new bcache device): look again for a while before concluding.
+            if code:
+                patience = FAILURE_PATIENCE
+            else:
+                patience = WRITE_PATIENCE if step.write is not None else SETTLE_PATIENCE
             state, missing = _settled(step, read, patience)
             if code != 0 and (missing or not step.post):
                 raise _stopped(plan, step, done, f"`{step.command}` failed with exit code {code}: {output}")

@@ -581,7 +581,10 @@ def test_the_step_runs_is_journaled_and_is_verified_on_the_images(tmp_path: Path
     assert "initramfs" in [r.get("step") for r in journal.records() if r["event"] == "step-end"]
 
 
-def test_an_image_that_still_lacks_what_the_device_needs_stops_the_run(tmp_path: Path) -> None:
+def test_an_image_that_still_lacks_what_the_device_needs_stops_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("advisor.apply.run.SETTLE_PATIENCE", 0.0)  # nothing will change it meanwhile
     root = mounted(LAB, "dm-1", "/")
     lvm = FakeLvm()
     plan = with_boot(attach_plan(root), root, facts())

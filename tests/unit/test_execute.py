@@ -9,7 +9,8 @@ import contextlib
 import dataclasses
 import os
 import stat
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -379,3 +380,31 @@ def test_a_roles_sysfs_folder_is_found_from_its_node_without_a_discovery(tmp_pat
     by_hand = LiveState(None, _inv=INV, plan=missing)
     with pytest.raises(RoleMissing):
         by_hand.resolve("{backing}/bcache/state")
+
+
+def test_a_commands_effect_that_shows_a_moment_later_is_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """udev probes a device again after the command that wrote it exits: the first look after
+    pvcreate may still show no PV. The run looks again rather than stopping a plan that worked."""
+    monkeypatch.setattr("advisor.apply.run.POLL", 0.01)
+
+    def late_udev(lvm: FakeLvm) -> Callable[[], LiveState]:
+        looks: Counter[int] = Counter()  # looks after each number of commands run
+
+        def read() -> LiveState:
+            looks[len(lvm.ran)] += 1
+            state = lvm.state()
+            if lvm.ran and lvm.ran[-1][0] == "pvcreate" and looks[len(lvm.ran)] == 1:
+                state.pvs.pop(os.path.realpath(lvm.ran[-1][-1]))  # not probed yet
+            return state
+
+        return read
+
+    lvm = FakeLvm()
+    journal = apply(plan(), lvm, tmp_path, quiet, read_state=late_udev(lvm))  # type: ignore[arg-type]
+    assert [r["event"] for r in journal.records()][-1] == "done"
+    assert [a[0] for a in lvm.ran].count("pvcreate") == 1
+    monkeypatch.setattr("advisor.apply.run.SETTLE_PATIENCE", 0.0)  # one look only: the plan stops there
+    lvm = FakeLvm()
+    with pytest.raises(ApplyError, match="did not take effect"):
+        apply(plan(), lvm, tmp_path / "once", quiet, read_state=late_udev(lvm))  # type: ignore[arg-type]
+    assert [a[0] for a in lvm.ran] == ["pvcreate"]
