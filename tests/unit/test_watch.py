@@ -74,11 +74,8 @@ def test_a_bcache_is_found_by_its_backing_device(sampler: Sampler) -> None:
 
 
 def test_an_unknown_target_is_refused_with_the_caches_found(sampler: Sampler) -> None:
-    with pytest.raises(
-        WatchError,
-        match=r"vg/nothing is not a cache on this machine \(caches found: bcache0, "
-        r"labvg/data, labvg/wc\); nothing was read",
-    ):
+    with pytest.raises(WatchError, match=r"vg/nothing is not a cache on this machine \(caches found: bcache0, "
+                       r"labvg/data, labvg/wc\); nothing was read"):
         sampler.find("vg/nothing")
 
 
@@ -153,36 +150,17 @@ def test_a_gone_cache_is_left_out(sampler: Sampler) -> None:
     assert sampler.sample([ref]) == []
 
 
-@pytest.mark.parametrize(
-    ("dm", "lvm"),
-    [("labvg-data", "labvg/data"), ("my--vg-my--lv", "my-vg/my-lv"), ("vg-lv--x", "vg/lv-x"), ("plain", "plain")],
-)
+@pytest.mark.parametrize(("dm", "lvm"), [("labvg-data", "labvg/data"), ("my--vg-my--lv", "my-vg/my-lv"),
+                                         ("vg-lv--x", "vg/lv-x"), ("plain", "plain")])
 def test_lvm_names_from_dm_names(dm: str, lvm: str) -> None:
     assert _lvm_name(dm) == lvm
 
 
-def sample(
-    t: float, hits: int, misses: int, used: int, dirty: int = 0, promotions: int = 0, writes: int = 0, **kw: object
-) -> Sample:
-    return Sample(
-        t,
-        "vg/lv",
-        "dm-cache",
-        "writethrough",
-        "ok",
-        "smq",
-        1000 * 65536,
-        used * 65536,
-        dirty * 65536,
-        hits,
-        misses,
-        read_hits=hits,
-        read_misses=misses,
-        promotions=promotions,
-        block_bytes=65536,
-        device_io=Io(hits + misses, 0, writes, 0),
-        **kw,
-    )  # type: ignore[arg-type]
+def sample(t: float, hits: int, misses: int, used: int, dirty: int = 0, promotions: int = 0, writes: int = 0,
+           **kw: object) -> Sample:
+    return Sample(t, "vg/lv", "dm-cache", "writethrough", "ok", "smq", 1000 * 65536, used * 65536, dirty * 65536,
+                  hits, misses, read_hits=hits, read_misses=misses, promotions=promotions, block_bytes=65536,
+                  device_io=Io(hits + misses, 0, writes, 0), **kw)  # type: ignore[arg-type]
 
 
 def test_tracker_hit_ratio_per_interval_and_since_start() -> None:
@@ -239,26 +217,9 @@ def test_flush_rate_eta_and_stall() -> None:
 
 def test_a_stall_names_the_causes_that_fit() -> None:
     tr = Tracker(stall_seconds=5)
-    figures = [
-        tr.add(
-            Sample(
-                t,
-                "bcache0",
-                "bcache",
-                "writeback",
-                "dirty",
-                None,
-                1 << 30,
-                1 << 28,
-                50 << 20,
-                10,
-                10,
-                writeback_percent=10,
-                device_io=Io(0, 0, 10 * t, 0),
-            )
-        )
-        for t in range(0, 8)
-    ]
+    figures = [tr.add(Sample(t, "bcache0", "bcache", "writeback", "dirty", None, 1 << 30, 1 << 28, 50 << 20,
+                             10, 10, writeback_percent=10, device_io=Io(0, 0, 10 * t, 0)))
+               for t in range(0, 8)]
     assert figures[3].stall is None
     stall = figures[-1].stall
     assert stall is not None and stall.seconds >= 5
@@ -300,12 +261,8 @@ def test_history_keeps_predictions_of_caches_made(tmp_path: Path) -> None:
 
 
 def test_prediction_from_a_recommendations_config() -> None:
-    cfg = {
-        "backend": "lvmcache",
-        "effective_bytes": 1 << 20,
-        "predicted_hit_ratio": 0.81,
-        "warmup": {"hot_blocks": 1000, "seconds_63": 12.5, "seconds_95": 40.0, "promotion_probability": 0.125},
-    }
+    cfg = {"backend": "lvmcache", "effective_bytes": 1 << 20, "predicted_hit_ratio": 0.81,
+           "warmup": {"hot_blocks": 1000, "seconds_63": 12.5, "seconds_95": 40.0, "promotion_probability": 0.125}}
     assert prediction_from_config(cfg) == Prediction(0.81, 1 << 20, 12.5, 40.0, 0.125)
     assert prediction_from_config({"backend": "lvmcache", "warmup": None}) is None
     # hot_blocks counts dm-cache's chunks when the warm-up says so.
@@ -319,8 +276,7 @@ def test_prometheus_textfile_is_written_atomically(tmp_path: Path) -> None:
     families = {f.name: f for f in text_string_to_metric_families(text)}
     assert [(s.labels, s.value) for s in families["cachewise_cache_hits"].samples] == [({"target": "vg/lv"}, 7)]
     assert [(s.labels, s.value) for s in families["cachewise_cache_info"].samples] == [
-        ({"target": "vg/lv", "kind": "dm-cache", "mode": "writethrough", "state": "ok", "policy": "smq"}, 1)
-    ]
+        ({"target": "vg/lv", "kind": "dm-cache", "mode": "writethrough", "state": "ok", "policy": "smq"}, 1)]
     assert "# TYPE cachewise_cache_dirty_bytes gauge" in text
     path = tmp_path / "cachewise.prom"
     write_textfile(path, text)
@@ -339,9 +295,8 @@ def core_with(sampler: Sampler, state: Path) -> Core:
     return core
 
 
-def test_cli_status_json_and_table(
-    sampler: Sampler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_status_json_and_table(sampler: Sampler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(common, "core_for", lambda args: core_with(sampler, tmp_path / "state"))
     assert cli.main(["status", "--json", "--prometheus", str(tmp_path / "c.prom")]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -352,9 +307,8 @@ def test_cli_status_json_and_table(
     assert "labvg/data" in capsys.readouterr().out
 
 
-def test_cli_watch_json_lines_records_samples(
-    sampler: Sampler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_watch_json_lines_records_samples(sampler: Sampler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(common, "core_for", lambda args: core_with(sampler, tmp_path / "state"))
     assert cli.main(["watch", "labvg/data", "--json-lines", "--count", "3", "--interval", "0.01"]) == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -364,9 +318,9 @@ def test_cli_watch_json_lines_records_samples(
         assert len(h.samples("labvg/data")) == 3
 
 
-def test_cli_watch_until_clean_stops_when_the_cache_goes(
-    sampler: Sampler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_watch_until_clean_stops_when_the_cache_goes(sampler: Sampler, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
     core = core_with(sampler, tmp_path / "state")
     monkeypatch.setattr(common, "core_for", lambda args: core)
     ref = sampler.find("labvg/data")
@@ -376,22 +330,13 @@ def test_cli_watch_until_clean_stops_when_the_cache_goes(
     assert "labvg/data is no longer a cache on this machine." in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["watch", "vg/none"], "vg/none is not a cache on this machine"),
-        (["watch", "labvg/data", "--duration", "forever"], "--duration"),
-        (["watch", "labvg/data", "--prometheus", "/nonexistent/dir/c.prom"], "missing or not writable"),
-    ],
-)
-def test_cli_watch_refusals(
-    sampler: Sampler,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-    argv: list[str],
-    message: str,
-) -> None:
+@pytest.mark.parametrize(("argv", "message"), [
+    (["watch", "vg/none"], "vg/none is not a cache on this machine"),
+    (["watch", "labvg/data", "--duration", "forever"], "--duration"),
+    (["watch", "labvg/data", "--prometheus", "/nonexistent/dir/c.prom"], "missing or not writable"),
+])
+def test_cli_watch_refusals(sampler: Sampler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
     monkeypatch.setattr(common, "core_for", lambda args: core_with(sampler, tmp_path / "state"))
     assert cli.main(argv) == 1
     err = capsys.readouterr().err
