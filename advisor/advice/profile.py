@@ -17,11 +17,14 @@ from advisor.advice.traits import traits
 from advisor.advice.workloads import WORKLOADS, WorkloadType
 from advisor.backends import BackendId as Backend
 from advisor.errors import next_step
-from advisor.units import MiB, cache_size
+from advisor.units import MiB, cache_size, duration, latency
 from advisor.workload import mrc
 from advisor.workload.analysis import CHUNK, COLD_LIMIT, Analysis
 
 KNEE_SHARE = 0.90  # of the achievable hit ratio
+# A stretch of the trace whose requests kept the slow disk busy this share of its time (requests
+# a second times the disk's measured latency) was held back by the disk: a closed loop (Q-LOOP-1).
+BOUND = 0.8
 HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
 
 
@@ -245,8 +248,53 @@ def _steady(steady: list[float], raw: list[float]) -> np.ndarray[Any, Any]:
     return np.asarray(steady if steady else raw, dtype=np.float64)
 
 
-def trace_profile(a: Analysis, workload: WorkloadType | None = None, read_iops: float | None = None) -> Profile:
-    """The profile a trace (or a capture) measured: its curves, hot data, rates and replays."""
+def closed_loop(
+    a: Analysis,
+    settled: np.ndarray[Any, Any],
+    hits: list[list[int]],
+    misses: list[list[int]],
+    slow_ms: float,
+    fast_ms: float,
+) -> tuple[np.ndarray[Any, Any], int]:
+    """A replay's settled read hit ratios (one per size, NaN: not settled) as the kernel would
+    count them through the cache (Q-LOOP-1), and the number of the trace's windows held back by
+    the disk. In a window whose requests kept the disk busy (BOUND), the requests come faster
+    through the cache by the latency model's factor at the window's own read hit ratio (its
+    reads at the mix of SSD and disk latency, its writes at the disk's), so its read hits and
+    misses count that many times; other windows count once. Without windows, or latencies that
+    give no gain, the ratios are returned as they are."""
+    seconds = a.replay_window_seconds
+    if seconds <= 0 or not 0 < fast_ms < slow_ms or len(hits) != len(settled) or len(misses) != len(settled):
+        return settled, 0
+    requests = np.asarray(a.replay_window_requests, dtype=np.float64)
+    reads = np.asarray(a.replay_window_reads, dtype=np.float64)
+    bound = requests / seconds * slow_ms / 1000.0 >= BOUND
+    if not bound.any():
+        return settled, 0
+    read_share = np.divide(reads, requests, out=np.ones_like(requests), where=requests > 0)
+    out = settled.copy()
+    for i, (h, m) in enumerate(zip(hits, misses, strict=True)):
+        h_w, n_w = np.asarray(h, dtype=np.float64), np.asarray(h, dtype=np.float64) + np.asarray(m, dtype=np.float64)
+        if np.isnan(settled[i]) or len(n_w) != len(requests):
+            continue
+        ratio = np.divide(h_w, n_w, out=np.zeros_like(h_w), where=n_w > 0)
+        cost = read_share * (ratio * fast_ms + (1 - ratio) * slow_ms) + (1 - read_share) * slow_ms
+        weight = np.where(bound, slow_ms / cost, 1.0)
+        total = float((weight * n_w).sum())
+        if total > 0:
+            out[i] = round(float((weight * h_w).sum()) / total, 6)
+    return out, int(bound.sum())
+
+
+def trace_profile(
+    a: Analysis,
+    workload: WorkloadType | None = None,
+    read_iops: float | None = None,
+    latencies: tuple[float, float] | None = None,
+) -> Profile:
+    """The profile a trace (or a capture) measured: its curves, hot data, rates and replays.
+    ``latencies``: the slow and the fast device's measured latencies (ms), which weigh the
+    replays' windows where the disk held a closed loop back (closed_loop)."""
     reads = a.read_requests / max(a.requests, 1)
     shares = dict(zip(a.hot_shares, a.hot_blocks, strict=True))
     hot_blocks = shares.get(HOT_SHARE, a.footprint_blocks)
@@ -276,6 +324,29 @@ def trace_profile(a: Analysis, workload: WorkloadType | None = None, read_iops: 
         "size is full are its warm-up, those after it count as misses, so the predicted hit ratios are a "
         "full cache's."
     )
+    smq_hits = _nan_curve(a.smq_read_hit_ratio) if a.smq_sizes_blocks else None
+    bcache_hits = _nan_curve(a.bcache_read_hit_ratio) if a.bcache_sizes_bytes else None
+    reasons = [Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",))]
+    bound = 0
+    if latencies is not None:
+        slow_ms, fast_ms = latencies
+        if smq_hits is not None:
+            smq_hits, bound = closed_loop(a, smq_hits, a.smq_window_read_hits, a.smq_window_read_misses, *latencies)
+        if bcache_hits is not None:
+            windows = (a.bcache_window_read_hits, a.bcache_window_read_misses)
+            bcache_hits, n = closed_loop(a, bcache_hits, *windows, *latencies)
+            bound = max(bound, n)
+        if bound:
+            reasons.append(
+                Reason(
+                    f"In {bound} of the trace's {len(a.replay_window_requests)} stretches of "
+                    f"{duration(a.replay_window_seconds)} its requests kept the disk busy (at the disk's "
+                    f"{latency(slow_ms)} a request): a closed loop that waited on the disk. Through the cache its "
+                    "requests come faster, so the kernel will count more of those stretches' reads than the trace "
+                    "did: the replayed read hit ratios weigh each stretch by its predicted speed-up.",
+                    ("Q-LOOP-1", "T-DEV-1"),
+                )
+            )
     return Profile(
         kind=workload,
         read_share=reads,
@@ -329,19 +400,20 @@ def trace_profile(a: Analysis, workload: WorkloadType | None = None, read_iops: 
             if a.smq_sizes_blocks and a.smq_chunk_size
             else None
         ),
-        smq_read_hits=_nan_curve(a.smq_read_hit_ratio) if a.smq_sizes_blocks else None,
+        smq_read_hits=smq_hits,
         smq_t63=_nan_curve(a.smq_seconds_63) if a.smq_sizes_blocks else None,
         bcache_sizes_bytes=np.asarray(a.bcache_sizes_bytes, dtype=np.float64) if a.bcache_sizes_bytes else None,
-        bcache_read_hits=_nan_curve(a.bcache_read_hit_ratio) if a.bcache_sizes_bytes else None,
+        bcache_read_hits=bcache_hits,
         bcache_t63=_nan_curve(a.bcache_seconds_63) if a.bcache_sizes_bytes else None,
-        reasons=(Reason(text, ("L-SIZE-4", "T-SEQ-1", "R-WARM-1") if a.bypassed_requests else ("L-SIZE-4",)),),
+        reasons=tuple(reasons),
     )
 
 
 def profile(inp: Inputs, data_bytes: int) -> Profile:
     a = inp.analysis
     if a is not None and a.curve_sizes_blocks:
-        return trace_profile(a, inp.workload, inp.read_iops)
+        latencies = (inp.slow.latency, min(f.latency for f in inp.fast)) if inp.fast else None
+        return trace_profile(a, inp.workload, inp.read_iops, latencies)
     wc = WORKLOADS[inp.workload] if inp.workload else None
     if wc is None and inp.hot_fraction is None:
         raise RecommendError(

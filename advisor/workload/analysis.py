@@ -52,6 +52,9 @@ LVM_MAX_CHUNKS = 1_000_000
 SMQ_PIECES = 200_000
 SMQ_SIZES = 5
 SMQ_SMALLEST = 16  # chunks: a 1 MiB cache
+# A replay's second pass is counted in this many windows of equal length as well (hours of a
+# day), with the trace's requests in each: what a closed loop weighs (advisor.advice.profile).
+REPLAY_WINDOWS = 24
 # bcache is replayed over traces of up to this many 4 KiB blocks (about 4 microseconds a request
 # in CPython, twice at each of SMQ_SIZES sizes), in make-bcache's default 512 KiB buckets, from
 # the smallest cache the kernel takes in them (513 buckets).
@@ -204,6 +207,17 @@ class Analysis:
     bcache_sizes_bytes: list[int] = field(default_factory=list)
     bcache_read_hit_ratio: list[float | None] = field(default_factory=list)
     bcache_seconds_63: list[float | None] = field(default_factory=list)
+    # The trace cut into REPLAY_WINDOWS windows of replay_window_seconds from its first request:
+    # each window's requests and reads (every one, streams too, as the disk sees them), and at
+    # each replayed size the read hits and misses the second pass counted in the same window
+    # (smq_window_read_hits[size][window]). Empty when not replayed, or in analyses made before.
+    replay_window_seconds: float = 0.0
+    replay_window_requests: list[int] = field(default_factory=list)
+    replay_window_reads: list[int] = field(default_factory=list)
+    smq_window_read_hits: list[list[int]] = field(default_factory=list)
+    smq_window_read_misses: list[list[int]] = field(default_factory=list)
+    bcache_window_read_hits: list[list[int]] = field(default_factory=list)
+    bcache_window_read_misses: list[list[int]] = field(default_factory=list)
     schema: str = ANALYSIS_SCHEMA
     # A capture's windows, days and phases (advisor.workload.periods); None for a trace, and then
     # left out of the JSON.
@@ -508,6 +522,7 @@ def _result(
     coarse: list[CoarseCurve] | None = None,
     dmcache: ReplayCurve | None = None,
     bcache: ReplayCurve | None = None,
+    windows: Windows | None = None,
 ) -> Analysis:
     counts = summary.counts()
     hot = mrc.hot_data(counts)
@@ -569,6 +584,13 @@ def _result(
         bcache_sizes_bytes=list(bcache.sizes) if bcache else [],
         bcache_read_hit_ratio=list(bcache.read_hit_ratio) if bcache else [],
         bcache_seconds_63=list(bcache.seconds_63) if bcache else [],
+        replay_window_seconds=windows.seconds if windows else 0.0,
+        replay_window_requests=windows.requests if windows else [],
+        replay_window_reads=windows.reads if windows else [],
+        smq_window_read_hits=dmcache.window_read_hits if dmcache else [],
+        smq_window_read_misses=dmcache.window_read_misses if dmcache else [],
+        bcache_window_read_hits=bcache.window_read_hits if bcache else [],
+        bcache_window_read_misses=bcache.window_read_misses if bcache else [],
     )
 
 
@@ -577,17 +599,71 @@ class ReplayCurve:
     sizes: list[int]  # SMQ chunks, or bytes for bcache
     read_hit_ratio: list[float | None]
     seconds_63: list[float | None]
+    # per size, the second pass's read hits and misses in each of REPLAY_WINDOWS windows
+    window_read_hits: list[list[int]] = field(default_factory=list)
+    window_read_misses: list[list[int]] = field(default_factory=list)
 
 
-def _settled(r: timeline.Replay, start: float, end: float, day: float) -> tuple[float | None, float | None] | None:
-    """A replay of the trace fed twice: (the read hit ratio of the second pass, None when its
-    last third was more than 0.05 above the whole pass: still climbing; the seconds the first
-    pass took to reach 63% of it, None when not within the trace). None: no reads counted."""
+@dataclass(frozen=True)
+class Windows:
+    """The trace cut into REPLAY_WINDOWS windows of ``seconds`` from ``start`` (its first
+    request): each window's requests and reads."""
+
+    start: float
+    seconds: float
+    requests: list[int]
+    reads: list[int]
+
+
+def replay_windows(requests: Requests) -> Windows | None:
+    """The requests counted in REPLAY_WINDOWS windows of the span the replays run over (None:
+    no requests)."""
+    if not len(requests):
+        return None
+    t = requests["t"]
+    start, end = float(t[0]), float(t[-1])
+    width = max(end - start, 1e-9) / REPLAY_WINDOWS
+    at = np.minimum(((t - start) / width).astype(np.int64), REPLAY_WINDOWS - 1)
+    reads = ~requests["write"].astype(bool)
+    return Windows(
+        start,
+        round(width, 6),
+        np.bincount(at, minlength=REPLAY_WINDOWS).tolist(),
+        np.bincount(at[reads], minlength=REPLAY_WINDOWS).tolist(),
+    )
+
+
+def _windowed(r: timeline.Replay, windows: Windows, day: float) -> tuple[list[int], list[int]]:
+    """The second pass's read hits and misses (the trace again, ``day`` later) in each of the
+    trace's windows; the last window takes all that follows."""
+    edges = [windows.start + day + k * windows.seconds for k in range(REPLAY_WINDOWS)] + [float("inf")]
+    counted = [timeline.counted_at(r, e) for e in edges]
+    hits = [b[0] - a[0] for a, b in zip(counted, counted[1:], strict=False)]
+    misses = [b[1] - a[1] for a, b in zip(counted, counted[1:], strict=False)]
+    return hits, misses
+
+
+SETTLED = 0.05  # read hit ratio by which a replay's second pass may differ and count as settled
+
+
+def _settled(
+    r: timeline.Replay, start: float, end: float, day: float, again: timeline.Replay | None = None
+) -> tuple[float | None, float | None] | None:
+    """A replay of the trace fed twice: (the read hit ratio of the second pass, None when it had
+    not settled; the seconds the first pass took to reach 63% of it, None when not within the
+    trace). None: no reads counted. The second pass has settled when its last third is no more
+    than SETTLED above the whole pass (not still climbing). A day in phases (a hot set, a
+    scan, another hot set) reads higher in its evening than over its whole though it reads the
+    same each day: ``again``, the same replay fed the trace three times, settles the second pass
+    when the third reads as it did (within SETTLED)."""
     second = timeline.read_hit_ratio_since(r, start + day)
     if second is None:
         return None
     late = timeline.steady_read_hit_ratio(r, start + day, end + day)
-    settled = late is not None and late - second <= 0.05
+    settled = late is not None and late - second <= SETTLED
+    if not settled and again is not None:
+        third = timeline.read_hit_ratio_since(again, start + 2 * day)
+        settled = third is not None and abs(third - second) <= SETTLED
     t63 = timeline.seconds_to_share(r, start, second)
     return (
         round(second, 6) if settled else None,
@@ -595,7 +671,9 @@ def _settled(r: timeline.Replay, start: float, end: float, day: float) -> tuple[
     )
 
 
-def smq_curve(requests: Requests, origin_bytes: int | None = None) -> ReplayCurve | None:
+def smq_curve(
+    requests: Requests, origin_bytes: int | None = None, windows: Windows | None = None
+) -> ReplayCurve | None:
     """dm-cache's smq policy replayed over the requests at SMQ_SIZES cache sizes from 1 MiB to
     the chunks the trace touches (None: no requests, or more than SMQ_PIECES pieces). Each cache
     starts empty and is fed the trace twice, the second time just after the first, as the next day
@@ -608,15 +686,22 @@ def smq_curve(requests: Requests, origin_bytes: int | None = None) -> ReplayCurv
     t, block, write, whole = smq.pieces(requests, CHUNK)
     start, end = float(t[0]), float(t[-1])
     day = end - start + smq.TICK_S
-    twice = (np.concatenate([t, t + day]), np.tile(block, 2), np.tile(write, 2), np.tile(whole, 2))
+
+    def fed(n: int, passes: int) -> timeline.Replay:
+        days = (
+            np.concatenate([t + k * day for k in range(passes)]),
+            *(np.tile(x, passes) for x in (block, write, whole)),
+        )
+        return smq.replay_pieces(days, n, CHUNK, origin)
+
     footprint = len(np.unique(block))
     top = max(footprint, SMQ_SMALLEST)
     sizes = [int(n) for n in np.unique(np.geomspace(SMQ_SMALLEST, top, SMQ_SIZES).round().astype(np.int64))]
     origin = max(origin_bytes or 0, (int(block.max()) + 1) * CHUNK)
-    return _replayed(sizes, lambda n: smq.replay_pieces(twice, n, CHUNK, origin), start, end, day)
+    return _replayed(sizes, fed, start, end, day, windows)
 
 
-def bcache_curve(requests: Requests) -> ReplayCurve | None:
+def bcache_curve(requests: Requests, windows: Windows | None = None) -> ReplayCurve | None:
     """bcache replayed over the requests at up to SMQ_SIZES cache sizes (in bytes, whole
     buckets) from BCACHE_SMALLEST to a little more than the 4 KiB blocks the trace touches, fed
     twice as smq_curve's are (None: no requests or no reads cached, or more than BCACHE_BLOCKS
@@ -630,21 +715,37 @@ def bcache_curve(requests: Requests) -> ReplayCurve | None:
     top = max(-(-footprint * bcachesim.BLOCK * 5 // (4 * bcachesim.BUCKET)), smallest)  # whole buckets, up
     buckets = np.unique(np.geomspace(smallest, top, SMQ_SIZES).round().astype(np.int64))
     sizes = [int(b) * bcachesim.BUCKET for b in buckets]
-    return _replayed(sizes, lambda size: bcachesim.replay(requests, size, passes=2), start, end, day)
+    return _replayed(
+        sizes, lambda size, passes: bcachesim.replay(requests, size, passes=passes), start, end, day, windows
+    )
 
 
 def _replayed(
-    sizes: list[int], run: Callable[[int], timeline.Replay], start: float, end: float, day: float
+    sizes: list[int],
+    run: Callable[[int, int], timeline.Replay],
+    start: float,
+    end: float,
+    day: float,
+    windows: Windows | None = None,
 ) -> ReplayCurve | None:
-    """Each size's replay of the trace fed twice, settled (_settled); None when one counted no
-    reads (none, or every one bypassed)."""
+    """Each size's replay of the trace fed twice (``run(size, passes)``), settled (_settled; a
+    third pass only where the second was not), and its second pass cut by ``windows`` (none
+    without); None when one counted no reads (none, or every one bypassed)."""
     outcomes = []
+    hits, misses = [], []
     for size in sizes:
-        outcome = _settled(run(size), start, end, day)
+        replay = run(size, 2)
+        outcome = _settled(replay, start, end, day)
+        if outcome is not None and outcome[0] is None:
+            outcome = _settled(replay, start, end, day, again=run(size, 3))
         if outcome is None:
             return None
         outcomes.append(outcome)
-    return ReplayCurve(sizes, [o[0] for o in outcomes], [o[1] for o in outcomes])
+        if windows is not None:
+            h, m = _windowed(replay, windows, day)
+            hits.append(h)
+            misses.append(m)
+    return ReplayCurve(sizes, [o[0] for o in outcomes], [o[1] for o in outcomes], hits, misses)
 
 
 def _listed(values: npt.NDArray[np.float64] | None) -> list[float]:
@@ -656,11 +757,15 @@ def analyze(
     block_size: int = MIN_BLOCK,
     mode: Literal["auto", "exact", "shards"] = "auto",
     sequential_cutoff: int = SEQUENTIAL_CUTOFF,
+    disk: Requests | None = None,
 ) -> Analysis:
     """Analyse a trace held in memory. Streams past ``sequential_cutoff`` bytes (0: none) are
-    counted apart from the curve, as a cache bypasses them."""
+    counted apart from the curve, as a cache bypasses them. ``disk``: every request the device
+    saw, when the trace holds only those a cache would see (a capture's streams, marked at
+    capture time, are left out of its trace): dm-cache bypasses no stream, so its replay and
+    the windows take them (None: the trace's own)."""
     with _small_pages():
-        return _analyze(trace, block_size, mode, release=False, cutoff=sequential_cutoff)
+        return _analyze(trace, block_size, mode, release=False, cutoff=sequential_cutoff, disk=disk)
 
 
 def _analyze(
@@ -670,15 +775,20 @@ def _analyze(
     release: bool,
     cutoff: int = SEQUENTIAL_CUTOFF,
     summarised: tuple[_Summary, npt.NDArray[np.bool_] | None] | None = None,
+    disk: Requests | None = None,
 ) -> Analysis:
     """analyze(); with ``release`` the trace's requests are dropped once their blocks are known
     (its caller has no further use for them), which keeps 10 million requests' 210 MB out of
     the peak. ``summarised``: the requests already fed to a _Summary of ``cutoff``, and which
-    it bypasses."""
+    it bypasses; ``disk``: as analyze's."""
     _check_block_size(block_size)
     size = trace.meta.get("size_bytes")
-    dmcache = smq_curve(trace.requests, size if isinstance(size, int) and size > 0 else None)
-    bcache = bcache_curve(trace.requests)
+    every = trace.requests if disk is None else disk
+    windows = replay_windows(every)
+    dmcache = smq_curve(every, size if isinstance(size, int) and size > 0 else None, windows)
+    bcache = bcache_curve(trace.requests, windows)
+    if not dmcache and not bcache:
+        windows = None
     if summarised is None:
         summary = _Summary(cutoff)
         bypass = summary.feed_requests(trace.requests)
@@ -706,7 +816,17 @@ def _analyze(
         if release:
             trace.requests = trace.requests[:0].copy()
     return _result(
-        summary, curve, block_size, trace.path, trace.source_format, trace.stats, chunk, coarse, dmcache, bcache
+        summary,
+        curve,
+        block_size,
+        trace.path,
+        trace.source_format,
+        trace.stats,
+        chunk,
+        coarse,
+        dmcache,
+        bcache,
+        windows,
     )
 
 

@@ -41,7 +41,11 @@ def analyze_capture(capture: capfile.Capture, source: str, block_size: int = 409
     stats = ImportStats(lines=len(reqs), requests=len(reqs))
     size = capture.meta.get("size_bytes")
     meta = {"size_bytes": size} if isinstance(size, int) and not isinstance(size, bool) and size > 0 else {}
-    sample = analyze(Trace(plain, "capture", source, stats, meta), block_size, mode, sequential_cutoff=0)
+    every = np.empty(len(reqs), REQUEST)
+    for name in REQUEST.names or ():
+        every[name] = reqs[name]
+    trace = Trace(plain, "capture", source, stats, meta)
+    sample = analyze(trace, block_size, mode, sequential_cutoff=0, disk=every)
     return dataclasses.replace(
         scale(sample, capture), periods=periods.periods(capture.requests, capture.rate, capture.summaries)
     )
@@ -60,6 +64,8 @@ def scale(a: Analysis, capture: capfile.Capture) -> Analysis:
     # the sample's requests stand for this many each: the counts it holds beside the whole's
     per = counted / a.requests if counted > 0 and a.requests else 1 / rate
     accesses = round(a.block_accesses * per)
+    sampled = sum(a.replay_window_requests)
+    every = total / sampled if total > 0 and sampled else 1 / rate
     footprint = _up(a.footprint_blocks, rate)
     scaled: dict[str, Any] = {
         "curve_mode": f"sampled ({a.curve_mode})",
@@ -74,6 +80,10 @@ def scale(a: Analysis, capture: capfile.Capture) -> Analysis:
         "chunk_footprint_blocks": _up(a.chunk_footprint_blocks, rate),
         "smq_sizes_blocks": [_up(x, rate) for x in a.smq_sizes_blocks],
         "bcache_sizes_bytes": [_up(x, rate) for x in a.bcache_sizes_bytes],
+        # the windows count every sampled request, streams too: each stands for the hours' requests
+        # over the sample's
+        "replay_window_requests": [round(x * every) for x in a.replay_window_requests],
+        "replay_window_reads": [round(x * every) for x in a.replay_window_reads],
         "coarse_chunk_curves": list[CoarseCurve](),
         "write_drain_rates": [],
         "write_backlog_bytes": [],

@@ -67,14 +67,26 @@ def steady_read_hit_ratio(r: Replay, start: float, end: float) -> float | None:
 def read_hit_ratio_since(r: Replay, start: float) -> float | None:
     """The replay's read hit ratio from ``start`` on: its final counters less those of the last
     tick at or before ``start`` (ticks are recorded only when the counters moved)."""
+    return read_hit_ratio_between(r, start, float("inf"))
+
+
+def counted_at(r: Replay, at: float) -> tuple[int, int]:
+    """(read hits, read misses) the replay had counted by ``at``: the last tick at or before it
+    (ticks are recorded only when the counters moved); its final counters past the last tick."""
+    if at == float("inf"):
+        return r.counters.read_hits, r.counters.read_misses
+    i = int(np.searchsorted(r.times, at, side="right")) - 1
+    return (int(r.read_hits[i]), int(r.read_misses[i])) if i >= 0 else (0, 0)
+
+
+def read_hit_ratio_between(r: Replay, start: float, end: float) -> float | None:
+    """The replay's read hit ratio over [start, end) as its ticks counted it (None: no reads)."""
     if not len(r.times):
         return None
-    at = int(np.searchsorted(r.times, start, side="right")) - 1
-    before_h = int(r.read_hits[at]) if at >= 0 else 0
-    before_m = int(r.read_misses[at]) if at >= 0 else 0
-    hits = r.counters.read_hits - before_h
-    total = hits + r.counters.read_misses - before_m
-    return hits / total if total else None
+    h0, m0 = counted_at(r, start)
+    h1, m1 = counted_at(r, end)
+    total = (h1 - h0) + (m1 - m0)
+    return (h1 - h0) / total if total else None
 
 
 def seconds_to_share(r: Replay, start: float, steady: float, share: float = 1 - float(np.exp(-1))) -> float | None:

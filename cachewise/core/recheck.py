@@ -112,6 +112,8 @@ def recheck(core: Core, request: RecheckRequest) -> Rechecked:
     prof = None
     if request.trace is not None:
         analysis, _ = analyze(core, request.trace)
+        # No latencies: a trace of the days the cache served was taken through it, so its
+        # stretches already came at the cache's speed (the closed loop is in it).
         prof = trace_profile(analysis)
     inv = core.discovery.scan()
     situation = Situation(

@@ -1,0 +1,167 @@
+"""What the kernel's read counters will weigh (issue 31's next day): a replay fed a day twice
+settles when its day ends as the day before ended (a day in phases), and a stretch of the trace
+that kept the disk busy (a closed loop) counts its reads as many more times as the cache speeds
+it up (Q-LOOP-1). Outcomes worked out by hand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from advisor.advice.profile import BOUND, closed_loop, trace_profile
+from advisor.workload import analysis
+from advisor.workload.analysis import REPLAY_WINDOWS, Analysis, analyze
+from advisor.workload.traces import REQUEST, ImportStats, Trace
+
+
+@dataclass
+class Counters:
+    read_hits: int
+    read_misses: int
+
+
+@dataclass
+class FakeReplay:
+    """A replay's ticks, one a second: (reads a second, their hit ratio) for each second."""
+
+    counters: Counters
+    times: np.ndarray
+    read_hits: np.ndarray
+    read_misses: np.ndarray
+
+    @classmethod
+    def of(cls, seconds: list[float], per_second: int = 100) -> FakeReplay:
+        hits = np.cumsum([round(h * per_second) for h in seconds]).astype(np.int64)
+        misses = np.cumsum([per_second - round(h * per_second) for h in seconds]).astype(np.int64)
+        times = np.arange(1, len(seconds) + 1, dtype=np.float64)  # the tick after each second
+        return cls(Counters(int(hits[-1]), int(misses[-1])), times, hits, misses)
+
+
+DAY = 30  # a day of 30 s: three phases of 10 s, the day fed twice, the second pass from 30 s
+
+
+def days(*each: list[float]) -> FakeReplay:
+    """A replay of days of three 10-s phases, each phase at its read hit ratio."""
+    return FakeReplay.of([day[s // 10] for day in each for s in range(DAY)])
+
+
+def test_a_day_in_phases_that_reads_the_same_the_day_after_has_settled() -> None:
+    # a hot set (0.2 while it fills), a scan (nothing hits), an evening hot set (0.8), each day alike
+    r = days([0.1, 0.0, 0.6], [0.2, 0.0, 0.8])
+    assert analysis._settled(r, 0.0, DAY - 1, DAY)[0] is None, "its last third is 0.47 above the whole pass"
+    again = days([0.1, 0.0, 0.6], [0.2, 0.0, 0.8], [0.22, 0.0, 0.8])
+    settled, _ = analysis._settled(r, 0.0, DAY - 1, DAY, again)
+    # the second pass's ratio, as the third pass read within 0.05 of it
+    assert settled == pytest.approx((0.2 + 0.0 + 0.8) / 3, abs=1e-6)
+    moving = days([0.1, 0.0, 0.6], [0.2, 0.0, 0.8], [0.5, 0.0, 0.8])
+    assert analysis._settled(r, 0.0, DAY - 1, DAY, moving)[0] is None, "the third day read 0.1 higher"
+
+
+def test_a_replay_still_climbing_on_the_second_day_has_not_settled() -> None:
+    r = days([0.1, 0.2, 0.3], [0.4, 0.5, 0.6])
+    settled, _ = analysis._settled(r, 0.0, DAY - 1, DAY)
+    assert settled is None, "its last third is 0.1 over the whole second pass"
+
+
+def test_a_replay_flat_on_the_second_day_has_settled_as_before() -> None:
+    r = days([0.1, 0.3, 0.5], [0.52, 0.5, 0.5])
+    settled, _ = analysis._settled(r, 0.0, DAY - 1, DAY)
+    assert settled == pytest.approx(0.5067, abs=1e-4)
+
+
+# --- the closed loop ------------------------------------------------------------------------------
+
+
+def windowed(requests: list[int], reads: list[int], seconds: float) -> Analysis:
+    """An analysis holding only its windows (what closed_loop reads)."""
+    a = analyze(trace_of(np.arange(10, dtype=np.float64), [0] * 10))
+    return replace(a, replay_window_seconds=seconds, replay_window_requests=requests, replay_window_reads=reads)
+
+
+def trace_of(t: np.ndarray, offsets: list[int], write: bool = False) -> Trace:
+    req = np.zeros(len(t), dtype=REQUEST)
+    req["t"], req["offset"], req["length"], req["write"] = t, offsets, 4096, write
+    return Trace(req, "fio", "synthetic", ImportStats(lines=len(t), requests=len(t)), {})
+
+
+def test_a_window_that_kept_the_disk_busy_weighs_by_its_speed_up() -> None:
+    # two windows of 10 s, reads only: the first asked 2,000 requests (200 a second, x 6.7 ms: the
+    # disk busy 1.34 s a second), 80% hits; the second 200 (0.13 s a second), no hit
+    a = windowed([2000, 200], [2000, 200], 10.0)
+    settled = np.asarray([(1600 + 0) / 2200])
+    weighed, bound = closed_loop(a, settled, [[1600, 0]], [[400, 200]], 6.7, 0.1)
+    assert bound == 1
+    # through the cache the first window's requests take 0.8 x 0.1 + 0.2 x 6.7 = 1.42 ms, 6.7 / 1.42
+    # = 4.718 times faster: 4.718 x 1,600 hits of 4.718 x 2,000 + 200 reads
+    speed = 6.7 / (0.8 * 0.1 + 0.2 * 6.7)
+    assert weighed[0] == pytest.approx(speed * 1600 / (speed * 2000 + 200), abs=1e-6)
+    assert weighed[0] > settled[0]
+
+
+def test_writes_in_a_busy_window_still_wait_for_the_disk() -> None:
+    # half the first window's requests are writes (writethrough: at the disk's latency)
+    a = windowed([2000, 200], [1000, 200], 10.0)
+    weighed, _ = closed_loop(a, np.asarray([0.5]), [[800, 0]], [[200, 200]], 6.7, 0.1)
+    cost = 0.5 * (0.8 * 0.1 + 0.2 * 6.7) + 0.5 * 6.7
+    speed = 6.7 / cost
+    assert weighed[0] == pytest.approx(speed * 800 / (speed * 1000 + 200), abs=1e-6)
+
+
+def test_no_window_held_back_or_no_gain_leaves_the_replay_as_it_is() -> None:
+    settled = np.asarray([0.4, np.nan])
+    hits, misses = [[100, 0], [0, 0]], [[100, 50], [0, 0]]
+    idle = windowed([100, 50], [100, 50], 10.0)  # 10 a second x 6.7 ms: the disk busy 7% of the time
+    assert closed_loop(idle, settled, hits, misses, 6.7, 0.1)[1] == 0
+    busy = windowed([2000, 2000], [2000, 2000], 10.0)
+    out, bound = closed_loop(busy, settled, hits, misses, 6.7, 6.7)  # an SSD no faster than the disk
+    assert bound == 0 and out[0] == 0.4
+    out, bound = closed_loop(busy, settled, hits, misses, 6.7, 0.1)
+    assert bound == 2 and np.isnan(out[1]), "a size that did not settle stays unsettled"
+    # both windows busy, but at different hit ratios: the one hitting more weighs more
+    assert out[0] > 0.4
+    assert 200 / 10.0 * 6.7 / 1000 < BOUND <= 2000 / 10.0 * 6.7 / 1000
+
+
+def test_a_trace_whose_busy_phase_hits_predicts_more_hits_through_the_cache() -> None:
+    # 20 s over 256 KiB at 200 requests a second (a closed loop on the disk: 1.34 s busy a
+    # second at 6.7 ms), then 20 s of reads over 200 MiB at 20 a second (rate-limited), a day
+    rng = np.random.default_rng(7)
+    hot_t = np.sort(rng.uniform(0, 20, 4000))
+    cold_t = np.sort(rng.uniform(20, 40, 400))
+    offsets = list(rng.integers(0, 64, 4000) * 4096) + list(rng.integers(0, 51200, 400) * 4096)
+    a = analyze(trace_of(np.concatenate([hot_t, cold_t]), offsets))
+    assert len(a.replay_window_requests) == REPLAY_WINDOWS and sum(a.replay_window_requests) == 4400
+    for hits, misses in zip(a.smq_window_read_hits, a.smq_window_read_misses, strict=True):
+        assert sum(hits) + sum(misses) == 4400, "every read of the second pass, in one window or another"
+    plain = trace_profile(a)
+    loop = trace_profile(a, latencies=(6.7, 0.1))
+    assert plain.smq_read_hits is not None and loop.smq_read_hits is not None
+    settled = ~np.isnan(plain.smq_read_hits)
+    assert settled.any()
+    assert (loop.smq_read_hits[settled] > plain.smq_read_hits[settled] + 0.05).all()
+    assert any("Q-LOOP-1" in r.findings and "closed loop" in r.text for r in loop.reasons)
+    assert not any("Q-LOOP-1" in r.findings for r in plain.reasons)
+
+
+def test_a_captures_streams_count_in_dm_caches_replay_and_not_in_bcaches(tmp_path: Path) -> None:
+    """A capture marks the requests of streams past bcache's cutoff and leaves them out of its
+    curves; dm-cache bypasses no stream, so its replay reads them (as misses its counters count),
+    and the windows count them as the disk's load. bcache's replay leaves them out as bcache does."""
+    from advisor.workload import sampled
+    from tests.unit.test_periods import MIDNIGHT, captured, hot, scan
+
+    rng = np.random.default_rng(5)
+    t0 = MIDNIGHT + 9 * 3600
+    c = captured(tmp_path, [np.concatenate([hot(rng, t0, 600, 50), scan(t0 + 600, 600, 800, at=16 << 30)])], 1.0)
+    a = sampled.analyze_capture(c, "cap")
+    assert a.bypassed_requests >= 700 and a.smq_sizes_blocks and a.bcache_sizes_bytes
+    late = slice(REPLAY_WINDOWS // 2 + 1, REPLAY_WINDOWS)  # the scan's half of the windows
+    assert sum(a.replay_window_requests[late]) >= 700, "the scan's requests load the disk"
+    for hits, misses in zip(a.smq_window_read_hits, a.smq_window_read_misses, strict=True):
+        # each 1 MiB read is 16 of dm-cache's 64 KiB chunks, read once: a miss each
+        assert sum(misses[late]) >= 16 * 700 and sum(hits[late]) < sum(misses[late]) / 10
+    for hits, misses in zip(a.bcache_window_read_hits, a.bcache_window_read_misses, strict=True):
+        assert sum(hits[late]) + sum(misses[late]) == 0, "bcache let the stream through"
