@@ -25,6 +25,9 @@ KNEE_SHARE = 0.90  # of the achievable hit ratio
 # A stretch of the trace whose requests kept the slow disk busy this share of its time (requests
 # a second times the disk's measured latency) was held back by the disk: a closed loop (Q-LOOP-1).
 BOUND = 0.8
+# The replays count once a second (dm-cache's tick): windows shorter than this cannot be told
+# apart (a trace of a few milliseconds, or one without times), and are not weighed.
+MIN_WINDOW_S = 2.0
 HOT_SHARE = 0.90  # the "hot set" serves this share of the I/O (L-SIZE-1, L-SIZE-2)
 
 
@@ -261,10 +264,10 @@ def closed_loop(
     the disk. In a window whose requests kept the disk busy (BOUND), the requests come faster
     through the cache by the latency model's factor at the window's own read hit ratio (its
     reads at the mix of SSD and disk latency, its writes at the disk's), so its read hits and
-    misses count that many times; other windows count once. Without windows, or latencies that
-    give no gain, the ratios are returned as they are."""
+    misses count that many times; other windows count once. Without windows (or windows shorter
+    than MIN_WINDOW_S), or latencies that give no gain, the ratios are returned as they are."""
     seconds = a.replay_window_seconds
-    if seconds <= 0 or not 0 < fast_ms < slow_ms or len(hits) != len(settled) or len(misses) != len(settled):
+    if seconds < MIN_WINDOW_S or not 0 < fast_ms < slow_ms or len(hits) != len(settled) or len(misses) != len(settled):
         return settled, 0
     requests = np.asarray(a.replay_window_requests, dtype=np.float64)
     reads = np.asarray(a.replay_window_reads, dtype=np.float64)

@@ -123,19 +123,23 @@ def test_no_window_held_back_or_no_gain_leaves_the_replay_as_it_is() -> None:
     # both windows busy, but at different hit ratios: the one hitting more weighs more
     assert out[0] > 0.4
     assert 200 / 10.0 * 6.7 / 1000 < BOUND <= 2000 / 10.0 * 6.7 / 1000
+    # windows of a millisecond (a trace without times, all at one instant): the replay's once-a-second
+    # counters cannot tell them apart
+    instant = windowed([2000, 2000], [2000, 2000], 0.001)
+    assert closed_loop(instant, settled, hits, misses, 6.7, 0.1) == (settled, 0)
 
 
 def test_a_trace_whose_busy_phase_hits_predicts_more_hits_through_the_cache() -> None:
-    # 20 s over 256 KiB at 200 requests a second (a closed loop on the disk: 1.34 s busy a
-    # second at 6.7 ms), then 20 s of reads over 200 MiB at 20 a second (rate-limited), a day
+    # 60 s over 256 KiB at 200 requests a second (a closed loop on the disk: 1.34 s busy a
+    # second at 6.7 ms), then 60 s of reads over 200 MiB at 20 a second (rate-limited), a day
     rng = np.random.default_rng(7)
-    hot_t = np.sort(rng.uniform(0, 20, 4000))
-    cold_t = np.sort(rng.uniform(20, 40, 400))
-    offsets = list(rng.integers(0, 64, 4000) * 4096) + list(rng.integers(0, 51200, 400) * 4096)
+    hot_t = np.sort(rng.uniform(0, 60, 12000))
+    cold_t = np.sort(rng.uniform(60, 120, 1200))
+    offsets = list(rng.integers(0, 64, 12000) * 4096) + list(rng.integers(0, 51200, 1200) * 4096)
     a = analyze(trace_of(np.concatenate([hot_t, cold_t]), offsets))
-    assert len(a.replay_window_requests) == REPLAY_WINDOWS and sum(a.replay_window_requests) == 4400
+    assert len(a.replay_window_requests) == REPLAY_WINDOWS and sum(a.replay_window_requests) == 13200
     for hits, misses in zip(a.smq_window_read_hits, a.smq_window_read_misses, strict=True):
-        assert sum(hits) + sum(misses) == 4400, "every read of the second pass, in one window or another"
+        assert sum(hits) + sum(misses) == 13200, "every read of the second pass, in one window or another"
     plain = trace_profile(a)
     loop = trace_profile(a, latencies=(6.7, 0.1))
     assert plain.smq_read_hits is not None and loop.smq_read_hits is not None
