@@ -25,6 +25,9 @@ KNEE_SHARE = 0.90  # of the achievable hit ratio
 # A stretch of the trace whose requests kept the slow disk busy this share of its time (requests
 # a second times the disk's measured latency) was held back by the disk: a closed loop (Q-LOOP-1).
 BOUND = 0.8
+# A replayed size this close to the size asked about is that size (a capture's sizes are
+# rounded to whole chunks of its sample and scaled back).
+EXACT_SIZE = 0.01
 # The replays count once a second (dm-cache's tick): windows shorter than this cannot be told
 # apart (a trace of a few milliseconds, or one without times), and are not weighed.
 MIN_WINDOW_S = 2.0
@@ -173,7 +176,8 @@ class Profile:
 
     def _replayed_at(self, backend: Backend, size_bytes: float, column: int) -> float | None:
         """A column of the replay (1: read hit ratio, 2: seconds to 63%) at ``size_bytes``,
-        between the two sizes replayed around it (beyond the last: the last); None when the trace
+        itself where it was replayed (within EXACT_SIZE), else between the two sizes replayed
+        around it (beyond the last: the last); None when the trace
         was not replayed through this backend, the size is below the smallest replayed (smq's
         1 MiB; bcache's smallest cache in its default buckets), an lvmcache of that size does not
         get CHUNK chunks, or either value is missing."""
@@ -188,6 +192,8 @@ class Profile:
         at = int(np.searchsorted(sizes, size_bytes, side="left"))
         if at >= len(sizes):
             return None if np.isnan(values[-1]) else float(values[-1])
+        if abs(sizes[at] - size_bytes) <= EXACT_SIZE * size_bytes:  # replayed at this size itself
+            return None if np.isnan(values[at]) else float(values[at])
         near = values[max(at - 1, 0) : at + 1]
         if np.isnan(near).any():
             return None

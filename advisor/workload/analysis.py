@@ -7,7 +7,7 @@ import contextlib
 import functools
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -672,7 +672,7 @@ def _settled(
 
 
 def smq_curve(
-    requests: Requests, origin_bytes: int | None = None, windows: Windows | None = None
+    requests: Requests, origin_bytes: int | None = None, windows: Windows | None = None, also: Sequence[int] = ()
 ) -> ReplayCurve | None:
     """dm-cache's smq policy replayed over the requests at SMQ_SIZES cache sizes from 1 MiB to
     the chunks the trace touches (None: no requests, or more than SMQ_PIECES pieces). Each cache
@@ -680,7 +680,9 @@ def smq_curve(
     would be if it were like this one: the read hit ratio of the second pass is what the cache
     settles at, and the time to 63% of it is taken from the first pass, at the trace's own rate
     (_settled). ``origin_bytes``: the traced device's size (a cachewise trace records it; else
-    the highest chunk touched stands in: smq's hotspot blocks depend on it below 1 GiB)."""
+    the highest chunk touched stands in: smq's hotspot blocks depend on it below 1 GiB).
+    ``also``: cache sizes in bytes to replay as well, where they fall within those sizes (the
+    sizes a recommendation will ask about: a budget, an SSD's size)."""
     if not len(requests) or len(requests) > SMQ_PIECES or smq.piece_count(requests, CHUNK) > SMQ_PIECES:
         return None  # (a request is at least one piece: the count is not needed past the budget)
     t, block, write, whole = smq.pieces(requests, CHUNK)
@@ -696,16 +698,18 @@ def smq_curve(
 
     footprint = len(np.unique(block))
     top = max(footprint, SMQ_SMALLEST)
-    sizes = [int(n) for n in np.unique(np.geomspace(SMQ_SMALLEST, top, SMQ_SIZES).round().astype(np.int64))]
+    asked = [n for n in (round(b / CHUNK) for b in also) if SMQ_SMALLEST <= n <= top]
+    grid = np.geomspace(SMQ_SMALLEST, top, SMQ_SIZES).round().astype(np.int64)
+    sizes = [int(n) for n in np.unique(np.concatenate([grid, np.asarray(asked, np.int64)]))]
     origin = max(origin_bytes or 0, (int(block.max()) + 1) * CHUNK)
     return _replayed(sizes, fed, start, end, day, windows)
 
 
-def bcache_curve(requests: Requests, windows: Windows | None = None) -> ReplayCurve | None:
+def bcache_curve(requests: Requests, windows: Windows | None = None, also: Sequence[int] = ()) -> ReplayCurve | None:
     """bcache replayed over the requests at up to SMQ_SIZES cache sizes (in bytes, whole
-    buckets) from BCACHE_SMALLEST to a little more than the 4 KiB blocks the trace touches, fed
-    twice as smq_curve's are (None: no requests or no reads cached, or more than BCACHE_BLOCKS
-    blocks)."""
+    buckets) from BCACHE_SMALLEST to a little more than the 4 KiB blocks the trace touches, and
+    at the sizes ``also`` (bytes) within them, fed twice as smq_curve's are (None: no requests or
+    no reads cached, or more than BCACHE_BLOCKS blocks)."""
     if not len(requests) or len(requests) > BCACHE_BLOCKS or smq.piece_count(requests, bcachesim.BLOCK) > BCACHE_BLOCKS:
         return None  # (counted before the blocks are listed, as smq_curve's pieces are)
     start, end = float(requests["t"][0]), float(requests["t"][-1])
@@ -713,7 +717,9 @@ def bcache_curve(requests: Requests, windows: Windows | None = None) -> ReplayCu
     footprint = len(np.unique(to_blocks(requests, bcachesim.BLOCK)))
     smallest = BCACHE_SMALLEST // bcachesim.BUCKET
     top = max(-(-footprint * bcachesim.BLOCK * 5 // (4 * bcachesim.BUCKET)), smallest)  # whole buckets, up
-    buckets = np.unique(np.geomspace(smallest, top, SMQ_SIZES).round().astype(np.int64))
+    asked = [n for n in (b // bcachesim.BUCKET for b in also) if smallest <= n <= top]
+    grid = np.geomspace(smallest, top, SMQ_SIZES).round().astype(np.int64)
+    buckets = np.unique(np.concatenate([grid, np.asarray(asked, np.int64)]))
     sizes = [int(b) * bcachesim.BUCKET for b in buckets]
     return _replayed(
         sizes, lambda size, passes: bcachesim.replay(requests, size, passes=passes), start, end, day, windows
@@ -758,14 +764,18 @@ def analyze(
     mode: Literal["auto", "exact", "shards"] = "auto",
     sequential_cutoff: int = SEQUENTIAL_CUTOFF,
     disk: Requests | None = None,
+    replay_sizes: Sequence[int] = (),
 ) -> Analysis:
     """Analyse a trace held in memory. Streams past ``sequential_cutoff`` bytes (0: none) are
     counted apart from the curve, as a cache bypasses them. ``disk``: every request the device
     saw, when the trace holds only those a cache would see (a capture's streams, marked at
     capture time, are left out of its trace): dm-cache bypasses no stream, so its replay and
-    the windows take them (None: the trace's own)."""
+    the windows take them (None: the trace's own). ``replay_sizes``: cache sizes (bytes) the
+    kernels' replays run at besides their own (smq_curve's ``also``)."""
     with _small_pages():
-        return _analyze(trace, block_size, mode, release=False, cutoff=sequential_cutoff, disk=disk)
+        return _analyze(
+            trace, block_size, mode, release=False, cutoff=sequential_cutoff, disk=disk, replay_sizes=replay_sizes
+        )
 
 
 def _analyze(
@@ -776,17 +786,18 @@ def _analyze(
     cutoff: int = SEQUENTIAL_CUTOFF,
     summarised: tuple[_Summary, npt.NDArray[np.bool_] | None] | None = None,
     disk: Requests | None = None,
+    replay_sizes: Sequence[int] = (),
 ) -> Analysis:
     """analyze(); with ``release`` the trace's requests are dropped once their blocks are known
     (its caller has no further use for them), which keeps 10 million requests' 210 MB out of
     the peak. ``summarised``: the requests already fed to a _Summary of ``cutoff``, and which
-    it bypasses; ``disk``: as analyze's."""
+    it bypasses; ``disk`` and ``replay_sizes``: as analyze's."""
     _check_block_size(block_size)
     size = trace.meta.get("size_bytes")
     every = trace.requests if disk is None else disk
     windows = replay_windows(every)
-    dmcache = smq_curve(every, size if isinstance(size, int) and size > 0 else None, windows)
-    bcache = bcache_curve(trace.requests, windows)
+    dmcache = smq_curve(every, size if isinstance(size, int) and size > 0 else None, windows, replay_sizes)
+    bcache = bcache_curve(trace.requests, windows, replay_sizes)
     if not dmcache and not bcache:
         windows = None
     if summarised is None:
@@ -1236,10 +1247,12 @@ def analyze_path(
     layout: CsvLayout = MSR,
     sequential_cutoff: int = SEQUENTIAL_CUTOFF,
     progress: Progress | None = None,
+    replay_sizes: Sequence[int] = (),
 ) -> tuple[Analysis, dict[str, Any]]:
     """Analyse a trace file of any supported format: (analysis, the trace's own metadata).
     Long cachewise traces are read in chunks, in memory bounded by the footprint: by SHARDS
-    (auto, shards) or exactly in two readings (exact); ``progress`` hears how far they are."""
+    (auto, shards) or exactly in two readings (exact); ``progress`` hears how far they are.
+    ``replay_sizes``: as analyze's (a trace read in chunks is not replayed)."""
     if fmt == "auto" and path.is_file():
         fmt = detect_format(path)
     records = cachewise_records(path) if fmt == "cachewise" else 0
@@ -1267,5 +1280,13 @@ def analyze_path(
         finally:
             follower.stop()
         summarised = (follower.summary, follower.finish(trace.requests))
-        analysis = _analyze(trace, block_size, mode, release=True, cutoff=sequential_cutoff, summarised=summarised)
+        analysis = _analyze(
+            trace,
+            block_size,
+            mode,
+            release=True,
+            cutoff=sequential_cutoff,
+            summarised=summarised,
+            replay_sizes=replay_sizes,
+        )
     return analysis, trace.meta

@@ -19,6 +19,7 @@ the analysis' ``periods``.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +30,11 @@ from advisor.workload.streams import StreamDetector
 from advisor.workload.traces import REQUEST, ImportStats, Trace
 
 
-def analyze_capture(capture: capfile.Capture, source: str, block_size: int = 4096, mode: Any = "auto") -> Analysis:
-    """The analysis of a capture, at full scale."""
+def analyze_capture(
+    capture: capfile.Capture, source: str, block_size: int = 4096, mode: Any = "auto", replay_sizes: Sequence[int] = ()
+) -> Analysis:
+    """The analysis of a capture, at full scale; ``replay_sizes``: cache sizes (bytes, at full
+    scale) the replays run at besides their own (analysis.analyze's)."""
     reqs = capture.requests
     kept = reqs[reqs["stream"] != StreamDetector.BYPASSED]
     if not len(kept):
@@ -45,7 +49,8 @@ def analyze_capture(capture: capfile.Capture, source: str, block_size: int = 409
     for name in REQUEST.names or ():
         every[name] = reqs[name]
     trace = Trace(plain, "capture", source, stats, meta)
-    sample = analyze(trace, block_size, mode, sequential_cutoff=0, disk=every)
+    scaled = [round(b * capture.rate) for b in replay_sizes]  # a cache of S stands as S x rate in the sample
+    sample = analyze(trace, block_size, mode, sequential_cutoff=0, disk=every, replay_sizes=scaled)
     return dataclasses.replace(
         scale(sample, capture), periods=periods.periods(capture.requests, capture.rate, capture.summaries)
     )

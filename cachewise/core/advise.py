@@ -22,7 +22,7 @@ from advisor.workload.analysis import Analysis
 from advisor.workload.traces import TraceError
 from cachewise.core.context import Core, Refused
 from cachewise.core.discover import earlier_probes, scan
-from cachewise.core.workload import analyze
+from cachewise.core.workload import AnalyzeRequest, analyze
 
 codes(
     {
@@ -77,12 +77,6 @@ def prepare(core: Core, request: AdviceRequest) -> Prepared:
     """Everything a recommendation needs, without recommending (the Recommend screen recomputes
     it as the user changes the declared facts)."""
     inv = request.inventory or scan(core)
-    analysis = request.analysis
-    if request.trace is not None:
-        try:
-            analysis, _ = analyze(core, request.trace)
-        except TraceError as exc:
-            raise Refused("trace-unanalysable", trace=request.trace, why=exc.what, next=exc.next) from None
     devices = []
     for path in (request.slow, *request.fast):
         dev = find_device(inv, path)
@@ -91,6 +85,16 @@ def prepare(core: Core, request: AdviceRequest) -> Prepared:
         devices.append(dev)
     if len({d.name for d in devices}) != len(devices):
         raise Refused("same-device-named-twice", paths=", ".join([request.slow, *request.fast]))
+    analysis = request.analysis
+    if request.trace is not None:
+        # The kernels' replays run at the sizes this recommendation will ask about too (the budget,
+        # each SSD's size), so its prediction there is replayed, not read between two sizes.
+        budget = request.declared.cache_budget_bytes
+        asked = tuple(sorted({*(d.size_bytes for d in devices[1:] if d.size_bytes), *((budget,) if budget else ())}))
+        try:
+            analysis, _ = analyze(core, AnalyzeRequest(request.trace, replay_sizes=asked))
+        except TraceError as exc:
+            raise Refused("trace-unanalysable", trace=request.trace, why=exc.what, next=exc.next) from None
     warnings: list[CachewiseError] = []
     probes = dict(request.known_probes or {})
     if not request.known_probes:

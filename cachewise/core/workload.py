@@ -54,6 +54,7 @@ class AnalyzeRequest:
     fmt: Format = "auto"
     layout: CsvLayout = MSR
     sequential_cutoff: int = BCACHE_SEQUENTIAL_CUTOFF
+    replay_sizes: tuple[int, ...] = ()  # cache sizes (bytes) the kernels' replays also run at
 
 
 def analyze(
@@ -66,7 +67,9 @@ def analyze(
     if is_capture(r.path):
         return _analyze_capture(r)
     try:
-        return analyze_path(r.path, r.block_size, r.mode, r.fmt, r.layout, r.sequential_cutoff, progress)
+        return analyze_path(
+            r.path, r.block_size, r.mode, r.fmt, r.layout, r.sequential_cutoff, progress, r.replay_sizes
+        )
     except CachewiseError:
         raise
     except ValueError as exc:
@@ -87,7 +90,7 @@ def _analyze_capture(r: AnalyzeRequest) -> tuple[Analysis, dict[str, Any]]:
         )
     captured = capturing.read(r.path, "analysed")
     try:
-        result = sampled.analyze_capture(captured, str(r.path), r.block_size, r.mode)
+        result = sampled.analyze_capture(captured, str(r.path), r.block_size, r.mode, r.replay_sizes)
     except ValueError as exc:
         raise Refused("bad-analysis-input", why=exc) from None
     meta = {**captured.meta, "sample_rate": captured.rate, "files": [str(p) for p in captured.files]}

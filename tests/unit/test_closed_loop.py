@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -169,3 +170,55 @@ def test_a_captures_streams_count_in_dm_caches_replay_and_not_in_bcaches(tmp_pat
         assert sum(misses[late]) >= 16 * 700 and sum(hits[late]) < sum(misses[late]) / 10
     for hits, misses in zip(a.bcache_window_read_hits, a.bcache_window_read_misses, strict=True):
         assert sum(hits[late]) + sum(misses[late]) == 0, "bcache let the stream through"
+
+
+# --- the sizes a recommendation asks about, replayed -------------------------------------------
+
+
+def test_a_size_asked_about_is_replayed_itself_and_read_there(tmp_path: Path) -> None:
+    """The replays run at the sizes given besides their own five, and a profile reads a size
+    replayed itself there, even where the sizes around it did not settle."""
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0, 120, 8000))
+    offsets = list(rng.zipf(1.2, 8000) % 20000 * 65536)
+    trace = trace_of(t, offsets)
+    plain = analyze(trace)
+    asked = 3 << 20  # 48 chunks: not one of the grid's sizes
+    a = analyze(trace, replay_sizes=[asked, 1 << 40])  # (a size past the footprint is not replayed)
+    assert asked // analysis.CHUNK not in plain.smq_sizes_blocks
+    assert sorted([*plain.smq_sizes_blocks, asked // analysis.CHUNK]) == a.smq_sizes_blocks
+    at = a.smq_sizes_blocks.index(asked // analysis.CHUNK)
+    assert len(a.smq_window_read_hits) == len(a.smq_sizes_blocks)
+    # the neighbours unsettled: the size itself is still read where it was replayed
+    hits = list(a.smq_read_hit_ratio)
+    hits[at - 1] = hits[at + 1] = None
+    assert hits[at] is not None
+    prof = trace_profile(replace(a, smq_read_hit_ratio=hits))
+    assert prof.replayed_read_hit("lvmcache", asked) == pytest.approx(hits[at])
+    assert prof.replayed_read_hit("lvmcache", asked * 1.2) is None, "between an unsettled size and it: no reading"
+
+
+def test_a_recommendation_replays_at_its_budget_and_at_each_ssds_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cachewise.core import advise
+    from cachewise.core.advise import AdviceRequest, Declared, prepare
+    from cachewise.core.context import Core, load_snapshot
+    from tests.unit.test_bad_inputs import RAW
+
+    asked: list[tuple[int, ...]] = []
+    analyse = advise.analyze
+
+    def spy(core: Core, request: Any) -> Any:
+        asked.append(request.replay_sizes)
+        return analyse(core, request)
+
+    monkeypatch.setattr(advise, "analyze", spy)
+    path = tmp_path / "t.iolog"
+    path.write_text("fio version 3 iolog\n" + "".join(f"{i * 1000} /dev/sda read {i % 500 * 4096} 4096\n"
+                                                      for i in range(3000)))
+    core = Core.for_snapshot(load_snapshot(Path(RAW)), tmp_path / "state")
+    request = AdviceRequest("sda", ("nvme0n1",), trace=path, declared=Declared(cache_budget_bytes=48 << 20))
+    prepared = prepare(core, request)
+    nvme = next(d for d in prepared.inventory.devices if d.name == "nvme0n1")
+    assert asked == [(48 << 20, nvme.size_bytes)]
