@@ -210,7 +210,8 @@ class Analysis:
     # The trace cut into REPLAY_WINDOWS windows of replay_window_seconds from its first request:
     # each window's requests and reads (every one, streams too, as the disk sees them), and at
     # each replayed size the read hits and misses the second pass counted in the same window
-    # (smq_window_read_hits[size][window]). Empty when not replayed, or in analyses made before.
+    # (smq_window_read_hits[size][window]). A capture's requests and reads are at full scale, its
+    # hits and misses its sample's (their ratio is what is read). Empty when not replayed.
     replay_window_seconds: float = 0.0
     replay_window_requests: list[int] = field(default_factory=list)
     replay_window_reads: list[int] = field(default_factory=list)
@@ -633,10 +634,13 @@ def replay_windows(requests: Requests) -> Windows | None:
     )
 
 
-def _windowed(r: timeline.Replay, windows: Windows, day: float) -> tuple[list[int], list[int]]:
-    """The second pass's read hits and misses (the trace again, ``day`` later) in each of the
-    trace's windows; the last window takes all that follows."""
-    edges = [windows.start + day + k * windows.seconds for k in range(REPLAY_WINDOWS)] + [float("inf")]
+def _windowed(r: timeline.Replay, windows: Windows, start: float, day: float) -> tuple[list[int], list[int]]:
+    """The second pass's read hits and misses (the replay's requests from ``start`` on, again
+    ``day`` later) in each of the trace's windows; the last window takes all that follows, and
+    none reaches back into the first pass (a replay of fewer requests than the windows count,
+    bcache's without a capture's streams, may begin later). The replays count once a second,
+    so an edge takes the reads up to the tick before it: up to a second early."""
+    edges = [max(windows.start + k * windows.seconds, start) + day for k in range(REPLAY_WINDOWS)] + [float("inf")]
     counted = [timeline.counted_at(r, e) for e in edges]
     hits = [b[0] - a[0] for a, b in zip(counted, counted[1:], strict=False)]
     misses = [b[1] - a[1] for a, b in zip(counted, counted[1:], strict=False)]
@@ -748,7 +752,7 @@ def _replayed(
             return None
         outcomes.append(outcome)
         if windows is not None:
-            h, m = _windowed(replay, windows, day)
+            h, m = _windowed(replay, windows, start, day)
             hits.append(h)
             misses.append(m)
     return ReplayCurve(sizes, [o[0] for o in outcomes], [o[1] for o in outcomes], hits, misses)
@@ -796,7 +800,10 @@ def _analyze(
     size = trace.meta.get("size_bytes")
     every = trace.requests if disk is None else disk
     windows = replay_windows(every)
-    dmcache = smq_curve(every, size if isinstance(size, int) and size > 0 else None, windows, replay_sizes)
+    origin = size if isinstance(size, int) and size > 0 else None
+    dmcache = smq_curve(every, origin, windows, replay_sizes)
+    if dmcache is None and disk is not None:  # the streams took it past its budget: the rest alone
+        dmcache = smq_curve(trace.requests, origin, windows, replay_sizes)
     bcache = bcache_curve(trace.requests, windows, replay_sizes)
     if not dmcache and not bcache:
         windows = None

@@ -70,10 +70,14 @@ def read_hit_ratio_since(r: Replay, start: float) -> float | None:
     return read_hit_ratio_between(r, start, float("inf"))
 
 
+TICK_S = 1.0  # both simulators record their counters once a second of the trace's time
+
+
 def counted_at(r: Replay, at: float) -> tuple[int, int]:
     """(read hits, read misses) the replay had counted by ``at``: the last tick at or before it
-    (ticks are recorded only when the counters moved); its final counters past the last tick."""
-    if at == float("inf"):
+    (ticks are recorded only when the counters moved); its final counters from a tick's length
+    past its last tick on (the requests after the last tick came within a tick of it)."""
+    if not len(r.times) or at >= float(r.times[-1]) + TICK_S:
         return r.counters.read_hits, r.counters.read_misses
     i = int(np.searchsorted(r.times, at, side="right")) - 1
     return (int(r.read_hits[i]), int(r.read_misses[i])) if i >= 0 else (0, 0)

@@ -127,7 +127,11 @@ def test_no_window_held_back_or_no_gain_leaves_the_replay_as_it_is() -> None:
     # windows of a millisecond (a trace without times, all at one instant): the replay's once-a-second
     # counters cannot tell them apart
     instant = windowed([2000, 2000], [2000, 2000], 0.001)
-    assert closed_loop(instant, settled, hits, misses, 6.7, 0.1) == (settled, 0)
+    out, bound = closed_loop(instant, settled, hits, misses, 6.7, 0.1)
+    assert bound == 0
+    np.testing.assert_array_equal(out, settled)
+    # nothing settled: nothing weighed, and no window is said to be
+    assert closed_loop(busy, np.asarray([np.nan, np.nan]), hits, misses, 6.7, 0.1)[1] == 0
 
 
 def test_a_trace_whose_busy_phase_hits_predicts_more_hits_through_the_cache() -> None:
@@ -222,3 +226,57 @@ def test_a_recommendation_replays_at_its_budget_and_at_each_ssds_size(
     prepared = prepare(core, request)
     nvme = next(d for d in prepared.inventory.devices if d.name == "nvme0n1")
     assert asked == [(48 << 20, nvme.size_bytes)]
+
+
+def test_bcaches_windows_never_reach_into_its_first_pass_when_its_trace_begins_later(tmp_path: Path) -> None:
+    """A capture begun during a backup: its first requests are a stream, left out of bcache's
+    replay, which begins later than the windows do; its second pass's windows hold that pass's
+    reads alone."""
+    from advisor.workload import sampled
+    from tests.unit.test_periods import MIDNIGHT, captured, hot, scan
+
+    rng = np.random.default_rng(8)
+    t0 = MIDNIGHT + 2 * 3600
+    runs = [np.concatenate([scan(t0, 300, 2400, at=16 << 30), hot(rng, t0 + 310, 600, 80)])]
+    c = captured(tmp_path, runs, 1 / 16)  # the stream's first 4 MiB, which it keeps, are not in the sample
+    kept = c.requests[c.requests["stream"] != 2]
+    assert kept["t"][0] > c.requests["t"][0] + 300, "the replay of the kept requests begins after the stream"
+    a = sampled.analyze_capture(c, "cap")
+    kept_reads = int(np.count_nonzero(~kept["write"].astype(bool)))
+    assert a.bcache_sizes_bytes
+    for hits, misses in zip(a.bcache_window_read_hits, a.bcache_window_read_misses, strict=True):
+        assert 0 < sum(hits) + sum(misses) <= kept_reads, "one pass's reads, not more"
+        assert sum(hits[: REPLAY_WINDOWS // 3]) + sum(misses[: REPLAY_WINDOWS // 3]) == 0, "the stream's windows"
+
+
+def test_a_size_replayed_a_little_below_the_one_asked_is_read_there() -> None:
+    from advisor.advice.profile import EXACT_SIZE
+
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0, 120, 8000))
+    a = analyze(trace_of(t, list(rng.zipf(1.2, 8000) % 20000 * 65536)), replay_sizes=[3 << 20])
+    at = a.smq_sizes_blocks.index(48)
+    hits = list(a.smq_read_hit_ratio)
+    hits[at - 1] = hits[at + 1] = None
+    prof = trace_profile(replace(a, smq_read_hit_ratio=hits))
+    # a capture's size rounded to its sample's chunks, down: 48 chunks stand for an asked 49
+    asked = 49 * analysis.CHUNK
+    assert 48 * analysis.CHUNK >= asked * (1 - EXACT_SIZE)
+    assert prof.replayed_read_hit("lvmcache", asked) == pytest.approx(hits[at])
+
+
+def test_streams_that_take_a_capture_past_smqs_budget_leave_it_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisor.workload import sampled
+    from tests.unit.test_periods import MIDNIGHT, captured, hot, scan
+
+    rng = np.random.default_rng(9)
+    t0 = MIDNIGHT + 9 * 3600
+    c = captured(tmp_path, [np.concatenate([hot(rng, t0, 600, 20), scan(t0 + 600, 600, 800, at=16 << 30)])], 1.0)
+    kept = int(np.count_nonzero(c.requests["stream"] != 2))
+    monkeypatch.setattr(analysis, "SMQ_PIECES", kept + 100)  # the kept requests fit; with the scan's, not
+    a = sampled.analyze_capture(c, "cap")
+    assert a.smq_sizes_blocks, "replayed without the streams rather than not at all"
+    late = slice(REPLAY_WINDOWS // 2 + 1, REPLAY_WINDOWS)
+    assert all(sum(m[late]) == 0 for m in a.smq_window_read_misses)
