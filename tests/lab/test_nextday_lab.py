@@ -7,10 +7,11 @@ capture, `cachewise apply` makes it, and days 2 and 3 run the same phases throug
 kernel's counters are read. The issue asks that the capture's prediction fall within 0.10 of day
 3's read hit ratio as dm-cache counted it, and the short window's not. Measured 2026-11-27 with
 smq replayed at the cache's own size and weighed for the closed loop (docs/recommend.md): 0.641
-predicted against 0.550 counted (the short window 0.882) in the run made after the code; the same
-model on the two runs before it, recomputed from their captures, 0.418 against 0.543 (a miss:
-where smq's once-a-minute redistribution falls in the 30-s phases decides much of the day) and
-0.605 against 0.561. About 7 minutes: the soak run only (`CACHEWISE_SOAK=1`)."""
+predicted against 0.550 counted (the short window 0.882) in the run made after the code, and 0.543
+against 0.539 (the short window 0.898) in one after the review's mend; the same model on the two
+runs before it, recomputed from their captures, 0.418 against 0.543 (a miss: where smq's
+once-a-minute redistribution falls in the 30-s phases decides much of the day) and 0.605 against
+0.561. About 7 minutes: the soak run only (`CACHEWISE_SOAK=1`)."""
 
 from __future__ import annotations
 
