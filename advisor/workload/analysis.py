@@ -692,6 +692,7 @@ def smq_curve(
     t, block, write, whole = smq.pieces(requests, CHUNK)
     start, end = float(t[0]), float(t[-1])
     day = end - start + smq.TICK_S
+    origin = max(origin_bytes or 0, (int(block.max()) + 1) * CHUNK)
 
     def fed(n: int, passes: int) -> timeline.Replay:
         days = (
@@ -700,12 +701,8 @@ def smq_curve(
         )
         return smq.replay_pieces(days, n, CHUNK, origin)
 
-    footprint = len(np.unique(block))
-    top = max(footprint, SMQ_SMALLEST)
-    asked = [n for n in (round(b / CHUNK) for b in also) if SMQ_SMALLEST <= n <= top]
-    grid = np.geomspace(SMQ_SMALLEST, top, SMQ_SIZES).round().astype(np.int64)
-    sizes = [int(n) for n in np.unique(np.concatenate([grid, np.asarray(asked, np.int64)]))]
-    origin = max(origin_bytes or 0, (int(block.max()) + 1) * CHUNK)
+    top = max(len(np.unique(block)), SMQ_SMALLEST)
+    sizes = _sizes(SMQ_SMALLEST, top, [round(b / CHUNK) for b in also])
     return _replayed(sizes, fed, start, end, day, windows)
 
 
@@ -721,13 +718,18 @@ def bcache_curve(requests: Requests, windows: Windows | None = None, also: Seque
     footprint = len(np.unique(to_blocks(requests, bcachesim.BLOCK)))
     smallest = BCACHE_SMALLEST // bcachesim.BUCKET
     top = max(-(-footprint * bcachesim.BLOCK * 5 // (4 * bcachesim.BUCKET)), smallest)  # whole buckets, up
-    asked = [n for n in (b // bcachesim.BUCKET for b in also) if smallest <= n <= top]
-    grid = np.geomspace(smallest, top, SMQ_SIZES).round().astype(np.int64)
-    buckets = np.unique(np.concatenate([grid, np.asarray(asked, np.int64)]))
-    sizes = [int(b) * bcachesim.BUCKET for b in buckets]
+    sizes = [b * bcachesim.BUCKET for b in _sizes(smallest, top, [b // bcachesim.BUCKET for b in also])]
     return _replayed(
         sizes, lambda size, passes: bcachesim.replay(requests, size, passes=passes), start, end, day, windows
     )
+
+
+def _sizes(smallest: int, top: int, asked: list[int]) -> list[int]:
+    """The sizes a replay runs at, in its units: SMQ_SIZES from ``smallest`` to ``top`` spread
+    evenly in proportion, and those ``asked`` that fall within them."""
+    grid = np.geomspace(smallest, top, SMQ_SIZES).round().astype(np.int64)
+    within = np.asarray([n for n in asked if smallest <= n <= top], np.int64)
+    return [int(n) for n in np.unique(np.concatenate([grid, within]))]
 
 
 def _replayed(

@@ -36,18 +36,15 @@ def analyze_capture(
     """The analysis of a capture, at full scale; ``replay_sizes``: cache sizes (bytes, at full
     scale) the replays run at besides their own (analysis.analyze's)."""
     reqs = capture.requests
-    kept = reqs[reqs["stream"] != StreamDetector.BYPASSED]
-    if not len(kept):
-        raise ValueError("the capture holds no sampled requests that a cache would see")
-    plain = np.empty(len(kept), REQUEST)
+    every = np.empty(len(reqs), REQUEST)  # the sample as plain requests, streams too (the disk's)
     for name in REQUEST.names or ():
-        plain[name] = kept[name]
+        every[name] = reqs[name]
+    plain = every[reqs["stream"] != StreamDetector.BYPASSED]  # those a cache would see
+    if not len(plain):
+        raise ValueError("the capture holds no sampled requests that a cache would see")
     stats = ImportStats(lines=len(reqs), requests=len(reqs))
     size = capture.meta.get("size_bytes")
     meta = {"size_bytes": size} if isinstance(size, int) and not isinstance(size, bool) and size > 0 else {}
-    every = np.empty(len(reqs), REQUEST)
-    for name in REQUEST.names or ():
-        every[name] = reqs[name]
     trace = Trace(plain, "capture", source, stats, meta)
     scaled = [round(b * capture.rate) for b in replay_sizes]  # a cache of S stands as S x rate in the sample
     sample = analyze(trace, block_size, mode, sequential_cutoff=0, disk=every, replay_sizes=scaled)
