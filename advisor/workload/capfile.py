@@ -628,6 +628,32 @@ class Recorder:
         if keep.any():
             self.pending.append(captured[keep])
 
+    def add_counted(self, sampled: npt.NDArray[Any], counts: dict[str, int], now: float) -> None:
+        """What a tracer that counts and classes in the kernel hands over (bpfcapture.py): the
+        sampled requests (CAPTURED, classed already, epoch seconds) and the counts of every
+        request since its last call (keys from COUNTS), which join the hour of ``now``."""
+        if self.stopped:
+            return
+        start = now // 3600 * 3600
+        h = self.hours.get(start)
+        if h is None:
+            h = self.hours[start] = Hour(start)
+        self.dirty.add(start)
+        for name in ("requests", "reads", "writes", "read_bytes", "write_bytes", "sequential", "bypassed"):
+            setattr(h, name, getattr(h, name) + counts.get(name, 0))
+        h.bypassed_bytes += counts.get("bypassed_bytes", 0)
+        h.bypassed_reads += counts.get("bypassed_reads", 0)
+        h.lost += counts.get("lost", 0)
+        if counts.get("requests", 0):
+            h.first, h.last = min(h.first, now), max(h.last, now)
+        if len(sampled):
+            keep = sampled[unit_hash(sampled["offset"]) < np.uint64(self.threshold)]
+            before = len(self.seen)
+            self.seen.update((keep["offset"] // np.uint64(UNIT)).tolist())
+            h.new_units += len(self.seen) - before
+            if len(keep):
+                self.pending.append(keep)
+
     def _count_lost(self, lost: int) -> None:
         if lost > self.lost_total and self.hours:
             last = self.hours[max(self.hours)]

@@ -16,7 +16,9 @@ from advisor import statedir
 from advisor.errors import codes, next_step
 from advisor.units import MAX_DURATION
 from advisor.workload import capfile
-from advisor.workload.capture import Capture, CaptureProgress, plan_capture
+from advisor.workload.bpfcapture import BpfCapture, target_of
+from advisor.workload.capture import Capture, CapturePlan, CaptureProgress, plan_capture
+from advisor.workload.ebpf import BpfUnavailable
 from cachewise.core.context import Core, Refused, is_root
 from cachewise.core.discover import scan
 
@@ -117,41 +119,94 @@ def capture(
             "size_bytes": plan.size_bytes,
         }
         meta["until"] = until
+        tracer, refused = _kernel_tracer(plan, capfile.threshold_for(rate))
+        meta["tracer"] = "bpf" if tracer is not None else "tracefs"
+        if refused:
+            meta["bpf_refused"] = refused
         recorder = capfile.Recorder(folder, dfd, meta, rate, capfile.Limits(until, budget, flush_seconds=flush_seconds))
-        with Capture(plan, core.runner, clock="mono") as cap:
-            # The trace clock is CLOCK_MONOTONIC (or, on kernels without it, the local clock,
-            # which runs alike); the records carry wall-clock time from this one offset.
-            offset = time.time() - time.monotonic()
-            if on_started is not None:
-                on_started(plan.devnode)
-
-            def on_records(records: np.ndarray[Any, Any]) -> None:
-                records["t"] += offset
-                recorder.add(records, cap.lost())
-
-            try:
-                result = cap.stream(
-                    max(0.0, until - time.time()), on_records, on_progress, lambda: bool(recorder.tick())
-                )
-                why = recorder.stopped or result.stopped_by
-                recorder.close(why)
-            except (OSError, capfile.CaptureFileError) as exc:
-                what = exc.why if isinstance(exc, capfile.CaptureFileError) else exc.strerror or exc
-                raise Refused("capture-write-failed", folder=folder, why=what) from None
+        try:
+            if tracer is not None:
+                events, seconds, why = _record_bpf(tracer, recorder, until, on_progress, on_started)
+            else:
+                events, seconds, why = _record_tracefs(core, plan, recorder, until, on_progress, on_started)
+        except (OSError, capfile.CaptureFileError) as exc:
+            what = exc.why if isinstance(exc, capfile.CaptureFileError) else exc.strerror or exc
+            raise Refused("capture-write-failed", folder=folder, why=what) from None
     finally:
         os.close(dfd)
     return CaptureRun(
         folder,
         plan.stable,
         recorder.files,
-        result.events,
+        events,
         recorder.sampled,
         recorder.rate,
-        result.seconds,
+        seconds,
         why,
         resumed,
         until,
     )
+
+
+def _kernel_tracer(plan: CapturePlan, threshold: int) -> tuple[BpfCapture | None, str]:
+    """The BPF tracer, loaded and attached, when asked for (CACHEWISE_CAPTURE_TRACER=bpf) and
+    the kernel takes it; else None and, when it was asked for, why not (tracefs is used then)."""
+    if os.environ.get("CACHEWISE_CAPTURE_TRACER") != "bpf":
+        return None, ""
+    try:
+        return BpfCapture(target_of(plan), threshold).__enter__(), ""
+    except BpfUnavailable as exc:
+        return None, str(exc)
+
+
+def _record_bpf(
+    tracer: BpfCapture,
+    recorder: capfile.Recorder,
+    until: float,
+    on_progress: Callable[[CaptureProgress], None] | None,
+    on_started: Callable[[str], None] | None,
+) -> tuple[int, float, str]:
+    """Record through the kernel's own counting and sampling (bpfcapture.py); detaches it."""
+    with tracer:  # entered by _kernel_tracer
+        if on_started is not None:
+            on_started(str(recorder.meta.get("devnode", "")))
+
+        def on_batch(records: np.ndarray[Any, Any], counts: dict[str, int], now: float) -> None:
+            recorder.add_counted(records, counts, now)
+            tracer.set_threshold(recorder.threshold)
+
+        events, seconds, stopped_by = tracer.stream(
+            max(0.0, until - time.time()), on_batch, on_progress, lambda: bool(recorder.tick())
+        )
+        why = recorder.stopped or stopped_by
+        recorder.close(why)
+    return events, seconds, why
+
+
+def _record_tracefs(
+    core: Core,
+    plan: CapturePlan,
+    recorder: capfile.Recorder,
+    until: float,
+    on_progress: Callable[[CaptureProgress], None] | None,
+    on_started: Callable[[str], None] | None,
+) -> tuple[int, float, str]:
+    """Record every request through a tracefs instance, classed and counted here."""
+    with Capture(plan, core.runner, clock="mono") as cap:
+        # The trace clock is CLOCK_MONOTONIC (or, on kernels without it, the local clock,
+        # which runs alike); the records carry wall-clock time from this one offset.
+        offset = time.time() - time.monotonic()
+        if on_started is not None:
+            on_started(plan.devnode)
+
+        def on_records(records: np.ndarray[Any, Any]) -> None:
+            records["t"] += offset
+            recorder.add(records, cap.lost())
+
+        result = cap.stream(max(0.0, until - time.time()), on_records, on_progress, lambda: bool(recorder.tick()))
+        why = recorder.stopped or result.stopped_by
+        recorder.close(why)
+    return result.events, result.seconds, why
 
 
 def resume_point(folder: Path, device: str, now: float, seconds: float, size: int) -> tuple[float, float, bool]:
