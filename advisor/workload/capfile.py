@@ -644,15 +644,22 @@ class Recorder:
         h.bypassed_bytes += counts.get("bypassed_bytes", 0)
         h.bypassed_reads += counts.get("bypassed_reads", 0)
         h.lost += counts.get("lost", 0)
-        if counts.get("requests", 0):
-            h.first, h.last = min(h.first, now), max(h.last, now)
         if len(sampled):
-            keep = sampled[unit_hash(sampled["offset"]) < np.uint64(self.threshold)]
-            before = len(self.seen)
-            self.seen.update((keep["offset"] // np.uint64(UNIT)).tolist())
-            h.new_units += len(self.seen) - before
-            if len(keep):
-                self.pending.append(keep)
+            h.first, h.last = min(h.first, float(sampled["t"][0])), max(h.last, float(sampled["t"][-1]))
+        elif counts.get("requests", 0):
+            h.first, h.last = min(h.first, now), max(h.last, now)
+        keep = sampled[unit_hash(sampled["offset"]) < np.uint64(self.threshold)]
+        before = len(self.seen)
+        self.seen.update((keep["offset"] // np.uint64(UNIT)).tolist())
+        h.new_units += len(self.seen) - before
+        if len(keep):
+            self.pending.append(keep)
+
+    def lower(self, threshold: int, now: float) -> None:
+        """Sample less from now on, as the tracer already does (bpfcapture.py halves its rate
+        itself when it keeps requests faster than this process should read them)."""
+        if threshold < self.threshold:
+            self._lower(threshold, now)
 
     def _count_lost(self, lost: int) -> None:
         if lost > self.lost_total and self.hours:

@@ -29,11 +29,13 @@ NR_BPF = 321  # x86_64
 ATTR_SIZE = 128
 
 # bpf(2) commands, map and program types
-MAP_CREATE, MAP_UPDATE_ELEM, PROG_LOAD, RAW_TRACEPOINT_OPEN = 0, 2, 5, 17
+MAP_CREATE, MAP_LOOKUP, PROG_LOAD, RAW_TRACEPOINT_OPEN = 0, 1, 5, 17
 MAP_ARRAY, MAP_PERCPU_ARRAY, MAP_RINGBUF = 2, 6, 27
-PROG_RAW_TRACEPOINT = 17
+MAPPABLE = 1 << 10  # BPF_F_MMAPABLE: an array this process reads and writes through mmap
+PROG_RAW_TRACEPOINT, PROG_TRACING = 17, 26
+TRACE_RAW_TP = 23  # the attach type of a BTF-typed raw tracepoint
 # helpers
-MAP_LOOKUP_ELEM, KTIME_GET_NS, PROBE_READ_KERNEL, RINGBUF_OUTPUT = 1, 5, 113, 130
+MAP_LOOKUP_ELEM, KTIME_GET_NS, RINGBUF_OUTPUT = 1, 5, 130
 
 # instruction classes and operations
 LD, LDX, ST, STX, ALU, JMP, ALU64 = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x07
@@ -159,18 +161,11 @@ class Asm:
         return out
 
 
-def create_map(kind: int, key_size: int, value_size: int, entries: int) -> int:
+def create_map(kind: int, key_size: int, value_size: int, entries: int, flags: int = 0) -> int:
     try:
-        return _sys().bpf(MAP_CREATE, struct.pack("<IIIII", kind, key_size, value_size, entries, 0))
+        return _sys().bpf(MAP_CREATE, struct.pack("<IIIII", kind, key_size, value_size, entries, flags))
     except OSError as exc:
         raise BpfUnavailable(f"the kernel refused a BPF map ({exc.strerror})") from None
-
-
-def update_array(map_fd: int, index: int, value: bytes) -> None:
-    key = ctypes.create_string_buffer(struct.pack("<I", index), 4)
-    val = ctypes.create_string_buffer(value, len(value))
-    attr = struct.pack("<IIQQQ", map_fd, 0, ctypes.addressof(key), ctypes.addressof(val), 0)
-    _sys().bpf(MAP_UPDATE_ELEM, attr)
 
 
 def lookup_percpu(map_fd: int, index: int, value_size: int) -> npt.NDArray[np.uint64]:
@@ -180,7 +175,7 @@ def lookup_percpu(map_fd: int, index: int, value_size: int) -> npt.NDArray[np.ui
     key = ctypes.create_string_buffer(struct.pack("<I", index), 4)
     val = ctypes.create_string_buffer(stride * _possible_cpus(cpus))
     attr = struct.pack("<IIQQQ", map_fd, 0, ctypes.addressof(key), ctypes.addressof(val), 0)
-    _sys().bpf(1, attr)  # BPF_MAP_LOOKUP_ELEM
+    _sys().bpf(MAP_LOOKUP, attr)
     fields = np.frombuffer(val.raw, np.uint64).reshape(-1, stride // 8)[:, : value_size // 8]
     summed: npt.NDArray[np.uint64] = fields.sum(axis=0, dtype=np.uint64)
     return summed
@@ -199,14 +194,18 @@ def _possible_cpus(fallback: int) -> int:
     return max(count, 1)
 
 
-def load_program(asm: Asm, prog_type: int = PROG_RAW_TRACEPOINT, name: bytes = b"cachewise") -> int:
+def load_program(asm: Asm, attach_btf_id: int = 0, name: bytes = b"cachewise") -> int:
+    """A raw tracepoint's program; with ``attach_btf_id`` (the tracepoint's btf_trace_NAME
+    typedef), a BTF-typed one, whose loads from the tracepoint's arguments the verifier
+    checks against the kernel's types, so they need no helper call."""
     code = asm.code()
     insns = ctypes.create_string_buffer(code, len(code))
     license_ = ctypes.create_string_buffer(b"GPL")
     log = ctypes.create_string_buffer(1 << 18)
+    typed = attach_btf_id > 0
     attr = struct.pack(
-        "<IIQQIIQII16s",
-        prog_type,
+        "<IIQQIIQII16sIIIIQIIQII",
+        PROG_TRACING if typed else PROG_RAW_TRACEPOINT,
         len(code) // 8,
         ctypes.addressof(insns),
         ctypes.addressof(license_),
@@ -216,6 +215,16 @@ def load_program(asm: Asm, prog_type: int = PROG_RAW_TRACEPOINT, name: bytes = b
         0,
         0,
         name[:15],
+        0,  # prog_ifindex
+        TRACE_RAW_TP if typed else 0,  # expected_attach_type
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        attach_btf_id,
     )
     try:
         return _sys().bpf(PROG_LOAD, attr)
@@ -224,10 +233,11 @@ def load_program(asm: Asm, prog_type: int = PROG_RAW_TRACEPOINT, name: bytes = b
         raise BpfUnavailable(f"the kernel refused the capture's BPF program ({exc.strerror}: {last[0]})") from None
 
 
-def attach_raw_tracepoint(prog_fd: int, tracepoint: str) -> int:
+def attach_raw_tracepoint(prog_fd: int, tracepoint: str, typed: bool = False) -> int:
+    """Attach; a BTF-typed program names its tracepoint itself (the name is left out)."""
     name = ctypes.create_string_buffer(tracepoint.encode())
     try:
-        return _sys().bpf(RAW_TRACEPOINT_OPEN, struct.pack("<QI", ctypes.addressof(name), prog_fd))
+        return _sys().bpf(RAW_TRACEPOINT_OPEN, struct.pack("<QI", 0 if typed else ctypes.addressof(name), prog_fd))
     except OSError as exc:
         raise BpfUnavailable(f"the kernel refused the {tracepoint} tracepoint ({exc.strerror})") from None
 
@@ -271,7 +281,7 @@ class RingBuffer:
 
 # BTF: only what finding a structure's members needs
 BTF_MAGIC = 0xEB9F
-BTF_STRUCT, BTF_UNION = 4, 5
+BTF_STRUCT, BTF_UNION, BTF_TYPEDEF = 4, 5, 8
 _EXTRA = {1: 4, 3: 12, 4: 12, 5: 12, 6: 8, 13: 8, 14: 4, 15: 12, 17: 4, 19: 12}  # bytes after the type, per kind
 _PER_MEMBER = {4, 5, 6, 13, 15, 19}
 
@@ -282,9 +292,18 @@ class Member:
     type_id: int
 
 
-def struct_members(btf: bytes, names: set[str]) -> dict[str, dict[str, Member]]:
+@dataclass(frozen=True)
+class Layout:
+    """What the kernel's BTF says: structures' members by name, and type ids by name."""
+
+    structs: dict[str, dict[str, Member]]
+    typedefs: dict[str, int]
+
+
+def struct_members(btf: bytes, names: set[str], typedefs: frozenset[str] = frozenset()) -> Layout:
     """For each structure named in ``names``: its members' byte offsets, anonymous members'
-    own members included (bitfields left out)."""
+    own members included (bitfields left out); and the type id of each typedef named in
+    ``typedefs`` (a BTF-typed tracepoint is named by its ``btf_trace_NAME`` typedef)."""
     magic, _version, _flags, hdr_len = struct.unpack_from("<HBBI", btf, 0)
     if magic != BTF_MAGIC:
         raise BpfUnavailable("the kernel's BTF is not in a form this reader knows")
@@ -297,8 +316,10 @@ def struct_members(btf: bytes, names: set[str]) -> dict[str, dict[str, Member]]:
         return btf[strings_at + off : end].decode("ascii", "replace")
 
     wanted = {n.encode() for n in names}
+    wanted_typedefs = {n.encode() for n in typedefs}
     offsets: list[int] = [0]  # by type id (1-based)
     found: dict[str, int] = {}
+    typedef_ids: dict[str, int] = {}
     at, end = types_at, types_at + type_len
     while at < end:
         name_off, info, _size = struct.unpack_from("<III", btf, at)
@@ -309,6 +330,11 @@ def struct_members(btf: bytes, names: set[str]) -> dict[str, dict[str, Member]]:
             name = btf[s : btf.index(b"\0", s)]
             if name in wanted and name.decode() not in found:
                 found[name.decode()] = len(offsets) - 1
+        elif kind == BTF_TYPEDEF and name_off and wanted_typedefs:
+            s = strings_at + name_off
+            name = btf[s : btf.index(b"\0", s)]
+            if name in wanted_typedefs:
+                typedef_ids.setdefault(name.decode(), len(offsets) - 1)
         extra = _EXTRA.get(kind, 0)
         at += 12 + (extra * vlen if kind in _PER_MEMBER else extra)
 
@@ -332,7 +358,7 @@ def struct_members(btf: bytes, names: set[str]) -> dict[str, dict[str, Member]]:
     for struct_name, type_id in found.items():
         result[struct_name] = {}
         members(type_id, 0, result[struct_name])
-    return result
+    return Layout(result, typedef_ids)
 
 
 def _strip(btf: bytes, offsets: list[int], type_id: int) -> int | None:
@@ -350,10 +376,10 @@ def _strip(btf: bytes, offsets: list[int], type_id: int) -> int | None:
     return None
 
 
-def kernel_layout(names: set[str]) -> dict[str, dict[str, Member]]:
+def kernel_layout(names: set[str], typedefs: frozenset[str] = frozenset()) -> Layout:
     try:
         btf = VMLINUX_BTF.read_bytes()
     except OSError as exc:
         why = "this kernel has no BTF" if exc.errno == errno.ENOENT else exc.strerror
         raise BpfUnavailable(f"cannot read the kernel's type information ({why})") from None
-    return struct_members(btf, names)
+    return struct_members(btf, names, typedefs)

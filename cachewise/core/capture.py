@@ -149,9 +149,10 @@ def capture(
 
 
 def _kernel_tracer(plan: CapturePlan, threshold: int) -> tuple[BpfCapture | None, str]:
-    """The BPF tracer, loaded and attached, when asked for (CACHEWISE_CAPTURE_TRACER=bpf) and
-    the kernel takes it; else None and, when it was asked for, why not (tracefs is used then)."""
-    if os.environ.get("CACHEWISE_CAPTURE_TRACER") != "bpf":
+    """The BPF tracer, loaded and attached, when the kernel takes it; else None and why not
+    (tracefs is used then). CACHEWISE_CAPTURE_TRACER=tracefs in the environment asks for
+    tracefs."""
+    if os.environ.get("CACHEWISE_CAPTURE_TRACER") == "tracefs":
         return None, ""
     try:
         return BpfCapture(target_of(plan), threshold).__enter__(), ""
@@ -172,8 +173,9 @@ def _record_bpf(
             on_started(str(recorder.meta.get("devnode", "")))
 
         def on_batch(records: np.ndarray[Any, Any], counts: dict[str, int], now: float) -> None:
+            recorder.lower(tracer.threshold, now)  # the program keeps to a pace this process can read
             recorder.add_counted(records, counts, now)
-            tracer.set_threshold(recorder.threshold)
+            tracer.set_threshold(recorder.threshold)  # and the budget's rate, lowered here
 
         events, seconds, stopped_by = tracer.stream(
             max(0.0, until - time.time()), on_batch, on_progress, lambda: bool(recorder.tick())

@@ -3,8 +3,12 @@ and (as root, on a kernel with BTF) the kernel's verifier accepting both program
 
 from __future__ import annotations
 
+import mmap
 import os
+import shutil
 import struct
+import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +64,7 @@ def test_btf_members_with_an_anonymous_union_and_a_bitfield():
         + struct.pack("<III", name["flags"], 1, (3 << 24) | 128)
     )
     layout = ebpf.struct_members(_btf([int_t, union, outer], strings), {"outer"})
-    members = layout["outer"]
+    members = layout.structs["outer"]
     assert members["a"].offset == 0
     assert members["b"].offset == 8 and members["c"].offset == 8
     assert "flags" not in members
@@ -124,3 +128,94 @@ def test_the_running_kernels_verifier_accepts_the_program(bio):
             pytest.skip(str(exc))
         raise
     assert tracer.fds == []
+
+
+def test_the_recorder_follows_a_rate_the_tracer_lowered_but_never_raises_it(tmp_path):
+    rec = _recorder(tmp_path)
+    full = rec.threshold
+    rec.lower(full // 8, 1_790_000_001.0)
+    assert rec.threshold == full // 8 and abs(rec.rate - 1 / 8) < 1e-9
+    rec.lower(full, 1_790_000_002.0)
+    assert rec.threshold == full // 8
+
+
+@pytest.fixture
+def loop_device(tmp_path):
+    """A 64 MiB loop device over a file in /dev/shm (as root, where losetup works), removed after."""
+    if os.geteuid() != 0 or not ebpf.VMLINUX_BTF.exists() or not shutil.which("losetup"):
+        pytest.skip("needs root, BTF and losetup")
+    backing = Path(tempfile.mkdtemp(dir="/dev/shm")) / "disk.img"
+    backing.write_bytes(os.urandom(1 << 20) * 64)
+    made = subprocess.run(["losetup", "--find", "--show", str(backing)], check=False, capture_output=True, text=True)
+    if made.returncode != 0:
+        shutil.rmtree(backing.parent)
+        pytest.skip(f"no loop device here: {made.stderr.strip()}")
+    if shutil.which("udevadm"):  # udev's own first read of the new device, over before the test's
+        subprocess.run(["udevadm", "settle", "--timeout=10"], check=False)
+    yield made.stdout.strip()
+    subprocess.run(["losetup", "-d", made.stdout.strip()], check=False)
+    shutil.rmtree(backing.parent)
+
+
+def _read_direct(device: str, offsets: list[int], length: int) -> None:
+    fd = os.open(device, os.O_RDONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, length)
+    try:
+        for at in offsets:
+            os.preadv(fd, [buf], at)
+    finally:
+        os.close(fd)
+        buf.close()
+
+
+def test_on_this_kernel_every_read_is_counted_and_a_stream_classed_as_bcache_would(loop_device):
+    """Reads through a real loop device: 200 random 4 KiB reads and one 8 MiB stream of 256 KiB
+    reads; the program counts each, and keeps all (rate 1) with the classes the detector gives."""
+    major, minor = (int(x) for x in Path(f"/sys/class/block/{Path(loop_device).name}/dev").read_text().split(":"))
+    try:
+        tracer = bpfcapture.BpfCapture(bpfcapture.Target(False, major, minor), capfile.threshold_for(1.0))
+        tracer.__enter__()
+    except ebpf.BpfUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        rng = np.random.default_rng(3)
+        randoms = [int(x) * 8192 for x in rng.choice(4096, 200, replace=False)]  # 8 KiB apart: never a stream
+        _read_direct(loop_device, randoms, 4096)
+        _read_direct(loop_device, list(range(32 << 20, 40 << 20, 256 << 10)), 256 << 10)
+        got: list[tuple[np.ndarray, dict[str, int]]] = []
+        tracer._hand_over(lambda records, counts, now: got.append((records, counts)), 0.0)
+    finally:
+        tracer.__exit__()
+    records, counts = got[0]
+    assert counts["requests"] == counts["reads"] == 232 and counts["writes"] == 0
+    assert counts["read_bytes"] == 200 * 4096 + (8 << 20)
+    assert len(records) == 232 and counts["lost"] == 0
+    stream = records[records["length"] == 256 << 10]
+    assert stream["offset"].tolist() == list(range(32 << 20, 40 << 20, 256 << 10))
+    # 4 MiB is reached at the 16th read: bcache bypasses it and the rest
+    assert stream["stream"].tolist() == [0] + [1] * 14 + [2] * 17
+    assert counts["sequential"] == 31 and counts["bypassed"] == 17 and counts["bypassed_bytes"] == 17 * (256 << 10)
+    assert (records["stream"][records["length"] == 4096] == 0).all()
+
+
+def test_on_this_kernel_the_program_halves_its_rate_when_it_keeps_too_fast(loop_device):
+    """At most ``kept_per_poll`` kept between two reads: the 101st kept halves the rate in
+    the kernel; every request is still counted."""
+    major, minor = (int(x) for x in Path(f"/sys/class/block/{Path(loop_device).name}/dev").read_text().split(":"))
+    full = capfile.threshold_for(1.0)
+    try:
+        tracer = bpfcapture.BpfCapture(bpfcapture.Target(False, major, minor), full, kept_per_poll=100)
+        tracer.__enter__()
+    except ebpf.BpfUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        _read_direct(loop_device, [i * capfile.UNIT for i in range(400)], 4096)  # a unit each
+        got: list[tuple[np.ndarray, dict[str, int]]] = []
+        tracer._hand_over(lambda records, counts, now: got.append((records, counts)), 0.0)
+    finally:
+        tracer.__exit__()
+    records, counts = got[0]
+    assert counts["requests"] == 400
+    assert tracer.threshold <= full // 2
+    assert len(records) >= 101
+    assert (capfile.unit_hash(records["offset"][101:]) < np.uint64(full // 2)).all()
