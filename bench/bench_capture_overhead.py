@@ -130,7 +130,7 @@ def interleaved(device: str, seconds: float, slice_s: float = 0.5) -> dict[str, 
 
     def read() -> None:
         while not stop.wait(bpfcapture.POLL_S):
-            tracer._hand_over(lambda records, counts, now: None, 0.0)
+            tracer._hand_over(lambda records, counts, now: None)
 
     def reads() -> int:
         return int(Path(f"/sys/block/{name}/stat").read_text().split()[0])

@@ -18,7 +18,7 @@ kernel's types), and for each request of the traced device:
   are rare, and only the sequential counts move;
 - keeps it when its 64 KiB unit's hash falls under the capture's threshold (capfile.py, the
   same hash and salt): those go to a BPF ring buffer with their own time, sector, length,
-  write flag and class; past KEPT_PER_POLL kept since this process last read, the program
+  write flag and class; past KEPT_PER_WINDOW kept in a quarter of a second, the program
   halves the threshold itself.
 
 This process reads the ring buffer and the counters four times a second. Bio-based devices
@@ -58,12 +58,14 @@ RECORD = np.dtype(
 COUNTED = tuple(name for name in COUNTS if name != "new_footprint_bytes")
 # The state (one array entry, mapped into this process): the program writes KNOWN, this
 # process the rest (THRESHOLD and NOW as it goes, the device's once).
-KNOWN, THRESHOLD, MAJOR, MINOR, FIRST, END_SECTOR, DEVT, NOW, KEPT = 0, 8, 16, 20, 24, 32, 40, 48, 56
-STATE_BYTES = 64
-# Kept requests between two reads (POLL_S) past which the program halves the rate itself: at
-# most 10,000 a second reach this process (about 0.4 us each here), however fast and small the
-# device; a disk at a few thousand IOPS, sampled for its size, never comes near it.
-KEPT_PER_POLL = 2_500
+KNOWN, THRESHOLD, MAJOR, MINOR, FIRST, END_SECTOR, DEVT, NOW, KEPT, WINDOW = 0, 8, 16, 20, 24, 32, 40, 48, 56, 64
+STATE_BYTES = 72
+# Kept requests in a quarter-second window (the kernel's clock) past which the program halves
+# the rate itself: at most 10,000 a second reach this process (about 0.4 us each here),
+# however fast and small the device; a disk at a few thousand IOPS, sampled for its size,
+# never comes near it. A stall of this process does not count: the window is the kernel's.
+KEPT_PER_WINDOW = 2_500
+WINDOW_NS = 250_000_000
 OP_MASK = 0xFF  # REQ_OP_MASK: 0 read, 1 write; other operations move no data to cache
 
 # Stack layout (offsets from the frame pointer)
@@ -119,7 +121,7 @@ def fields(bio: bool, layout: dict[str, dict[str, ebpf.Member]]) -> Fields:
 
 
 def program(
-    bio: bool, f: Fields, state: int, streams: int, counts: int, ring: int, kept_per_poll: int = KEPT_PER_POLL
+    bio: bool, f: Fields, state: int, streams: int, counts: int, ring: int, kept_per_window: int = KEPT_PER_WINDOW
 ) -> ebpf.Asm:
     """The program for block_bio_queue (``bio``) or block_rq_issue: see the module's doc."""
     a = ebpf.Asm()
@@ -172,7 +174,7 @@ def program(
     a.load(2, 0, 16, 8)
     a.alu(1, "-", 2, reg=True)
     a.imm64(2, int(EXPIRE_S * 1e9))
-    a.jump(">=", 1, 2, "classed", reg=True)
+    a.jump(">=s", 1, 2, "classed", reg=True)  # signed: another CPU may have written a later time
     a.load(1, 0, 8, 8)
     a.alu(1, "+", 9, reg=True)
     a.store(ebpf.FP, TOTAL, 1, 8)
@@ -229,11 +231,20 @@ def program(
     a.alu(1, ">>", int(HASH_SHIFT))
     a.load(2, 8, THRESHOLD, 8)
     a.jump(">=", 1, 2, "out", reg=True)
-    # kept: too many since this process last read? then sample half as much from now on
+    # kept: more than kept_per_window in this window? then sample half as much from now on
+    a.call(ebpf.KTIME_GET_NS)  # a kept request's own time
+    a.store(ebpf.FP, REC, 0, 8)
+    a.load(1, 8, WINDOW, 8)
+    a.mov(2, 0, reg=True)
+    a.alu(2, "-", 1, reg=True)
+    a.jump("<", 2, WINDOW_NS, "counted")
+    a.store(8, WINDOW, 0, 8)  # a new window from now
+    a.store_imm(8, KEPT, 0, 8)
+    a.label("counted")
     a.load(1, 8, KEPT, 8)
     a.alu(1, "+", 1)
     a.store(8, KEPT, 1, 8)
-    a.jump("<=", 1, kept_per_poll, "keep")
+    a.jump("<=", 1, kept_per_window, "keep")
     a.store_imm(8, KEPT, 0, 8)
     a.load(1, 8, THRESHOLD, 8)
     a.alu(1, ">>", 1)
@@ -242,8 +253,6 @@ def program(
     a.label("halved")
     a.store(8, THRESHOLD, 1, 8)
     a.label("keep")
-    a.call(ebpf.KTIME_GET_NS)  # a kept request's own time
-    a.store(ebpf.FP, REC, 0, 8)
     a.store(ebpf.FP, REC + 8, 7, 8)
     a.mov(1, 9, reg=True)
     a.alu(1, ">>", 9)
@@ -256,7 +265,7 @@ def program(
     a.mov(2, ebpf.FP, reg=True)
     a.alu(2, "+", REC)
     a.mov(3, 24)
-    a.mov(4, 0)
+    a.mov(4, ebpf.RB_NO_WAKEUP)  # this process reads on its own clock: no wake-up to queue
     a.call(ebpf.RINGBUF_OUTPUT)
     a.jump("==", 0, 0, "out")
     a.load(0, ebpf.FP, COUNTERS, 8)
@@ -321,9 +330,9 @@ Batch = Callable[[npt.NDArray[Any], dict[str, int], float], None]
 class BpfCapture:
     """The loaded program, attached; a context manager that always detaches and frees it."""
 
-    def __init__(self, target: Target, threshold: int, kept_per_poll: int = KEPT_PER_POLL) -> None:
+    def __init__(self, target: Target, threshold: int, kept_per_window: int = KEPT_PER_WINDOW) -> None:
         self.target = target
-        self.kept_per_poll = kept_per_poll
+        self.kept_per_window = kept_per_window
         self.fds: list[int] = []
         self.last = np.zeros(len(COUNTED), np.uint64)
         self.ring: ebpf.RingBuffer | None = None
@@ -337,11 +346,13 @@ class BpfCapture:
         self.shared: mmap.mmap | None = None
         self.link: int | None = None
         self.prog = -1
+        self.cpus = 1
 
     def __enter__(self) -> BpfCapture:
         if self.ring is not None:  # entered already (loading it twice would trace twice)
             return self
         try:
+            self.cpus = ebpf.possible_cpus()
             self.state = self._keep(ebpf.create_map(ebpf.MAP_ARRAY, 4, STATE_BYTES, 1, ebpf.MAPPABLE))
             self.shared = mmap.mmap(self.state, mmap.PAGESIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self.streams = self._keep(ebpf.create_map(ebpf.MAP_ARRAY, 4, 24, STREAM_SLOTS))
@@ -349,11 +360,14 @@ class BpfCapture:
             ring = self._keep(ebpf.create_map(ebpf.MAP_RINGBUF, 0, 0, RING_BYTES))
             self._write_state()
             code = program(
-                self.target.bio, self.fields, self.state, self.streams, self.counts_fd, ring, self.kept_per_poll
+                self.target.bio, self.fields, self.state, self.streams, self.counts_fd, ring, self.kept_per_window
             )
             self.prog = self._keep(ebpf.load_program(code, self.btf_id))
             self.ring = ebpf.RingBuffer(ring, RING_BYTES)
             self.link = ebpf.attach_raw_tracepoint(self.prog, self.event, typed=True)
+        except OSError as exc:  # the mappings: the kernel refused what it had just made
+            self.__exit__()
+            raise ebpf.BpfUnavailable(f"the kernel refused to map the capture's BPF maps ({exc.strerror})") from None
         except BaseException:
             self.__exit__()
             raise
@@ -396,7 +410,9 @@ class BpfCapture:
             self.link = ebpf.attach_raw_tracepoint(self.prog, self.event, typed=True)
 
     def __exit__(self, *exc: object) -> None:
-        self.detach()
+        with contextlib.suppress(OSError):
+            self.detach()
+        self.link = None
         if self.ring is not None:
             self.ring.close()
             self.ring = None
@@ -410,9 +426,9 @@ class BpfCapture:
 
     def totals(self) -> npt.NDArray[np.uint64]:
         """The counts since the program was attached (COUNTED, in order)."""
-        return ebpf.lookup_percpu(self.counts_fd, 0, 8 * len(COUNTED))
+        return ebpf.lookup_percpu(self.counts_fd, 0, 8 * len(COUNTED), self.cpus)
 
-    def records(self, offset: float) -> npt.NDArray[Any]:
+    def records(self, offset: float = 0.0) -> npt.NDArray[Any]:
         """The sampled requests the program kept since the last call, as CAPTURED (times in
         epoch seconds: the kernel's CLOCK_MONOTONIC plus ``offset``)."""
         assert self.ring is not None
@@ -425,10 +441,13 @@ class BpfCapture:
         out["stream"] = raw["flags"] >> 1
         return out[np.argsort(out["t"], kind="stable")]
 
-    def _hand_over(self, on_batch: Batch, offset: float) -> int:
+    def _hand_over(self, on_batch: Batch) -> int:
+        offset = time.time() - time.monotonic()  # the program's clock is CLOCK_MONOTONIC; the wall clock may step
         if self.shared is not None:
             struct.pack_into("<Q", self.shared, NOW, time.monotonic_ns())  # the program's clock for the streams' 5 s
-            struct.pack_into("<Q", self.shared, KEPT, 0)  # a new count of what it keeps till the next read
+            # the device is met again at its next request: a device made anew (an LV activated
+            # again, a disk plugged again) has new structures, and another's may take the old place
+            struct.pack_into("<Q", self.shared, KNOWN, 0)
             self.threshold = struct.unpack_from("<Q", self.shared, THRESHOLD)[0]  # lowered by the program?
         totals = self.totals()
         delta = totals - self.last
@@ -446,7 +465,6 @@ class BpfCapture:
         """Hand the sampled requests and the counts over every POLL_S for ``duration`` seconds
         (or until ``should_stop`` says so, or Ctrl-C), and once more at the end: (requests
         counted, seconds, what ended it)."""
-        offset = time.time() - time.monotonic()  # the program's clock is CLOCK_MONOTONIC
         start = last_report = time.monotonic()
         events, stopped_by = 0, "duration"
         try:
@@ -458,7 +476,7 @@ class BpfCapture:
                     stopped_by = "request"
                     break
                 time.sleep(min(POLL_S, max(0.0, duration - (now - start))))
-                events += self._hand_over(on_batch, offset)
+                events += self._hand_over(on_batch)
                 if on_progress is not None and now - last_report >= 0.5:
                     last_report = now
                     elapsed = now - start
@@ -468,5 +486,7 @@ class BpfCapture:
         except KeyboardInterrupt:
             stopped_by = "interrupt"
         finally:
-            events += self._hand_over(on_batch, offset)
+            with contextlib.suppress(OSError):
+                self.detach()  # what the ring and the counters hold now is the last
+            events += self._hand_over(on_batch)
         return events, round(time.monotonic() - start, 3), stopped_by

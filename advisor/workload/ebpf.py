@@ -16,7 +16,9 @@ import ctypes
 import errno
 import mmap
 import os
+import platform
 import struct
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ PROG_RAW_TRACEPOINT, PROG_TRACING = 17, 26
 TRACE_RAW_TP = 23  # the attach type of a BTF-typed raw tracepoint
 # helpers
 MAP_LOOKUP_ELEM, KTIME_GET_NS, RINGBUF_OUTPUT = 1, 5, 130
+RB_NO_WAKEUP = 1  # bpf_ringbuf_output's flag: no wake-up queued for a reader
 
 # instruction classes and operations
 LD, LDX, ST, STX, ALU, JMP, ALU64 = 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x07
@@ -54,7 +57,7 @@ ALU_OPS = {
     "^": 0xA0,
     "=": 0xB0,
 }
-JUMPS = {"ja": 0x00, "==": 0x10, ">": 0x20, ">=": 0x30, "!=": 0x50, "<": 0xA0, "<=": 0xB0}
+JUMPS = {"ja": 0x00, "==": 0x10, ">": 0x20, ">=": 0x30, "!=": 0x50, ">=s": 0x70, "<": 0xA0, "<=": 0xB0}
 PSEUDO_MAP_FD = 1
 FP = 10  # the frame pointer register
 
@@ -69,6 +72,9 @@ def _errno_text(code: int) -> str:
 
 class _Sys:
     def __init__(self) -> None:
+        # The system call's number, the instructions' and the maps' byte order are x86-64's
+        if platform.machine() != "x86_64" or sys.byteorder != "little":
+            raise BpfUnavailable(f"the capture's BPF program is written for x86-64, not {platform.machine()}")
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.libc.syscall.restype = ctypes.c_long
 
@@ -168,12 +174,11 @@ def create_map(kind: int, key_size: int, value_size: int, entries: int, flags: i
         raise BpfUnavailable(f"the kernel refused a BPF map ({exc.strerror})") from None
 
 
-def lookup_percpu(map_fd: int, index: int, value_size: int) -> npt.NDArray[np.uint64]:
-    """One PERCPU_ARRAY entry of u64 fields, summed over the CPUs."""
-    cpus = os.sysconf("SC_NPROCESSORS_CONF")
+def lookup_percpu(map_fd: int, index: int, value_size: int, cpus: int) -> npt.NDArray[np.uint64]:
+    """One PERCPU_ARRAY entry of u64 fields, summed over the ``cpus`` possible CPUs."""
     stride = (value_size + 7) // 8 * 8
     key = ctypes.create_string_buffer(struct.pack("<I", index), 4)
-    val = ctypes.create_string_buffer(stride * _possible_cpus(cpus))
+    val = ctypes.create_string_buffer(stride * cpus)
     attr = struct.pack("<IIQQQ", map_fd, 0, ctypes.addressof(key), ctypes.addressof(val), 0)
     _sys().bpf(MAP_LOOKUP, attr)
     fields = np.frombuffer(val.raw, np.uint64).reshape(-1, stride // 8)[:, : value_size // 8]
@@ -181,16 +186,17 @@ def lookup_percpu(map_fd: int, index: int, value_size: int) -> npt.NDArray[np.ui
     return summed
 
 
-def _possible_cpus(fallback: int) -> int:
-    """The kernel sizes a per-CPU value by its possible CPUs (e.g. "0-3")."""
+def possible_cpus() -> int:
+    """The CPUs the kernel sizes a per-CPU value by (e.g. "0-3"): read, never guessed (a
+    buffer too small would be written past)."""
     try:
         text = Path("/sys/devices/system/cpu/possible").read_text().strip()
-    except OSError:
-        return fallback
-    count = 0
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        count += int(high or low) - int(low) + 1
+        count = 0
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            count += int(high or low) - int(low) + 1
+    except (OSError, ValueError) as exc:
+        raise BpfUnavailable(f"cannot tell this machine's possible CPUs ({exc})") from None
     return max(count, 1)
 
 
@@ -229,8 +235,10 @@ def load_program(asm: Asm, attach_btf_id: int = 0, name: bytes = b"cachewise") -
     try:
         return _sys().bpf(PROG_LOAD, attr)
     except OSError as exc:
-        last = log.value.decode("ascii", "replace").strip().splitlines()[-1:] or [exc.strerror or ""]
-        raise BpfUnavailable(f"the kernel refused the capture's BPF program ({exc.strerror}: {last[0]})") from None
+        # the verifier's reason is its last line but its statistics ("processed N insns ...")
+        lines = [line for line in log.value.decode("ascii", "replace").strip().splitlines() if line.strip()]
+        why = next((line for line in reversed(lines) if not line.startswith("processed ")), exc.strerror or "")
+        raise BpfUnavailable(f"the kernel refused the capture's BPF program ({exc.strerror}: {why})") from None
 
 
 def attach_raw_tracepoint(prog_fd: int, tracepoint: str, typed: bool = False) -> int:
@@ -382,4 +390,7 @@ def kernel_layout(names: set[str], typedefs: frozenset[str] = frozenset()) -> La
     except OSError as exc:
         why = "this kernel has no BTF" if exc.errno == errno.ENOENT else exc.strerror
         raise BpfUnavailable(f"cannot read the kernel's type information ({why})") from None
-    return struct_members(btf, names, typedefs)
+    try:
+        return struct_members(btf, names, typedefs)
+    except (struct.error, ValueError, IndexError):
+        raise BpfUnavailable("the kernel's type information could not be read") from None

@@ -123,7 +123,14 @@ def capture(
         meta["tracer"] = "bpf" if tracer is not None else "tracefs"
         if refused:
             meta["bpf_refused"] = refused
-        recorder = capfile.Recorder(folder, dfd, meta, rate, capfile.Limits(until, budget, flush_seconds=flush_seconds))
+        try:
+            recorder = capfile.Recorder(
+                folder, dfd, meta, rate, capfile.Limits(until, budget, flush_seconds=flush_seconds)
+            )
+        except BaseException:
+            if tracer is not None:
+                tracer.__exit__()
+            raise
         try:
             if tracer is not None:
                 events, seconds, why = _record_bpf(tracer, recorder, until, on_progress, on_started)

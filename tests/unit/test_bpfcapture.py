@@ -183,7 +183,7 @@ def test_on_this_kernel_every_read_is_counted_and_a_stream_classed_as_bcache_wou
         _read_direct(loop_device, randoms, 4096)
         _read_direct(loop_device, list(range(32 << 20, 40 << 20, 256 << 10)), 256 << 10)
         got: list[tuple[np.ndarray, dict[str, int]]] = []
-        tracer._hand_over(lambda records, counts, now: got.append((records, counts)), 0.0)
+        tracer._hand_over(lambda records, counts, now: got.append((records, counts)))
     finally:
         tracer.__exit__()
     records, counts = got[0]
@@ -199,19 +199,19 @@ def test_on_this_kernel_every_read_is_counted_and_a_stream_classed_as_bcache_wou
 
 
 def test_on_this_kernel_the_program_halves_its_rate_when_it_keeps_too_fast(loop_device):
-    """At most ``kept_per_poll`` kept between two reads: the 101st kept halves the rate in
+    """At most ``kept_per_window`` kept in a quarter of a second: the 101st kept halves the rate in
     the kernel; every request is still counted."""
     major, minor = (int(x) for x in Path(f"/sys/class/block/{Path(loop_device).name}/dev").read_text().split(":"))
     full = capfile.threshold_for(1.0)
     try:
-        tracer = bpfcapture.BpfCapture(bpfcapture.Target(False, major, minor), full, kept_per_poll=100)
+        tracer = bpfcapture.BpfCapture(bpfcapture.Target(False, major, minor), full, kept_per_window=100)
         tracer.__enter__()
     except ebpf.BpfUnavailable as exc:
         pytest.skip(str(exc))
     try:
         _read_direct(loop_device, [i * capfile.UNIT for i in range(400)], 4096)  # a unit each
         got: list[tuple[np.ndarray, dict[str, int]]] = []
-        tracer._hand_over(lambda records, counts, now: got.append((records, counts)), 0.0)
+        tracer._hand_over(lambda records, counts, now: got.append((records, counts)))
     finally:
         tracer.__exit__()
     records, counts = got[0]
