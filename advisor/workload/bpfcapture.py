@@ -127,11 +127,7 @@ def program(
     a = ebpf.Asm()
     a.load(6, 1, 0, 8)  # the tracepoint's first argument: the request or bio (typed: loads need no helper)
     a.store_imm(ebpf.FP, KEY, 0, 4)
-    a.imm64(1, state, map_fd=True)
-    a.mov(2, ebpf.FP, reg=True)
-    a.alu(2, "+", KEY)
-    a.call(ebpf.MAP_LOOKUP_ELEM)
-    a.jump("==", 0, 0, "out")
+    _lookup(a, state)
     a.mov(8, 0, reg=True)  # r8: the state
     a.load(7, 6, f.target, 8)  # r7: the queue or block device
     a.load(1, 8, KNOWN, 8)
@@ -195,11 +191,7 @@ def program(
         a.store(0, at, 1, 8)
     # counts
     a.store_imm(ebpf.FP, KEY, 0, 4)
-    a.imm64(1, counts, map_fd=True)
-    a.mov(2, ebpf.FP, reg=True)
-    a.alu(2, "+", KEY)
-    a.call(ebpf.MAP_LOOKUP_ELEM)
-    a.jump("==", 0, 0, "out")
+    _lookup(a, counts)
     a.store(ebpf.FP, COUNTERS, 0, 8)
     _add(a, "requests")
     a.jump("!=", 6, 0, "write")
@@ -284,7 +276,13 @@ def _slot(a: ebpf.Asm, reg: int, streams: int) -> None:
     a.alu(1, "*", 2, reg=True)
     a.alu(1, ">>", 64 - STREAM_BITS)
     a.store(ebpf.FP, KEY, 1, 4)
-    a.imm64(1, streams, map_fd=True)
+    _lookup(a, streams)
+
+
+def _lookup(a: ebpf.Asm, map_fd: int) -> None:
+    """r0: the entry of the array ``map_fd`` whose index is on the stack at KEY; leaves the
+    program when there is none (never, for an index in range)."""
+    a.imm64(1, map_fd, map_fd=True)
     a.mov(2, ebpf.FP, reg=True)
     a.alu(2, "+", KEY)
     a.call(ebpf.MAP_LOOKUP_ELEM)
