@@ -52,7 +52,7 @@ LVM_MAX_CHUNKS = 1_000_000
 SMQ_PIECES = 200_000
 SMQ_SIZES = 5
 SMQ_SMALLEST = 16  # chunks: a 1 MiB cache
-# A replay's second pass is counted in this many windows of equal length as well (hours of a
+# A replay's settled passes are counted in this many windows of equal length as well (hours of a
 # day), with the trace's requests in each: what a closed loop weighs (advisor.advice.profile).
 REPLAY_WINDOWS = 24
 # bcache is replayed over traces of up to this many 4 KiB blocks (about 4 microseconds a request
@@ -189,8 +189,9 @@ class Analysis:
     coarse_chunk_curves: list[CoarseCurve] = field(default_factory=list)
     # dm-cache's smq policy replayed over the whole trace (advisor.workload.smq, every request:
     # dm-cache bypasses no stream) at a few cache sizes in CHUNK chunks, each started empty and
-    # fed the trace twice (smq_curve): the read hit ratio of the second pass (None where it was
-    # still climbing) and the seconds the first pass took to reach 63% of it. Empty when the
+    # fed the trace twice (smq_curve): the read hit ratio of the second pass (or, where the passes
+    # move up and down, of the second to the fifth together; None where it was still climbing:
+    # _settled) and the seconds the first pass took to reach 63% of it. Empty when the
     # trace is longer than SMQ_PIECES pieces, or in analyses made before.
     smq_chunk_size: int | None = None  # CHUNK when replayed
     smq_sizes_blocks: list[int] = field(default_factory=list)
@@ -200,18 +201,19 @@ class Analysis:
     # priorities, its sequential cutoff per run, only a read's first missing run read in) at a
     # few cache sizes from the smallest the kernel takes in 512 KiB buckets, each started empty and
     # fed the trace twice: the read hit ratio of the second pass over the reads bcache does not
-    # bypass, as stats_total's cache_hits / (cache_hits + cache_misses) (None where it was still
-    # climbing), and the seconds the first pass took to reach 63% of it. Empty when the trace is
-    # longer than BCACHE_BLOCKS blocks, or in analyses made before.
+    # bypass, as stats_total's cache_hits / (cache_hits + cache_misses) (read as smq's are), and
+    # the seconds the first pass took to reach 63% of it. Empty when the trace is longer than
+    # BCACHE_BLOCKS blocks, or in analyses made before.
     bcache_bucket_size: int | None = None
     bcache_sizes_bytes: list[int] = field(default_factory=list)
     bcache_read_hit_ratio: list[float | None] = field(default_factory=list)
     bcache_seconds_63: list[float | None] = field(default_factory=list)
     # The trace cut into REPLAY_WINDOWS windows of replay_window_seconds from its first request:
     # each window's requests and reads (every one, streams too, as the disk sees them), and at
-    # each replayed size the read hits and misses the second pass counted in the same window
-    # (smq_window_read_hits[size][window]). A capture's requests and reads are at full scale, its
-    # hits and misses its sample's (their ratio is what is read). Empty when not replayed.
+    # each replayed size the read hits and misses the passes it was read over counted in the same
+    # window, on average a pass (smq_window_read_hits[size][window]). A capture's requests and
+    # reads are at full scale, its hits and misses its sample's (their ratio is what is read).
+    # Empty when not replayed.
     replay_window_seconds: float = 0.0
     replay_window_requests: list[int] = field(default_factory=list)
     replay_window_reads: list[int] = field(default_factory=list)
@@ -634,43 +636,90 @@ def replay_windows(requests: Requests) -> Windows | None:
     )
 
 
-def _windowed(r: timeline.Replay, windows: Windows, start: float, day: float) -> tuple[list[int], list[int]]:
-    """The second pass's read hits and misses (the replay's requests from ``start`` on, again
-    ``day`` later) in each of the trace's windows; the last window takes all that follows, and
-    none reaches back into the first pass (a replay of fewer requests than the windows count,
-    bcache's without a capture's streams, may begin later). The replays count once a second,
-    so an edge takes the reads up to the tick before it: up to a second early."""
-    edges = [max(windows.start + k * windows.seconds, start) + day for k in range(REPLAY_WINDOWS)] + [float("inf")]
-    counted = [timeline.counted_at(r, e) for e in edges]
-    hits = [b[0] - a[0] for a, b in zip(counted, counted[1:], strict=False)]
-    misses = [b[1] - a[1] for a, b in zip(counted, counted[1:], strict=False)]
-    return hits, misses
+def _windowed(
+    r: timeline.Replay, windows: Windows, start: float, day: float, days: range = range(1, 2), passes: int = 2
+) -> tuple[list[int], list[int]]:
+    """The read hits and misses of passes ``days`` (1: the second) of a replay fed the trace
+    ``passes`` times (its requests from ``start`` on, again ``day`` later each time) in each of
+    the trace's windows, as one pass of them reads on average (a day's worth); the last window
+    of the replay's last pass takes all that follows, and none reaches back into the pass
+    before (a replay of fewer requests than the windows count, bcache's without a capture's
+    streams, may begin later). The replays count once a second, so an edge takes the reads up
+    to the tick before it: up to a second early."""
+    hits, misses = [0] * REPLAY_WINDOWS, [0] * REPLAY_WINDOWS
+    firsts = [max(windows.start + k * windows.seconds, start) for k in range(REPLAY_WINDOWS)]
+    for d in days:
+        after = firsts[0] + (d + 1) * day if d < passes - 1 else float("inf")
+        counted = [timeline.counted_at(r, e + d * day) for e in firsts] + [timeline.counted_at(r, after)]
+        for k, (a, b) in enumerate(zip(counted, counted[1:], strict=False)):
+            hits[k] += b[0] - a[0]
+            misses[k] += b[1] - a[1]
+    return [round(h / len(days)) for h in hits], [round(m / len(days)) for m in misses]
 
 
 SETTLED = 0.05  # read hit ratio by which a replay's second pass may differ and count as settled
+AVERAGED_PASSES = 5  # a replay whose second pass did not settle is fed the trace this many times (an
+# even number of passes from the second on, which _settled compares in halves)
 
 
-def _settled(
-    r: timeline.Replay, start: float, end: float, day: float, again: timeline.Replay | None = None
-) -> tuple[float | None, float | None] | None:
-    """A replay of the trace fed twice: (the read hit ratio of the second pass, None when it had
-    not settled; the seconds the first pass took to reach 63% of it, None when not within the
-    trace). None: no reads counted. The second pass has settled when its last third is no more
+@dataclass(frozen=True)
+class Settled:
+    """A replay's outcome: the read hit ratio its cache settles at (None: it had not settled),
+    the passes it was read over (1: the second; more: the mean of the second and those after),
+    and the seconds the first pass took to reach 63% of it (None: not within the trace)."""
+
+    read_hit_ratio: float | None
+    days: range
+    seconds_63: float | None
+
+
+def _settled(r: timeline.Replay, start: float, end: float, day: float, passes: int = 2) -> Settled | None:
+    """A replay of the trace fed ``passes`` times (two, or AVERAGED_PASSES where two did not
+    settle). None: no reads counted. The second pass has settled when its last third is no more
     than SETTLED above the whole pass (not still climbing). A day in phases (a hot set, a
     scan, another hot set) reads higher in its evening than over its whole though it reads the
-    same each day: ``again``, the same replay fed the trace three times, settles the second pass
-    when the third reads as it did (within SETTLED)."""
-    second = timeline.read_hit_ratio_since(r, start + day)
+    same each day: it has settled when the third pass reads as the second did (within SETTLED).
+    And its passes may not read alike: smq's queues are redistributed once a minute of the
+    cache's own clock, whose moment in the day nobody can know, and in a day of short phases that
+    moment decides which phase's chunks the cache keeps. Passes a day apart meet it at different
+    moments, and may read 0.2 apart from one day to the next: where the passes from the second
+    on move up and down (one reads more than SETTLED / 2 below the pass before it, or their
+    later half no more than SETTLED above their earlier half: not a cache still filling, whose
+    passes climb one after the other), the cache settles at what they read together, the mean a
+    next day can expect."""
+
+    def read(d: int) -> float | None:
+        until = start + (d + 1) * day if d < passes - 1 else float("inf")
+        return timeline.read_hit_ratio_between(r, start + d * day, until)
+
+    second = read(1)
     if second is None:
         return None
-    late = timeline.steady_read_hit_ratio(r, start + day, end + day)
-    settled = late is not None and late - second <= SETTLED
-    if not settled and again is not None:
-        third = timeline.read_hit_ratio_since(again, start + 2 * day)
-        settled = third is not None and abs(third - second) <= SETTLED
-    t63 = timeline.seconds_to_share(r, start, second)
-    return (
-        round(second, 6) if settled else None,
+    late = timeline.read_hit_ratio_between(
+        r, start + day + (end - start) * 2 / 3, start + 2 * day if passes > 2 else float("inf")
+    )
+    value: float | None = second
+    days = range(1, 2)
+    if late is None or late - second > SETTLED:
+        following = [read(d) for d in range(2, passes)]
+        value = None
+        if following and following[0] is not None and abs(following[0] - second) <= SETTLED:
+            value = second
+        elif len(following) > 1:
+            half = start + (1 + (passes - 1) // 2) * day  # the passes from the second on, in halves
+            early = timeline.read_hit_ratio_between(r, start + day, half)
+            later = timeline.read_hit_ratio_between(r, half, float("inf"))
+            each = [second, *following]
+            falls = any(
+                b is not None and a is not None and b < a - SETTLED / 2 for a, b in zip(each, each[1:], strict=False)
+            )
+            if early is not None and later is not None and (falls or later - early <= SETTLED):
+                days = range(1, passes)
+                value = timeline.read_hit_ratio_between(r, start + day, float("inf"))
+    t63 = timeline.seconds_to_share(r, start, value if value is not None else second)
+    return Settled(
+        round(value, 6) if value is not None else None,
+        days,
         round(t63, 1) if t63 is not None and t63 <= end - start + 1 else None,
     )
 
@@ -740,24 +789,26 @@ def _replayed(
     day: float,
     windows: Windows | None = None,
 ) -> ReplayCurve | None:
-    """Each size's replay of the trace fed twice (``run(size, passes)``), settled (_settled; a
-    third pass only where the second was not), and its second pass cut by ``windows`` (none
+    """Each size's replay of the trace fed twice (``run(size, passes)``), settled (_settled; fed
+    AVERAGED_PASSES times only where the second pass was not), and the passes it was read over
+    cut by ``windows`` (none
     without); None when one counted no reads (none, or every one bypassed)."""
     outcomes = []
     hits, misses = [], []
     for size in sizes:
-        replay = run(size, 2)
+        replay, passes = run(size, 2), 2
         outcome = _settled(replay, start, end, day)
-        if outcome is not None and outcome[0] is None:
-            outcome = _settled(replay, start, end, day, again=run(size, 3))
+        if outcome is not None and outcome.read_hit_ratio is None:
+            replay, passes = run(size, AVERAGED_PASSES), AVERAGED_PASSES
+            outcome = _settled(replay, start, end, day, passes)
         if outcome is None:
             return None
         outcomes.append(outcome)
         if windows is not None:
-            h, m = _windowed(replay, windows, start, day)
+            h, m = _windowed(replay, windows, start, day, outcome.days, passes)
             hits.append(h)
             misses.append(m)
-    return ReplayCurve(sizes, [o[0] for o in outcomes], [o[1] for o in outcomes], hits, misses)
+    return ReplayCurve(sizes, [o.read_hit_ratio for o in outcomes], [o.seconds_63 for o in outcomes], hits, misses)
 
 
 def _listed(values: npt.NDArray[np.float64] | None) -> list[float]:
