@@ -13,8 +13,11 @@ runs before it, recomputed from their captures, 0.418 against 0.543 (a miss: whe
 once-a-minute redistribution falls in the 30-s phases decides much of the day) and 0.605 against
 0.561. On 2026-12-07, the capture counted and sampled by its BPF program (all of day 1's 9,517
 requests in it): 0.784 predicted against 0.545 counted, a miss, with the replay of day 3's own
-trace at 0.824 (the simulator, not the capture, missed the kernel that day). About 7 minutes:
-the soak run only (`CACHEWISE_SOAK=1`)."""
+trace at 0.824: both were the LRU curve's, the replay at 64 MiB not having settled (its passes
+a day apart move up and down with the moment smq's once-a-minute redistribution meets the day).
+With a replay read over its passes' mean where they move so (analysis._settled), that capture
+predicts 0.508, and the next run, held out, predicted 0.502 against 0.563 counted (the short
+window 0.848). About 7 minutes: the soak run only (`CACHEWISE_SOAK=1`)."""
 
 from __future__ import annotations
 
