@@ -211,7 +211,7 @@ class Analysis:
     # The trace cut into REPLAY_WINDOWS windows of replay_window_seconds from its first request:
     # each window's requests and reads (every one, streams too, as the disk sees them), and at
     # each replayed size the read hits and misses the passes it was read over counted in the same
-    # window, on average a pass (smq_window_read_hits[size][window]). A capture's requests and
+    # window, summed over those passes (smq_window_read_hits[size][window]). A capture's requests and
     # reads are at full scale, its hits and misses its sample's (their ratio is what is read).
     # Empty when not replayed.
     replay_window_seconds: float = 0.0
@@ -602,7 +602,8 @@ class ReplayCurve:
     sizes: list[int]  # SMQ chunks, or bytes for bcache
     read_hit_ratio: list[float | None]
     seconds_63: list[float | None]
-    # per size, the second pass's read hits and misses in each of REPLAY_WINDOWS windows
+    # per size, the read hits and misses in each of REPLAY_WINDOWS windows of the passes its
+    # read hit ratio was read over (the second, or the second to the last: _settled), summed
     window_read_hits: list[list[int]] = field(default_factory=list)
     window_read_misses: list[list[int]] = field(default_factory=list)
 
@@ -641,25 +642,26 @@ def _windowed(
 ) -> tuple[list[int], list[int]]:
     """The read hits and misses of passes ``days`` (1: the second) of a replay fed the trace
     ``passes`` times (its requests from ``start`` on, again ``day`` later each time) in each of
-    the trace's windows, as one pass of them reads on average (a day's worth); the last window
-    of the replay's last pass takes all that follows, and none reaches back into the pass
-    before (a replay of fewer requests than the windows count, bcache's without a capture's
-    streams, may begin later). The replays count once a second, so an edge takes the reads up
-    to the tick before it: up to a second early."""
+    the trace's windows, summed over those passes (their ratios are what is read: a sampled
+    window's few reads keep theirs); the last window of the replay's last pass takes all that
+    follows, and no window reaches back into the pass before or on into the next (a replay of
+    fewer requests than the windows count, bcache's without a capture's streams, may begin
+    later or end sooner). The replays count once a second, so an edge takes the reads up to the
+    tick before it: up to a second early."""
     hits, misses = [0] * REPLAY_WINDOWS, [0] * REPLAY_WINDOWS
     firsts = [max(windows.start + k * windows.seconds, start) for k in range(REPLAY_WINDOWS)]
     for d in days:
         after = firsts[0] + (d + 1) * day if d < passes - 1 else float("inf")
-        counted = [timeline.counted_at(r, e + d * day) for e in firsts] + [timeline.counted_at(r, after)]
+        counted = [timeline.counted_at(r, min(e + d * day, after)) for e in firsts] + [timeline.counted_at(r, after)]
         for k, (a, b) in enumerate(zip(counted, counted[1:], strict=False)):
             hits[k] += b[0] - a[0]
             misses[k] += b[1] - a[1]
-    return [round(h / len(days)) for h in hits], [round(m / len(days)) for m in misses]
+    return hits, misses
 
 
 SETTLED = 0.05  # read hit ratio by which a replay's second pass may differ and count as settled
-AVERAGED_PASSES = 5  # a replay whose second pass did not settle is fed the trace this many times (an
-# even number of passes from the second on, which _settled compares in halves)
+AVERAGED_PASSES = 5  # a replay whose second pass did not settle is fed the trace this many times (odd:
+# an even number of passes from the second on, which _settled compares in halves)
 
 
 @dataclass(frozen=True)
@@ -686,7 +688,10 @@ def _settled(r: timeline.Replay, start: float, end: float, day: float, passes: i
     on move up and down (one reads more than SETTLED / 2 below the pass before it, or their
     later half no more than SETTLED above their earlier half: not a cache still filling, whose
     passes climb one after the other), the cache settles at what they read together, the mean a
-    next day can expect."""
+    next day can expect. Four passes cannot always tell a climb with a dip from moves up and
+    down (0.20, 0.35, 0.33, 0.50 reads as both): the mean is taken then, which errs low by a
+    few points where the chunk curve, a full LRU cache's, errs high by twenty and more (the lab's
+    next day, docs/recommend.md)."""
 
     def read(d: int) -> float | None:
         until = start + (d + 1) * day if d < passes - 1 else float("inf")
