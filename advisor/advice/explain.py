@@ -653,11 +653,30 @@ def _size_reasons(s: Situation, cfg: CacheConfig) -> list[Reason]:
                 if t.replayed_by == "smq"
                 else f"{t.backend.target} (its buckets, its sequential cutoff; reads it bypasses not counted)"
             )
+            moved = [d for d in prof.replayed_days(cfg.backend, cfg.effective_bytes) if len(d) > 1]
+            days = [x for d in moved for x in d]
+            if moved:
+                why = (
+                    "smq redistributes its queues once a minute of its own clock, which meets each day at another "
+                    "moment"
+                    if t.replayed_by == "smq"
+                    else "the day's phases met the cache in another state each day"
+                )
+                fed = (
+                    f"{max(len(d) for d in moved) + 1} times through {how} as the kernel runs it: the days after "
+                    f"the first read "
+                    f"{min(days):.0%} to {max(days):.0%} (at the trace's own pace), up and down as {why}, so the "
+                    "prediction is what they read together."
+                )
+            else:
+                fed = (
+                    f"twice through {how} as the kernel runs it (the second time, as a next day like the traced "
+                    "one would find the cache)."
+                )
             out.append(
                 Reason(
                     f"Predicted read hit ratio at this size: {cfg.predicted_hit_ratio:.0%}, from the trace replayed "
-                    f"twice through {how} as the kernel runs it (the second time, as a next day like the traced "
-                    "one would find the cache).",
+                    + fed,
                     ("L-SIZE-4", _replay_finding(t)),
                 )
             )

@@ -109,6 +109,10 @@ class Profile:
     bcache_sizes_bytes: np.ndarray[Any, Any] | None = None
     bcache_read_hits: np.ndarray[Any, Any] | None = None
     bcache_t63: np.ndarray[Any, Any] | None = None
+    # per replayed size, the read hit ratio of each pass its value was read over (unweighed;
+    # Analysis.smq_read_hit_days, bcache_read_hit_days)
+    smq_days: tuple[tuple[float, ...], ...] = ()
+    bcache_days: tuple[tuple[float, ...], ...] = ()
 
     def too_short_for(self, backend: Backend) -> bool:
         """Whether first touches dominate the curve this backend follows (then the trace cannot
@@ -174,6 +178,22 @@ class Profile:
         if sizes is None or hits is None or t63 is None or not len(sizes):
             return None
         return sizes, hits, t63
+
+    def replayed_days(self, backend: Backend, size_bytes: float) -> tuple[tuple[float, ...], ...]:
+        """Of each replayed size the prediction at ``size_bytes`` is read from (itself, within
+        EXACT_SIZE, or the two around it: _replayed_at), the read hit ratio of each pass it was
+        read over, before any weighing: one (the second pass), or more where the passes moved
+        up and down (none where it did not settle). Empty without a replay there."""
+        replay = self.replay_of(backend)
+        days = self.bcache_days if traits(backend).replayed_by == "bcachesim" else self.smq_days
+        if replay is None or len(days) != len(replay[0]) or size_bytes < replay[0][0] * (1 - EXACT_SIZE):
+            return ()
+        sizes = replay[0]
+        nearest = int(np.argmin(np.abs(sizes - size_bytes)))
+        if abs(sizes[nearest] - size_bytes) <= EXACT_SIZE * size_bytes:
+            return (days[nearest],)
+        at = int(np.searchsorted(sizes, size_bytes, side="left"))
+        return (days[-1],) if at >= len(sizes) else tuple(days[max(at - 1, 0) : at + 1])
 
     def _replayed_at(self, backend: Backend, size_bytes: float, column: int) -> float | None:
         """A column of the replay (1: read hit ratio, 2: seconds to 63%) at ``size_bytes``,
@@ -417,9 +437,11 @@ def trace_profile(
         ),
         smq_read_hits=smq_hits,
         smq_t63=_nan_curve(a.smq_seconds_63) if a.smq_sizes_blocks else None,
+        smq_days=tuple(tuple(d) for d in a.smq_read_hit_days),
         bcache_sizes_bytes=np.asarray(a.bcache_sizes_bytes, dtype=np.float64) if a.bcache_sizes_bytes else None,
         bcache_read_hits=bcache_hits,
         bcache_t63=_nan_curve(a.bcache_seconds_63) if a.bcache_sizes_bytes else None,
+        bcache_days=tuple(tuple(d) for d in a.bcache_read_hit_days),
         reasons=tuple(reasons),
     )
 

@@ -197,6 +197,10 @@ class Analysis:
     smq_sizes_blocks: list[int] = field(default_factory=list)
     smq_read_hit_ratio: list[float | None] = field(default_factory=list)
     smq_seconds_63: list[float | None] = field(default_factory=list)
+    # per replayed size, the read hit ratio of each pass smq_read_hit_ratio was read over: the
+    # second alone (one), or the second to the fifth, which moved up and down (four: _settled);
+    # empty where it did not settle
+    smq_read_hit_days: list[list[float]] = field(default_factory=list)
     # bcache replayed over the whole trace (advisor.workload.bcachesim: its buckets and their
     # priorities, its sequential cutoff per run, only a read's first missing run read in) at a
     # few cache sizes from the smallest the kernel takes in 512 KiB buckets, each started empty and
@@ -208,6 +212,7 @@ class Analysis:
     bcache_sizes_bytes: list[int] = field(default_factory=list)
     bcache_read_hit_ratio: list[float | None] = field(default_factory=list)
     bcache_seconds_63: list[float | None] = field(default_factory=list)
+    bcache_read_hit_days: list[list[float]] = field(default_factory=list)  # as smq_read_hit_days
     # The trace cut into REPLAY_WINDOWS windows of replay_window_seconds from its first request:
     # each window's requests and reads (every one, streams too, as the disk sees them), and at
     # each replayed size the read hits and misses the passes it was read over counted in the same
@@ -583,10 +588,12 @@ def _result(
         smq_sizes_blocks=list(dmcache.sizes) if dmcache else [],
         smq_read_hit_ratio=list(dmcache.read_hit_ratio) if dmcache else [],
         smq_seconds_63=list(dmcache.seconds_63) if dmcache else [],
+        smq_read_hit_days=dmcache.read_hit_days if dmcache else [],
         bcache_bucket_size=bcachesim.BUCKET if bcache else None,
         bcache_sizes_bytes=list(bcache.sizes) if bcache else [],
         bcache_read_hit_ratio=list(bcache.read_hit_ratio) if bcache else [],
         bcache_seconds_63=list(bcache.seconds_63) if bcache else [],
+        bcache_read_hit_days=bcache.read_hit_days if bcache else [],
         replay_window_seconds=windows.seconds if windows else 0.0,
         replay_window_requests=windows.requests if windows else [],
         replay_window_reads=windows.reads if windows else [],
@@ -606,6 +613,7 @@ class ReplayCurve:
     # read hit ratio was read over (the second, or the second to the last: _settled), summed
     window_read_hits: list[list[int]] = field(default_factory=list)
     window_read_misses: list[list[int]] = field(default_factory=list)
+    read_hit_days: list[list[float]] = field(default_factory=list)  # per size: Settled.each
 
 
 @dataclass(frozen=True)
@@ -673,6 +681,7 @@ class Settled:
     read_hit_ratio: float | None
     days: range
     seconds_63: float | None
+    each: tuple[float, ...] = ()  # the read hit ratio of each pass it was read over (settled only)
 
 
 def _settled(r: timeline.Replay, start: float, end: float, day: float, passes: int = 2) -> Settled | None:
@@ -705,6 +714,7 @@ def _settled(r: timeline.Replay, start: float, end: float, day: float, passes: i
     )
     value: float | None = second
     days = range(1, 2)
+    each: tuple[float, ...] = (second,)
     if late is None or late - second > SETTLED:
         following = [read(d) for d in range(2, passes)]
         value = None
@@ -714,18 +724,21 @@ def _settled(r: timeline.Replay, start: float, end: float, day: float, passes: i
             half = start + (1 + (passes - 1) // 2) * day  # the passes from the second on, in halves
             early = timeline.read_hit_ratio_between(r, start + day, half)
             later = timeline.read_hit_ratio_between(r, half, float("inf"))
-            each = [second, *following]
+            ratios = [second, *following]
             falls = any(
-                b is not None and a is not None and b < a - SETTLED / 2 for a, b in zip(each, each[1:], strict=False)
+                b is not None and a is not None and b < a - SETTLED / 2
+                for a, b in zip(ratios, ratios[1:], strict=False)
             )
             if early is not None and later is not None and (falls or later - early <= SETTLED):
                 days = range(1, passes)
                 value = timeline.read_hit_ratio_between(r, start + day, float("inf"))
+                each = tuple(x for x in ratios if x is not None)
     t63 = timeline.seconds_to_share(r, start, value if value is not None else second)
     return Settled(
         round(value, 6) if value is not None else None,
         days,
         round(t63, 1) if t63 is not None and t63 <= end - start + 1 else None,
+        tuple(round(x, 4) for x in each) if value is not None else (),
     )
 
 
@@ -813,7 +826,14 @@ def _replayed(
             h, m = _windowed(replay, windows, start, day, outcome.days, passes)
             hits.append(h)
             misses.append(m)
-    return ReplayCurve(sizes, [o.read_hit_ratio for o in outcomes], [o.seconds_63 for o in outcomes], hits, misses)
+    return ReplayCurve(
+        sizes,
+        [o.read_hit_ratio for o in outcomes],
+        [o.seconds_63 for o in outcomes],
+        hits,
+        misses,
+        [list(o.each) for o in outcomes],
+    )
 
 
 def _listed(values: npt.NDArray[np.float64] | None) -> list[float]:

@@ -291,3 +291,33 @@ def test_analyze_shows_the_replay_as_a_row_and_in_its_json(tmp_path: Path, capsy
     assert main(["--state-dir", str(tmp_path), "analyze", str(trace)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "dm-cache (smq)" in out and "read hit ratio replayed" in out and "1.0 MiB:" in out
+
+
+def test_a_prediction_read_over_days_that_moved_says_how_far_they_moved() -> None:
+    """Where the replay's passes moved up and down (analysis._settled), the reason says so: how
+    many times the trace was fed, what the days read, and why they differ; an interpolated size
+    has no days of its own."""
+    from dataclasses import replace
+
+    from advisor.advice.model import Inputs
+    from advisor.advice.profile import profile
+    from advisor.advice.recommend import recommend
+    from tests.unit import test_home_scenarios as home
+
+    s = next(x for x in home.SCENARIOS if x.name == "vm-host")
+    a = s.analysis()
+    moved = replace(a, smq_read_hit_days=[[0.3, 0.45, 0.32, 0.41] for _ in a.smq_sizes_blocks])
+    inp = Inputs(slow=s.slow(), fast=s.fast, analysis=moved, versions=home.KERNEL, memory_bytes=16 << 30, **s.declared)
+    prof = profile(inp, inp.slow.size_bytes)
+    assert prof.smq_sizes_bytes is not None
+    at, above = float(prof.smq_sizes_bytes[1]), float(prof.smq_sizes_bytes[2])
+    assert prof.replayed_days("lvmcache", at) == ((0.3, 0.45, 0.32, 0.41),)
+    assert len(prof.replayed_days("lvmcache", (at + above) / 2)) == 2, "between two sizes: both"
+    assert prof.replayed_days("lvmcache", float(prof.smq_sizes_bytes[0]) / 2) == (), "below the smallest: no replay"
+    r = recommend(inp)
+    assert r.config is not None and r.config.backend == "lvmcache"
+    texts = [x.text for x in r.reasons if "K-SMQ-1" in x.findings]
+    said = [t for t in texts if "replayed 5 times through" in t]
+    assert said and "read 30% to 45% (at the trace's own pace)" in said[0] and "once a minute" in said[0], texts
+    plain = recommend(replace(inp, analysis=a))
+    assert not any("5 times" in x.text for x in plain.reasons), "a size read over its second pass alone: twice"
