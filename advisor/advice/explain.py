@@ -664,9 +664,8 @@ def _size_reasons(s: Situation, cfg: CacheConfig) -> list[Reason]:
                 )
                 fed = (
                     f"{max(len(d) for d in moved) + 1} times through {how} as the kernel runs it: the days after "
-                    f"the first read "
-                    f"{min(days):.0%} to {max(days):.0%} (at the trace's own pace), up and down as {why}, so the "
-                    "prediction is what they read together."
+                    f"the first read {min(days):.0%} to {max(days):.0%} (at the trace's own pace), up and down as "
+                    f"{why}, so the prediction is what they read together."
                 )
             else:
                 fed = (

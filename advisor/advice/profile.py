@@ -186,14 +186,9 @@ class Profile:
         up and down (none where it did not settle). Empty without a replay there."""
         replay = self.replay_of(backend)
         days = self.bcache_days if traits(backend).replayed_by == "bcachesim" else self.smq_days
-        if replay is None or len(days) != len(replay[0]) or size_bytes < replay[0][0] * (1 - EXACT_SIZE):
+        if replay is None or len(days) != len(replay[0]):
             return ()
-        sizes = replay[0]
-        nearest = int(np.argmin(np.abs(sizes - size_bytes)))
-        if abs(sizes[nearest] - size_bytes) <= EXACT_SIZE * size_bytes:
-            return (days[nearest],)
-        at = int(np.searchsorted(sizes, size_bytes, side="left"))
-        return (days[-1],) if at >= len(sizes) else tuple(days[max(at - 1, 0) : at + 1])
+        return tuple(days[i] for i in _read_from(replay[0], size_bytes))
 
     def _replayed_at(self, backend: Backend, size_bytes: float, column: int) -> float | None:
         """A column of the replay (1: read hit ratio, 2: seconds to 63%) at ``size_bytes``,
@@ -208,20 +203,12 @@ class Profile:
         sizes, values = replay[0], replay[column]
         if traits(backend).promotes_chunks and lvm_chunk_size(int(size_bytes)) != CHUNK:
             return None
-        nearest = int(np.argmin(np.abs(sizes - size_bytes)))
-        if abs(sizes[nearest] - size_bytes) <= EXACT_SIZE * size_bytes:  # replayed at this size itself
-            return None if np.isnan(values[nearest]) else float(values[nearest])
-        if size_bytes < sizes[0]:  # (the advice sizes no bcache below it: Traits.smallest)
+        at = _read_from(sizes, size_bytes)
+        if not at or np.isnan(values[list(at)]).any():
             return None
-        at = int(np.searchsorted(sizes, size_bytes, side="left"))
-        if at >= len(sizes):
-            return None if np.isnan(values[-1]) else float(values[-1])
-        near = values[max(at - 1, 0) : at + 1]
-        if np.isnan(near).any():
-            return None
-        if at == 0:  # the smallest size itself
-            return float(values[0])
-        return float(np.interp(size_bytes, sizes[at - 1 : at + 1], values[at - 1 : at + 1]))
+        if len(at) == 1:
+            return float(values[at[0]])
+        return float(np.interp(size_bytes, sizes[list(at)], values[list(at)]))
 
     def replayed_read_hit(self, backend: Backend, size_bytes: float) -> float | None:
         """The read hit ratio the backend's kernel code settled at, replayed over the trace, for a
@@ -244,6 +231,19 @@ class Profile:
     def knee(self) -> int:
         """The knee of the 4 KiB curve (bcache's, and every backend's without a chunk curve)."""
         return curve_knee(self.sizes_bytes, self.hits)
+
+
+def _read_from(sizes: np.ndarray[Any, Any], size_bytes: float) -> tuple[int, ...]:
+    """The replayed sizes a value at ``size_bytes`` is read from: the nearest, where it is this
+    size itself (within EXACT_SIZE); else the two around it (beyond the last: the last); none
+    below the smallest (the advice sizes no bcache below it: Traits.smallest)."""
+    nearest = int(np.argmin(np.abs(sizes - size_bytes)))
+    if abs(sizes[nearest] - size_bytes) <= EXACT_SIZE * size_bytes:
+        return (nearest,)
+    if size_bytes < sizes[0]:
+        return ()
+    at = int(np.searchsorted(sizes, size_bytes, side="left"))
+    return (len(sizes) - 1,) if at >= len(sizes) else (max(at - 1, 0), at)
 
 
 def curve_knee(sizes: np.ndarray[Any, Any], hits: np.ndarray[Any, Any]) -> int:

@@ -675,13 +675,18 @@ AVERAGED_PASSES = 5  # a replay whose second pass did not settle is fed the trac
 @dataclass(frozen=True)
 class Settled:
     """A replay's outcome: the read hit ratio its cache settles at (None: it had not settled),
-    the passes it was read over (1: the second; more: the mean of the second and those after),
-    and the seconds the first pass took to reach 63% of it (None: not within the trace)."""
+    the seconds the first pass took to reach 63% of it (None: not within the trace), and the
+    read hit ratio of each pass it was read over (the second alone, or the second and those
+    after; none where it had not settled)."""
 
     read_hit_ratio: float | None
-    days: range
     seconds_63: float | None
-    each: tuple[float, ...] = ()  # the read hit ratio of each pass it was read over (settled only)
+    each: tuple[float, ...] = ()
+
+    @property
+    def days(self) -> range:
+        """The passes it was read over (1: the second); the second where it had not settled."""
+        return range(1, 1 + max(len(self.each), 1))
 
 
 def _settled(r: timeline.Replay, start: float, end: float, day: float, passes: int = 2) -> Settled | None:
@@ -713,7 +718,6 @@ def _settled(r: timeline.Replay, start: float, end: float, day: float, passes: i
         r, start + day + (end - start) * 2 / 3, start + 2 * day if passes > 2 else float("inf")
     )
     value: float | None = second
-    days = range(1, 2)
     each: tuple[float, ...] = (second,)
     if late is None or late - second > SETTLED:
         following = [read(d) for d in range(2, passes)]
@@ -730,13 +734,11 @@ def _settled(r: timeline.Replay, start: float, end: float, day: float, passes: i
                 for a, b in zip(ratios, ratios[1:], strict=False)
             )
             if early is not None and later is not None and (falls or later - early <= SETTLED):
-                days = range(1, passes)
                 value = timeline.read_hit_ratio_between(r, start + day, float("inf"))
                 each = tuple(x for x in ratios if x is not None)
     t63 = timeline.seconds_to_share(r, start, value if value is not None else second)
     return Settled(
         round(value, 6) if value is not None else None,
-        days,
         round(t63, 1) if t63 is not None and t63 <= end - start + 1 else None,
         tuple(round(x, 4) for x in each) if value is not None else (),
     )
