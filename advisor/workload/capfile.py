@@ -455,6 +455,24 @@ def export_oracle_general(capture: Capture, out: Any, block_size: int = 4096, ch
     return total
 
 
+def units_seen(paths: list[Path], threshold: int) -> set[int]:
+    """The sampled 64 KiB units that the records in ``paths`` touch under ``threshold``: what a
+    capture resumed in their folder (after a reboot, a restarted service) has seen already, so
+    that its hours count as new footprint only the units that are new to the whole capture, as
+    one unbroken run would. A file that cannot be read is passed over, as the reader does."""
+    seen: set[int] = set()
+    for path in paths:
+        try:
+            contents = read_file(path)
+        except CaptureFileError:
+            continue
+        for _, records in contents.chunks:
+            offsets = records["offset"]
+            kept = offsets[unit_hash(offsets) < np.uint64(threshold)]
+            seen.update(np.unique(kept // np.uint64(UNIT)).tolist())
+    return seen
+
+
 def file_name(when: float, n: int = 0) -> str:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(when))
     return f"{PREFIX}-{stamp}{f'-{n}' if n else ''}{SUFFIX}"
@@ -548,6 +566,7 @@ class Recorder:
         limits: Limits,
         clock: Callable[[], float] = time.time,
         statvfs: Callable[[int], os.statvfs_result] = os.fstatvfs,
+        seen: set[int] | None = None,
     ) -> None:
         self.folder, self.dfd, self.meta, self.limits = folder, dfd, meta, limits
         self.clock, self.statvfs = clock, statvfs
@@ -562,7 +581,7 @@ class Recorder:
         self.torn = False  # the open file ends in a frame cut short
         self.hours: dict[float, Hour] = {}  # this run's hours by their start
         self.dirty: set[float] = set()  # hours counted since the last flush
-        self.seen: set[int] = set()
+        self.seen: set[int] = set(seen or ())  # units_seen() when resumed
         self.streams = StreamDetector(SEQUENTIAL_CUTOFF)
         self.lost_total = 0
         self.sampled = 0

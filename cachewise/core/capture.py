@@ -119,13 +119,15 @@ def capture(
             "size_bytes": plan.size_bytes,
         }
         meta["until"] = until
+        # read before tracing starts: a week's files take seconds, which the kernel's ring would not hold
+        seen = capfile.units_seen(capfile.capture_files(folder), capfile.threshold_for(rate)) if resumed else None
         tracer, refused = _kernel_tracer(plan, capfile.threshold_for(rate))
         meta["tracer"] = "bpf" if tracer is not None else "tracefs"
         if refused:
             meta["bpf_refused"] = refused
         try:
             recorder = capfile.Recorder(
-                folder, dfd, meta, rate, capfile.Limits(until, budget, flush_seconds=flush_seconds)
+                folder, dfd, meta, rate, capfile.Limits(until, budget, flush_seconds=flush_seconds), seen=seen
             )
         except BaseException:
             if tracer is not None:

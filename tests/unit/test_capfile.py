@@ -59,11 +59,12 @@ def record(
     batch: float = 10.0,
     close: str | None = "duration",
     until: float = T0 + 10 * 86400,
+    seen: set[int] | None = None,
 ) -> Recorder:
     """Feed ``reqs`` to a recorder in batches of ``batch`` seconds, ticking between them."""
     d, fd = folder
     clock = Clock(float(reqs["t"][0]))
-    rec = Recorder(d, fd, {"device": "/dev/sdb", "until": until}, rate, Limits(until, budget), clock, statvfs)
+    rec = Recorder(d, fd, {"device": "/dev/sdb", "until": until}, rate, Limits(until, budget), clock, statvfs, seen)
     edges = np.arange(float(reqs["t"][0]), float(reqs["t"][-1]) + batch, batch)
     for lo in edges:
         part = reqs[(reqs["t"] >= lo) & (reqs["t"] < lo + batch)]
@@ -99,6 +100,28 @@ def test_an_unsampled_capture_reads_back_exactly_with_each_hours_counts(folder: 
     units = np.unique(reqs["offset"] // np.uint64(capfile.UNIT))
     assert sum(h["new_footprint_bytes"] for h in hours) == len(units) * capfile.UNIT
     assert [e["why"] for e in cap.ends] == ["duration"]
+
+
+def test_a_resumed_capture_counts_as_new_footprint_only_what_is_new_to_the_whole_capture(
+    folder: tuple[Path, int],
+) -> None:
+    """A reboot must not restart the footprint's growth: the hour after it reads the same hot
+    units again, and only the units no earlier run saw are new (at the capture's sampling rate)."""
+    d = folder[0]
+    rate = 1 / 4
+    record(folder, requests(6_000, T0 + 60, 1200, seed=3, span=512 << 20), rate=rate, close=None)  # a power cut
+    before = capfile.read_capture(capfile.capture_files(d)).requests
+    seen = capfile.units_seen(capfile.capture_files(d), capfile.threshold_for(rate))
+    assert seen == set((before["offset"] // np.uint64(capfile.UNIT)).tolist()) and seen
+    record(folder, requests(6_000, T0 + 4000, 1200, seed=4, span=512 << 20), rate=rate, seen=seen)
+    cap = capfile.read_capture(capfile.capture_files(d))
+    later = cap.requests[cap.requests["t"] >= T0 + 3600]
+    new = set((later["offset"] // np.uint64(capfile.UNIT)).tolist()) - seen
+    assert 0 < len(new) < len(set((later["offset"] // np.uint64(capfile.UNIT)).tolist()))
+    hours = {h["start"]: h for h in cap.summaries}
+    assert hours[T0 + 3600]["new_footprint_bytes"] == len(new) * capfile.UNIT / rate
+    total = len(set((cap.requests["offset"] // np.uint64(capfile.UNIT)).tolist()))
+    assert sum(h["new_footprint_bytes"] for h in cap.summaries) == total * capfile.UNIT / rate  # as one run's
 
 
 def test_sampling_keeps_whole_64k_units_at_the_rate(folder: tuple[Path, int]) -> None:
