@@ -4,8 +4,11 @@ a power cut cannot corrupt.
 A capture is a folder of files, one per hour (``capture-YYYYmmddTHHMMSSZ.cwcap``), written only
 by appending; the folder holds one device's capture, named by its stable identity (its kernel
 name may differ after a reboot). Each file is a header (a magic line and a JSON line: the device, the sampling
-unit, the format version) and then frames. A frame is a fixed head (tag, kind, payload length,
-CRC-32 of the payload) and its payload:
+unit, the format version) and then frames. A frame is a fixed head (tag, kind, the kind again
+three times, payload length, CRC-32 of the payload) and its payload. The CRC does not cover the
+head: the kind's three copies do (a kind damaged into another, or into one this version does
+not know, would otherwise be read as the other or skipped as a later version's, unseen); files
+written before 2026-12-07 have zeros there, and are read as before.
 
 - ``R`` records: the time base (seconds since the epoch), the sampling threshold in force,
   and zlib-compressed packed records of 16 bytes (microseconds after the base, the sector,
@@ -59,7 +62,8 @@ SUFFIX = ".cwcap"
 CUTOFF = SEQUENTIAL_CUTOFF  # streams are classed at capture time at bcache's default cutoff
 UNIT = 64 << 10  # the sampling unit: dm-cache's default chunk; a request goes with its first byte's unit
 SALT = 0x9E3779B97F4A7C15  # the capture's own hash salt, apart from the analysis's samples
-FRAME = struct.Struct("<4sBxxxII")  # tag, kind, payload length, CRC-32 of the payload
+FRAME = struct.Struct("<4sB3sII")  # tag, kind, the kind thrice (zeros before 2026-12-07), length, CRC-32 of the payload
+UNGUARDED = bytes(3)
 FRAME_TAG = b"CWFR"
 RECORDS = struct.Struct("<dQI")  # time base (epoch s), threshold, records in the frame
 PACKED = np.dtype([("us", "<u4"), ("sector", "<u8"), ("sectors", "<u4")])
@@ -165,7 +169,7 @@ def unpack(payload: bytes, base: float, count: int) -> npt.NDArray[Any]:
 
 
 def frame(kind: bytes, payload: bytes) -> bytes:
-    return FRAME.pack(FRAME_TAG, kind[0], len(payload), zlib.crc32(payload)) + payload
+    return FRAME.pack(FRAME_TAG, kind[0], kind[:1] * 3, len(payload), zlib.crc32(payload)) + payload
 
 
 def records_frame(requests: npt.NDArray[Any], base: float, threshold: int) -> bytes:
@@ -224,14 +228,14 @@ def read_file(path: Path) -> FileContents:
     while at < len(data):
         why = _frame_at(data, at, contents)
         if not why:
-            at += FRAME.size + FRAME.unpack_from(data, at)[2]
+            at += FRAME.size + FRAME.unpack_from(data, at)[3]
             continue
         good = _next_frame(data, at + 1, contents, budget)
         contents.torn_bytes += (good if good >= 0 else len(data)) - at
         contents.torn_why = contents.torn_why or why
         if good < 0:
             break
-        at = good + FRAME.size + FRAME.unpack_from(data, good)[2]
+        at = good + FRAME.size + FRAME.unpack_from(data, good)[3]
     return contents
 
 
@@ -245,7 +249,7 @@ def _next_frame(data: bytes, at: int, contents: FileContents, budget: list[int])
         at = data.find(FRAME_TAG, at)
         if at < 0 or len(data) - at < FRAME.size:
             return -1
-        length = FRAME.unpack_from(data, at)[2]
+        length = FRAME.unpack_from(data, at)[3]
         if length <= MAX_PAYLOAD and at + FRAME.size + length <= len(data):
             budget[0] -= length
             if budget[0] < 0:
@@ -259,8 +263,8 @@ def _frame_at(data: bytes, at: int, contents: FileContents) -> str:
     """Read the frame at ``at`` into ``contents``; why it cannot be read ("" when it was)."""
     if len(data) - at < FRAME.size:
         return "a frame's head is cut short"
-    tag, kind, length, crc = FRAME.unpack_from(data, at)
-    if tag != FRAME_TAG or length > MAX_PAYLOAD:
+    tag, kind, guard, length, crc = FRAME.unpack_from(data, at)
+    if tag != FRAME_TAG or length > MAX_PAYLOAD or guard not in (UNGUARDED, bytes([kind]) * 3):
         return "a frame's head is damaged"
     payload = data[at + FRAME.size : at + FRAME.size + length]
     if len(payload) != length:

@@ -176,7 +176,7 @@ def frame_ends(data: bytes) -> list[int]:
     at = data.index(b"\n", len(capfile.MAGIC)) + 1
     ends = []
     while at < len(data):
-        at += capfile.FRAME.size + capfile.FRAME.unpack_from(data, at)[2]
+        at += capfile.FRAME.size + capfile.FRAME.unpack_from(data, at)[3]
         ends.append(at)
     return ends
 
@@ -207,6 +207,46 @@ def test_a_power_cut_anywhere_loses_only_the_frame_being_written(folder: tuple[P
         path.write_bytes(whole[:cut])
         with pytest.raises(capfile.CaptureFileError):
             capfile.read_file(path)
+
+
+def frame_starts(data: bytes) -> list[int]:
+    return [data.index(b"\n", len(capfile.MAGIC)) + 1, *frame_ends(data)[:-1]]
+
+
+def test_a_damaged_kind_is_damage_never_a_frame_passed_over_unseen(folder: tuple[Path, int]) -> None:
+    """The CRC covers the payload, not the head: a records frame whose kind turns into another
+    kind, or into one this version does not know (which a reader skips whole as a later
+    version's), is found by the kind's copies and counted as damage; the rest reads whole."""
+    reqs = requests(6_000, T0 + 60, 900)
+    record(folder, reqs)
+    (path,) = capfile.capture_files(folder[0])
+    whole = path.read_bytes()
+    full = [at for at in frame_starts(whole) if whole[at + 4] == ord("R") and capfile.FRAME.unpack_from(whole, at)[3] > capfile.RECORDS.size]
+    at = full[1]
+    payload = whole[at + capfile.FRAME.size :]
+    lost = capfile.RECORDS.unpack_from(payload)[2]
+    assert lost > 0
+    for kind in (ord("S"), ord("E"), ord("P"), ord("R") ^ 0x80):
+        data = bytearray(whole)
+        data[at + 4] = kind
+        path.write_bytes(bytes(data))
+        got = capfile.read_file(path)
+        assert got.torn_why == "a frame's head is damaged"
+        assert got.torn_bytes == capfile.FRAME.size + capfile.FRAME.unpack_from(whole, at)[3]
+        assert sum(len(r) for _, r in got.chunks) == len(reqs) - lost
+
+
+def test_files_written_before_the_kinds_copies_read_as_before(folder: tuple[Path, int]) -> None:
+    reqs = requests(3_000, T0 + 60, 600)
+    record(folder, reqs)
+    (path,) = capfile.capture_files(folder[0])
+    data = bytearray(path.read_bytes())
+    for at in frame_starts(bytes(data)):
+        assert data[at + 5 : at + 8] == bytes([data[at + 4]]) * 3
+        data[at + 5 : at + 8] = bytes(3)  # as cachewise wrote them until 2026-12-07
+    path.write_bytes(bytes(data))
+    got = capfile.read_file(path)
+    assert not got.torn_bytes and sum(len(r) for _, r in got.chunks) == len(reqs) and got.summaries and got.ends
 
 
 def test_damage_in_the_middle_is_found_by_the_checksum(folder: tuple[Path, int]) -> None:
