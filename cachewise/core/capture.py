@@ -120,8 +120,9 @@ def capture(
         }
         meta["until"] = until
         # read before tracing starts: a week's files take seconds, which the kernel's ring would not hold
-        seen = capfile.units_seen(capfile.capture_files(folder), capfile.threshold_for(rate)) if resumed else None
-        tracer, refused = _kernel_tracer(plan, capfile.threshold_for(rate))
+        threshold = capfile.threshold_for(rate)
+        seen = capfile.units_seen(capfile.capture_files(folder), threshold) if resumed else None
+        tracer, refused = _kernel_tracer(plan, threshold)
         meta["tracer"] = "bpf" if tracer is not None else "tracefs"
         if refused:
             meta["bpf_refused"] = refused
